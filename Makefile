@@ -1,0 +1,44 @@
+# tilescope: make setup | build | demo | test | bench
+# `make demo` and `make test` do all the set-up on a fresh machine (Debian + PyPI).
+SHELL := /bin/bash
+BUILD ?= build
+PY ?= python3
+APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format
+JOBS ?= $(shell nproc)
+
+.PHONY: setup build demo test test-cpp test-python bench clean format
+
+setup:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: setup build
+	@bash examples/demo.sh $(BUILD)/tilescope
+
+test: setup build
+	$(MAKE) test-cpp test-python
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python:
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) -m pytest -q tests/python
+
+bench: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,63 @@
+// tilescope/exec: run a kernel's launch grid on the CPU.
+//
+// The Engine verifies nothing itself: give it a Module that ir::verify accepted. It lowers each
+// function once into a plan (value slots, kernels chosen by element type) and runs program
+// instances of the grid on a thread pool. Results do not depend on the thread count for race-free
+// kernels; programs spinning on an atomic_cas lock make progress (the scheduler interleaves them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tilescope/exec/events.h"
+#include "tilescope/exec/memory.h"
+#include "tilescope/ir/ir.h"
+
+namespace tilescope::exec {
+
+/// One kernel argument, bound to the TTIR function argument of the same position.
+struct Arg {
+  enum class Kind { buffer, scalar } kind = Kind::scalar;
+  int buffer = -1;    // Memory buffer id (kind == buffer): the pointer is its byte 0
+  uint64_t bits = 0;  // scalar value as raw bits of the argument's TTIR type (sign-extended ints)
+
+  static Arg buf(int id) { return Arg{Kind::buffer, id, 0}; }
+  static Arg i64(int64_t v) { return Arg{Kind::scalar, -1, static_cast<uint64_t>(v)}; }
+  static Arg f64(double v);
+  static Arg f32(float v);
+};
+
+struct LaunchOptions {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  int threads = 0;  // 0: all cores
+  std::vector<Observer*> observers;
+};
+
+struct LaunchStats {
+  int64_t programs = 0;
+  int64_t out_of_bounds = 0;  // active lanes that pointed outside their buffer
+  int64_t failed_asserts = 0;
+};
+
+class Engine {
+ public:
+  /// `module` must outlive the Engine. Throws tilescope::Error for ops it cannot run.
+  explicit Engine(const ir::Module& module);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Run `kernel` (a public tt.func) on `opts.grid` with `args` against `memory`.
+  /// Throws tilescope::Error for a bad launch (argument count or kinds, empty grid).
+  LaunchStats launch(const std::string& kernel, const std::vector<Arg>& args, Memory& memory,
+                     const LaunchOptions& opts);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tilescope::exec

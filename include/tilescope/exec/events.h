@@ -1,0 +1,79 @@
+// tilescope/exec: what the engine tells observers while it runs a grid.
+//
+// Observers subscribe to kinds (a bit set); a kind nobody observes costs nothing: the engine
+// checks one mask before building an event. Callbacks come from worker threads concurrently
+// (one program instance per thread at a time): observers must be thread-safe.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "tilescope/exec/memory.h"
+#include "tilescope/ir/ir.h"
+
+namespace tilescope::exec {
+
+using ProgramId = std::array<int32_t, 3>;
+
+enum EventKind : unsigned {
+  kAccess = 1u << 0,        // every checked load / store / atomic
+  kOutOfBounds = 1u << 1,   // accesses with at least one lane outside its buffer (also in kAccess)
+  kOpResult = 1u << 2,      // every op's results
+  kProgram = 1u << 3,       // program start and end
+  kPrint = 1u << 4,         // tt.print
+  kAssert = 1u << 5,        // failed tt.assert
+};
+
+enum class AccessKind : uint8_t { load, store, atomic };
+
+/// One memory op of one program instance. Arrays have `lanes` entries, row-major over the
+/// op's tile shape; `mask[i]` is 0 for masked-off lanes (never touched).
+struct AccessEvent {
+  AccessKind kind;
+  const ir::Op* op;
+  ProgramId pid;
+  int64_t lanes;
+  const uint64_t* addrs;
+  const uint8_t* mask;
+  int elem_bytes;
+  int64_t bad_lanes;  // active lanes outside their buffer (0 for a clean access)
+  const Memory* memory;
+};
+
+/// One op's result values, in the engine's storage (see exec/value.h for element encodings).
+struct OpResultEvent {
+  const ir::Op* op;
+  ProgramId pid;
+  int index;             // result index
+  const void* data;      // numel elements of `type`
+  const ir::Type* type;
+};
+
+struct PrintEvent {
+  const ir::Op* op;
+  ProgramId pid;
+  std::string text;  // formatted as the GPU prints it, one line per element
+};
+
+struct AssertEvent {
+  const ir::Op* op;
+  ProgramId pid;
+  std::string message;
+  int64_t failed_lanes;
+  int64_t first_lane;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  /// Bit set of EventKind this observer wants.
+  virtual unsigned kinds() const = 0;
+  virtual void on_access(const AccessEvent&) {}
+  virtual void on_op_result(const OpResultEvent&) {}
+  virtual void on_program(ProgramId, bool begin) { (void)begin; }
+  virtual void on_print(const PrintEvent&) {}
+  virtual void on_assert(const AssertEvent&) {}
+};
+
+}  // namespace tilescope::exec

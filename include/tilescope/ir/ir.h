@@ -1,0 +1,195 @@
+// tilescope/ir: the in-memory form of a TTIR module (what Triton prints as kernel.asm["ttir"]).
+//
+// A Module owns functions; a function owns a region of blocks; a block owns ops; an op owns its
+// result values and nested regions. Types are interned in the Module, so type equality is pointer
+// equality. Every op knows its TTIR position (line:col in the .ttir text) and its resolved Python
+// location (file:line:col, variable name, call-site stack). Syntax and semantics follow
+// ../shared/reference/ttir.md (§1-§3).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tilescope::ir {
+
+// Element kinds. TTIR is signless: signedness lives in the op (divsi/divui, cmpi slt/ult), §0.2.
+enum class Elem : uint8_t {
+  i1, i8, i16, i32, i64,
+  f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz,
+  f16, bf16, f32, f64,
+  ptr,         // !tt.ptr<T>: a 64-bit address; the pointee is Type::pointee
+  tensordesc,  // !tt.tensordesc<tensor<...>>: a TMA descriptor; the block type is Type::pointee
+  none,        // no value (functions without results)
+};
+
+/// Storage size in bytes of one element (i1 is stored as one byte, pointers as 8).
+int elem_bytes(Elem e);
+/// Bit width as MLIR counts it (i1 -> 1, f8* -> 8, ptr -> 64).
+int elem_bits(Elem e);
+bool is_int(Elem e);
+bool is_float(Elem e);
+/// MLIR spelling: "i32", "f8E5M2", "bf16", ...
+const char* elem_name(Elem e);
+
+/// A type: a scalar (shape empty, is_tensor false), a ranked tensor (is_tensor true, shape may be
+/// empty for rank 0), a pointer (elem == ptr, pointee set; a block pointer has a tensor pointee),
+/// or a tensor descriptor (elem == tensordesc, pointee = the block tensor type).
+struct Type {
+  Elem elem = Elem::none;
+  std::vector<int64_t> shape;
+  bool is_tensor = false;
+  const Type* pointee = nullptr;
+  int addr_space = 1;
+
+  int64_t numel() const;
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// The element type as a scalar Type (interned by the owning Module).
+  bool is_ptr() const { return elem == Elem::ptr; }
+  bool is_block_ptr() const { return elem == Elem::ptr && pointee && pointee->is_tensor; }
+  std::string str() const;  // MLIR spelling, e.g. "tensor<128x!tt.ptr<f32>>"
+};
+
+/// Where an op comes from in Python: resolved from TTIR's loc(...) (reference §3.2).
+struct PyLoc {
+  std::string file;  // empty when unknown
+  int line = 0;
+  int col = 0;
+  std::string var;  // the NameLoc: the Python variable the value was assigned to, if any
+  /// Call-site chain, innermost first (callee positions inside inlined @jit helpers); the
+  /// first entry in a user file is what file/line/col hold.
+  std::vector<std::pair<std::string, int>> stack;  // (file, line)
+  bool known() const { return !file.empty(); }
+  std::string str() const;  // "kernel.py:33:9" or "?"
+};
+
+/// A position in the .ttir text (1-based line and column).
+struct TextPos {
+  int line = 0;
+  int col = 0;
+};
+
+/// Dense elements attribute: `dense<...> : tensor<...>`; raw little-endian storage of the element
+/// type (i1 as one byte), `splat` when every element is the same (then `bytes` holds one element).
+struct DenseAttr {
+  const Type* type = nullptr;
+  bool splat = true;
+  std::vector<uint8_t> bytes;
+};
+
+/// An attribute value. Integers keep their type (i32, i64, i1 ...); floats are stored as double
+/// (plus the exact bits for typed float attributes); `Keyword` is a bare enum keyword
+/// (`slt`, `acq_rel`, `tf32`); arrays are `array<i32: ...>` or `[...]` lists of integers.
+struct Attr {
+  enum class Kind { Unit, Bool, Int, Float, String, Keyword, IntArray, Dense, Type, Symbol } kind =
+      Kind::Unit;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  uint64_t fbits = 0;  // exact bits of a typed float (for the attribute's type)
+  std::string s;       // String / Keyword / Symbol
+  std::vector<int64_t> ints;
+  DenseAttr dense;
+  const Type* type = nullptr;  // the attribute's type where written (`: i32`), or Type attrs
+};
+
+struct Op;
+struct Block;
+struct Region;
+struct Function;
+
+/// An SSA value: an op result or a block argument.
+struct Value {
+  const Type* type = nullptr;
+  std::string name;            // as written, without '%' (and with "#k" for multi-results)
+  Op* def = nullptr;           // defining op (null for block arguments)
+  int index = 0;               // result index, or argument index
+  Block* block = nullptr;      // owning block for block arguments
+  int id = -1;                 // dense id within the function (assigned by the reader)
+  PyLoc loc;                   // for block args / function args: their name location
+};
+
+struct Block {
+  std::string label;  // "bb1", empty for the entry block of a region
+  std::vector<std::unique_ptr<Value>> args;
+  std::vector<std::unique_ptr<Op>> ops;
+  Region* parent = nullptr;
+};
+
+struct Region {
+  std::vector<std::unique_ptr<Block>> blocks;
+  Op* parent = nullptr;  // null for a function body
+};
+
+struct OpDef;  // the op table entry (src/ops/table.cpp)
+
+struct Op {
+  std::string name;            // "arith.addi"
+  const OpDef* def = nullptr;  // never null once read
+  std::vector<Value*> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  std::map<std::string, Attr> attrs;  // attr-dict, properties and custom-syntax attributes
+  std::vector<std::unique_ptr<Region>> regions;
+  // Branch successors (cf.br, cf.cond_br): target block and the values passed to its arguments.
+  std::vector<Block*> successors;
+  std::vector<std::vector<Value*>> successor_operands;
+  Block* parent = nullptr;
+  TextPos pos;  // position of the op in the .ttir text
+  PyLoc loc;    // resolved Python location
+
+  const Attr* attr(const std::string& k) const {
+    auto it = attrs.find(k);
+    return it == attrs.end() ? nullptr : &it->second;
+  }
+  Value* result(int i = 0) const { return results.at(i).get(); }
+};
+
+struct Function {
+  std::string name;                // without '@'
+  bool is_public = true;
+  std::vector<const Type*> result_types;
+  std::vector<std::map<std::string, Attr>> arg_attrs;  // per argument ({tt.divisibility = 16})
+  std::map<std::string, Attr> attrs;                   // `attributes {noinline = false}`
+  Region body;                                         // args = body.blocks[0]->args
+  TextPos pos;
+  PyLoc loc;
+  int num_values = 0;  // number of Values (dense ids 0..num_values-1)
+
+  const std::vector<std::unique_ptr<Value>>& args() const { return body.blocks.at(0)->args; }
+};
+
+class Module {
+ public:
+  std::string filename;  // what diagnostics call the .ttir text
+  std::vector<std::unique_ptr<Function>> functions;
+
+  Module();
+  ~Module();
+  Module(Module&&) noexcept;
+  Module& operator=(Module&&) noexcept;
+
+  /// Interned types: the same description always gives the same pointer.
+  const Type* scalar(Elem e);
+  const Type* tensor(Elem e, std::vector<int64_t> shape, const Type* pointee = nullptr);
+  const Type* ptr(const Type* pointee, int addr_space = 1);
+  const Type* desc(const Type* block);
+  const Type* intern(const Type& t);
+  /// The element type of `t` as a scalar (the pointee-carrying ptr type for tensors of ptrs).
+  const Type* element_of(const Type* t);
+  /// `t`'s shape with another element (e.g. i1 for cmpi results).
+  const Type* with_elem(const Type* t, Elem e);
+
+  Function* find(const std::string& name) const;
+  /// The kernel: the first public function (Triton's get_entry_func_name), or null.
+  Function* entry() const;
+
+ private:
+  struct Types;
+  std::unique_ptr<Types> types_;
+};
+
+}  // namespace tilescope::ir

@@ -1,0 +1,373 @@
+// The `tilescope` command.
+//
+//   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
+//
+// Exit status: 0 on success, 1 when the run found out-of-bounds accesses or failed asserts,
+// 2 on a usage or input error (a located message on stderr).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <regex>
+
+#include "src/cli/npy.h"
+#include "src/exec/value.h"
+#include "tilescope/exec/engine.h"
+#include "tilescope/ir/reader.h"
+
+namespace tilescope::cli {
+namespace {
+
+using ir::Elem;
+
+// Element type names accepted in --arg specs: MLIR's (f32, i32, bf16, f8E5M2) and Triton's
+// (fp32, int32, fp8e5); unsigned names map to the signless integer of the same width.
+std::optional<Elem> parse_elem(std::string s) {
+  static const std::map<std::string, Elem> names = {
+      {"i1", Elem::i1},     {"bool", Elem::i1},   {"int1", Elem::i1},      {"i8", Elem::i8},
+      {"int8", Elem::i8},   {"u8", Elem::i8},     {"uint8", Elem::i8},     {"i16", Elem::i16},
+      {"int16", Elem::i16}, {"u16", Elem::i16},   {"uint16", Elem::i16},   {"i32", Elem::i32},
+      {"int32", Elem::i32}, {"u32", Elem::i32},   {"uint32", Elem::i32},   {"i64", Elem::i64},
+      {"int64", Elem::i64}, {"u64", Elem::i64},   {"uint64", Elem::i64},   {"f16", Elem::f16},
+      {"fp16", Elem::f16},  {"bf16", Elem::bf16}, {"f32", Elem::f32},      {"fp32", Elem::f32},
+      {"f64", Elem::f64},   {"fp64", Elem::f64},  {"f8e5m2", Elem::f8e5m2}, {"fp8e5", Elem::f8e5m2},
+      {"f8e4m3fn", Elem::f8e4m3fn}, {"fp8e4nv", Elem::f8e4m3fn}, {"f8e4m3fnuz", Elem::f8e4m3fnuz},
+      {"f8e5m2fnuz", Elem::f8e5m2fnuz}};
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = names.find(s);
+  if (it == names.end()) return std::nullopt;
+  return it->second;
+}
+
+// The .npy dtype that holds elements of `e` (bit patterns for bf16 and fp8).
+std::string npy_descr(Elem e) {
+  switch (e) {
+    case Elem::i1: return "|b1";
+    case Elem::i8: return "|i1";
+    case Elem::i16: return "<i2";
+    case Elem::i32: return "<i4";
+    case Elem::i64: return "<i8";
+    case Elem::f16: return "<f2";
+    case Elem::bf16: return "<u2";
+    case Elem::f32: return "<f4";
+    case Elem::f64: return "<f8";
+    default: return "|u1";  // fp8 bit patterns
+  }
+}
+
+bool is_unsigned_name(const std::string& s) { return !s.empty() && (s[0] == 'u' || s[0] == 'U'); }
+
+struct HostBuffer {
+  Elem elem;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> data;
+};
+
+void store_double(std::byte* p, Elem e, double v) {
+  switch (e) {
+    case Elem::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case Elem::f64: std::memcpy(p, &v, 8); break;
+    case Elem::f16: case Elem::bf16: {
+      uint16_t b = static_cast<uint16_t>(exec::float_to_bits(e, v));
+      std::memcpy(p, &b, 2);
+      break;
+    }
+    case Elem::f8e4m3fn: case Elem::f8e5m2: case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: {
+      uint8_t b = static_cast<uint8_t>(exec::float_to_bits(e, v));
+      std::memcpy(p, &b, 1);
+      break;
+    }
+    default: {
+      int64_t i = static_cast<int64_t>(v);
+      if (e == Elem::i1) i = i != 0;
+      std::memcpy(p, &i, static_cast<size_t>(ir::elem_bytes(e)));
+    }
+  }
+}
+
+// `[DTYPE][SHAPE]:GEN`, GEN = zeros | ones | randn | rand | arange | full=V
+HostBuffer generate(const std::string& name, const std::string& spec, Elem pointee, std::mt19937_64& rng) {
+  static const std::regex re(R"(^([A-Za-z0-9]*)\[([0-9x, ]*)\]:([a-z]+)(=(.*))?$)");
+  std::smatch m;
+  if (!std::regex_match(spec, m, re))
+    throw Error(fmt::format("--arg {}={}: expected DTYPE[SHAPE]:GEN (e.g. f32[64x32]:randn), a .npy path, or TYPE:VALUE",
+                            name, spec));
+  HostBuffer b;
+  b.elem = pointee;
+  if (!m[1].str().empty()) {
+    auto e = parse_elem(m[1]);
+    if (!e) throw Error(fmt::format("--arg {}: unknown dtype '{}'", name, m[1].str()));
+    if (ir::elem_bytes(*e) != ir::elem_bytes(pointee))
+      throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name, m[1].str(),
+                              ir::elem_name(pointee)));
+    b.elem = *e;
+  }
+  std::string dims = m[2];
+  std::regex num("[0-9]+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+    b.shape.push_back(std::stoll(it->str()));
+  if (b.shape.empty()) throw Error(fmt::format("--arg {}: empty shape", name));
+  int64_t n = 1;
+  for (auto d : b.shape) n *= d;
+  int eb = ir::elem_bytes(b.elem);
+  b.data.assign(static_cast<size_t>(n * eb), std::byte{0});
+  std::string gen = m[3];
+  double full = 0;
+  if (gen == "full") {
+    if (!m[5].matched) throw Error(fmt::format("--arg {}: full needs a value (full=1.5)", name));
+    full = std::stod(m[5]);
+  }
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  for (int64_t i = 0; i < n; ++i) {
+    double v;
+    if (gen == "zeros") v = 0;
+    else if (gen == "ones") v = 1;
+    else if (gen == "full") v = full;
+    else if (gen == "arange") v = static_cast<double>(i);
+    else if (gen == "randn") v = ir::is_float(b.elem) ? normal(rng) : std::round(normal(rng) * 10);
+    else if (gen == "rand") v = ir::is_float(b.elem) ? uniform(rng) : std::floor(uniform(rng) * 100);
+    else throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)", name, gen));
+    store_double(b.data.data() + i * eb, b.elem, v);
+  }
+  return b;
+}
+
+HostBuffer from_npy(const std::string& name, const std::string& path, Elem pointee) {
+  NpyArray a = read_npy(path);
+  if (a.item_bytes() != ir::elem_bytes(pointee))
+    throw Error(fmt::format("--arg {}: {} holds {}-byte '{}' elements, but the kernel's pointer is to {} ({} bytes)",
+                            name, path, a.item_bytes(), a.descr, ir::elem_name(pointee), ir::elem_bytes(pointee)));
+  bool float_file = a.descr[1] == 'f', float_ptr = ir::is_float(pointee);
+  bool bits_ok = (pointee == Elem::bf16 || pointee == Elem::f8e4m3fn || pointee == Elem::f8e5m2 ||
+                  pointee == Elem::f8e4m3fnuz || pointee == Elem::f8e5m2fnuz) && !float_file;
+  if (float_file != float_ptr && !bits_ok && !(pointee == Elem::i8 && a.descr == "|b1"))
+    throw Error(fmt::format("--arg {}: {} holds '{}' but the kernel's pointer is to {}", name, path, a.descr,
+                            ir::elem_name(pointee)));
+  return HostBuffer{pointee, a.shape.empty() ? std::vector<int64_t>{1} : a.shape, std::move(a.data)};
+}
+
+uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir::Type& t) {
+  auto colon = spec.find(':');
+  std::string ty = colon == std::string::npos ? "" : spec.substr(0, colon);
+  std::string val = colon == std::string::npos ? spec : spec.substr(colon + 1);
+  if (!ty.empty()) {
+    auto e = parse_elem(ty);
+    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}'", name, ty));
+    if (ir::elem_bytes(*e) != ir::elem_bytes(t.elem) || ir::is_float(*e) != ir::is_float(t.elem))
+      throw Error(fmt::format("--arg {}: {} given, but the kernel's argument is {}", name, ty, t.str()));
+  }
+  try {
+    size_t used = 0;
+    if (ir::is_float(t.elem)) {
+      double v = std::stod(val, &used);
+      if (used != val.size()) throw std::invalid_argument(val);
+      if (t.elem == Elem::f32) {
+        float f = static_cast<float>(v);
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        return b;
+      }
+      if (t.elem == Elem::f64) {
+        uint64_t b;
+        std::memcpy(&b, &v, 8);
+        return b;
+      }
+      return exec::float_to_bits(t.elem, v);
+    }
+    if (val == "true") return 1;
+    if (val == "false") return 0;
+    if (is_unsigned_name(ty)) return std::stoull(val, &used, 0);
+    int64_t v = std::stoll(val, &used, 0);
+    if (used != val.size()) throw std::invalid_argument(val);
+    return static_cast<uint64_t>(v);
+  } catch (const std::logic_error&) {
+    throw Error(fmt::format("--arg {}: cannot read '{}' as {}", name, val, t.str()));
+  }
+}
+
+// Prints each out-of-bounds site once, with the number of bad lanes seen there.
+class OutOfBoundsReporter : public exec::Observer {
+ public:
+  explicit OutOfBoundsReporter(const ir::Module& m) : m_(m) {}
+  unsigned kinds() const override { return exec::kOutOfBounds; }
+  void on_access(const exec::AccessEvent& e) override {
+    if (!e.bad_lanes) return;
+    std::lock_guard<std::mutex> g(mu_);
+    auto& s = sites_[e.op];
+    if (s.lanes == 0) {
+      s.first = e;
+      for (int64_t i = 0; i < e.lanes; ++i) {
+        if (!e.mask[i]) continue;
+        exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
+        if (w.in_bounds) continue;
+        s.buffer = w.buffer ? w.buffer->name : "no buffer (null or integer-made address)";
+        s.offset = w.offset;
+        s.lane = i;
+        break;
+      }
+    }
+    s.lanes += e.bad_lanes;
+    s.programs += 1;
+  }
+  void print(std::ostream& os) const {
+    for (auto& [op, s] : sites_) {
+      const char* kind = s.first.kind == exec::AccessKind::load ? "load" : s.first.kind == exec::AccessKind::store ? "store" : "atomic";
+      os << locate(m_, *op, fmt::format("out-of-bounds {} of '{}': {} lanes in {} program instances; first: program "
+                                        "({}, {}, {}) lane {} at byte offset {}",
+                                        kind, s.buffer, s.lanes, s.programs, s.first.pid[0], s.first.pid[1],
+                                        s.first.pid[2], s.lane, s.offset))
+         << "\n";
+    }
+  }
+
+ private:
+  struct Site {
+    exec::AccessEvent first{};
+    std::string buffer;
+    int64_t offset = 0, lane = 0, lanes = 0, programs = 0;
+  };
+  const ir::Module& m_;
+  std::mutex mu_;
+  std::map<const ir::Op*, Site> sites_;
+};
+
+int run_command(const std::string& ttir, std::string kernel, const std::string& grid_s,
+                const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
+                uint64_t seed, bool time) {
+  ir::Module m = ir::read_file(ttir);
+  ir::verify(m);
+  const ir::Function* fn = kernel.empty() ? m.entry() : m.find(kernel);
+  if (!fn) throw Error(kernel.empty() ? fmt::format("{}: no public tt.func", ttir)
+                                      : fmt::format("{}: no function named '{}'", ttir, kernel));
+  kernel = fn->name;
+
+  std::array<int64_t, 3> grid{1, 1, 1};
+  {
+    std::regex num("[^,x]+");
+    int d = 0;
+    for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator(); ++it, ++d) {
+      if (d >= 3) throw Error(fmt::format("--grid {}: at most 3 dimensions", grid_s));
+      try {
+        grid[d] = std::stoll(it->str());
+      } catch (const std::logic_error&) {
+        throw Error(fmt::format("--grid {}: '{}' is not a number", grid_s, it->str()));
+      }
+    }
+  }
+
+  std::map<std::string, std::string> given;
+  for (const auto& a : arg_specs) {
+    auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error(fmt::format("--arg {}: expected NAME=SPEC", a));
+    if (!given.emplace(a.substr(0, eq), a.substr(eq + 1)).second)
+      throw Error(fmt::format("--arg {}: given twice", a.substr(0, eq)));
+  }
+  std::mt19937_64 rng(seed);
+  exec::Memory memory;
+  std::vector<HostBuffer> hosts;
+  hosts.reserve(fn->args().size());
+  std::map<std::string, int> buffer_of;
+  std::vector<exec::Arg> args;
+  for (const auto& a : fn->args()) {
+    const ir::Type& t = *a->type;
+    auto it = given.find(a->name);
+    if (it == given.end())
+      throw Error(fmt::format("kernel '{}' needs --arg {}=... ({})", kernel, a->name, t.str()));
+    const std::string& spec = it->second;
+    if (t.elem == Elem::ptr || t.elem == Elem::tensordesc) {
+      Elem pointee = t.elem == Elem::ptr ? (t.pointee && !t.pointee->is_tensor ? t.pointee->elem : Elem::none)
+                                         : t.pointee->elem;
+      if (pointee == Elem::none) throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", a->name, t.str()));
+      bool npy = spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0;
+      hosts.push_back(npy ? from_npy(a->name, spec, pointee) : generate(a->name, spec, pointee, rng));
+      HostBuffer& h = hosts.back();
+      exec::Buffer b;
+      b.name = a->name;
+      b.dtype = h.elem;
+      b.host = h.data.data();
+      b.bytes = h.data.size();
+      b.shape = h.shape;
+      b.strides.assign(h.shape.size(), 1);
+      for (int d = static_cast<int>(h.shape.size()) - 2; d >= 0; --d) b.strides[d] = b.strides[d + 1] * h.shape[d + 1];
+      int id = memory.add(std::move(b));
+      buffer_of[a->name] = static_cast<int>(hosts.size()) - 1;
+      args.push_back(exec::Arg::buf(id));
+    } else {
+      exec::Arg s;
+      s.bits = parse_scalar(a->name, spec, t);
+      args.push_back(s);
+    }
+    given.erase(it);
+  }
+  if (!given.empty()) throw Error(fmt::format("kernel '{}' has no argument named '{}'", kernel, given.begin()->first));
+
+  std::vector<std::pair<std::string, std::string>> save_list;
+  for (const auto& s : saves) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos) throw Error(fmt::format("--save {}: expected NAME=PATH.npy", s));
+    std::string name = s.substr(0, eq);
+    if (!buffer_of.count(name)) throw Error(fmt::format("--save {}: '{}' is not a pointer argument of '{}'", s, name, kernel));
+    save_list.emplace_back(name, s.substr(eq + 1));
+  }
+
+  exec::Engine engine(m);
+  OutOfBoundsReporter oob(m);
+  exec::LaunchOptions opts;
+  opts.grid = grid;
+  opts.threads = threads;
+  opts.observers.push_back(&oob);
+  auto t0 = std::chrono::steady_clock::now();
+  exec::LaunchStats st = engine.launch(kernel, args, memory, opts);
+  auto t1 = std::chrono::steady_clock::now();
+  if (time)
+    std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n",
+                             std::chrono::duration<double, std::milli>(t1 - t0).count(), st.programs);
+  oob.print(std::cerr);
+  for (auto& [name, path] : save_list) {
+    HostBuffer& h = hosts[buffer_of[name]];
+    write_npy(path, NpyArray{npy_descr(h.elem), h.shape, h.data});
+  }
+  return (st.out_of_bounds || st.failed_asserts) ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace tilescope::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"tilescope: run Triton kernels (TTIR) on the CPU and observe every access"};
+  app.require_subcommand(1);
+  auto* run = app.add_subcommand("run", "Run one launch of a kernel from a .ttir file");
+  std::string ttir, kernel, grid = "1";
+  std::vector<std::string> args, saves;
+  int threads = 0;
+  uint64_t seed = 0;
+  bool time = false;
+  run->add_option("ttir", ttir, "TTIR file (kernel.asm[\"ttir\"] as Triton prints it)")->required();
+  run->add_option("--kernel", kernel, "kernel (public tt.func) to run; default: the first public one");
+  run->add_option("--grid", grid, "launch grid: X[,Y[,Z]]")->capture_default_str();
+  run->add_option("--arg", args,
+                  "NAME=SPEC, by TTIR argument name. Pointers: DTYPE[SHAPE]:GEN with GEN one of zeros, ones, randn, "
+                  "rand, arange, full=V (e.g. f32[64x32]:randn), or a .npy file (bf16/fp8 pointers take 2-/1-byte "
+                  "integer arrays of bit patterns). Scalars: TYPE:VALUE (i32:4096, f32:1e-5).");
+  run->add_option("--save", saves, "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
+  run->add_option("--threads", threads, "worker threads (default: all cores)");
+  run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
+  run->add_flag("--time", time, "print the launch's run time on stderr");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time);
+  } catch (const tilescope::Error& e) {
+    std::cerr << "tilescope: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tilescope: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,435 @@
+// The engine: plans kernels once and runs launch grids on a thread pool (see engine.h).
+//
+// Scheduling. Program instances are handed out to worker threads from one atomic counter. A plan
+// that contains no atomics and no volatile loads cannot wait on another program, so its programs
+// run straight on the worker's stack. Otherwise every program runs as a fiber (ucontext) with its
+// own frame, and Program::yield_to_others (called by atomics and volatile loads) switches to the
+// worker's other fibers, or starts the next program: a program spinning on a lock held by a
+// suspended program therefore lets the holder run, whatever the thread count.
+#include "tilescope/exec/engine.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "src/exec/plan.h"
+#include "src/exec/value.h"
+#include "src/ops/table.h"
+#include "tilescope/ir/diag.h"
+
+namespace tilescope::exec {
+
+Arg Arg::f64(double v) {
+  Arg a;
+  std::memcpy(&a.bits, &v, sizeof v);
+  return a;
+}
+
+Arg Arg::f32(float v) {
+  Arg a;
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof v);
+  a.bits = b;
+  return a;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running regions
+
+void Program::copy(int to, int from) {
+  if (to != from) std::memcpy(slot[to], slot[from], static_cast<size_t>(plan->slots[to].bytes));
+}
+
+static void emit_results(Program& p, const Step& s) {
+  for (size_t i = 0; i < s.out.size(); ++i) {
+    OpResultEvent e{s.op, p.pid, static_cast<int>(i), p.slot[s.out[i]], s.out_types[i]};
+    for (Observer* o : *p.observers)
+      if (o->kinds() & kOpResult) o->on_op_result(e);
+  }
+}
+
+/// Copy `src[i]` into `dst[i]` for all i as one parallel assignment (a yield may permute values).
+void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
+  bool overlap = false;
+  for (size_t i = 0; i < dst.size() && !overlap; ++i)
+    for (size_t j = 0; j < src.size(); ++j)
+      if (i != j && dst[i] == src[j]) overlap = true;
+  if (!overlap) {
+    for (size_t i = 0; i < dst.size(); ++i) p.copy(dst[i], src[i]);
+    return;
+  }
+  std::vector<std::vector<std::byte>> tmp(src.size());
+  for (size_t i = 0; i < src.size(); ++i)
+    tmp[i].assign(p.slot[src[i]], p.slot[src[i]] + p.plan->slots[src[i]].bytes);
+  for (size_t i = 0; i < dst.size(); ++i) std::memcpy(p.slot[dst[i]], tmp[i].data(), tmp[i].size());
+}
+
+const Terminator& Program::run(const RegionPlan& r) {
+  size_t b = 0;
+  for (;;) {
+    const BlockPlan& bp = r.blocks[b];
+    if (observed & kOpResult) {
+      for (const Step& s : bp.steps) {
+        s.fn(*this, s);
+        emit_results(*this, s);
+      }
+    } else {
+      for (const Step& s : bp.steps) s.fn(*this, s);
+    }
+    const Terminator& t = bp.term;
+    switch (t.kind) {
+      case Terminator::Kind::br:
+        parallel_copy(*this, r.blocks[t.targets[0]].args, t.target_operands[0]);
+        b = t.targets[0];
+        continue;
+      case Terminator::Kind::cond_br: {
+        int k = *at<uint8_t>(t.cond) ? 0 : 1;
+        parallel_copy(*this, r.blocks[t.targets[k]].args, t.target_operands[k]);
+        b = t.targets[k];
+        continue;
+      }
+      default:
+        return t;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fibers
+
+namespace {
+
+constexpr size_t kStackBytes = size_t{1} << 20;  // lazily committed by the kernel (mmap)
+
+struct Worker;
+
+struct Fiber {
+  ucontext_t ctx{};
+  void* stack = nullptr;
+  std::vector<std::byte> frame_storage;
+  Program prog;
+  Worker* worker = nullptr;
+  int64_t index = -1;  // linear program index
+  bool done = false;
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+struct Launch {
+  const Plan* plan = nullptr;
+  const FunctionPlan* kernel = nullptr;
+  Memory* memory = nullptr;
+  std::array<int64_t, 3> grid{1, 1, 1};
+  int64_t programs = 0;
+  std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
+  std::vector<Observer*> observers;
+  unsigned observed = 0;
+  bool fibers = false;
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> stop{false};
+};
+
+namespace {
+
+struct Worker {
+  Launch* launch = nullptr;
+  ucontext_t home{};
+  LaunchStats stats;
+  std::deque<Fiber*> suspended;
+  std::vector<Fiber*> free_fibers;
+  Fiber* current = nullptr;
+  std::exception_ptr error;
+  std::vector<std::byte> direct_frame;
+  Program direct;
+};
+
+thread_local Worker* tl_worker = nullptr;
+
+void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker& w) {
+  const Plan& plan = *L.plan;
+  storage.assign(static_cast<size_t>(plan.frame_bytes) + 64, std::byte{0});
+  auto base = reinterpret_cast<uintptr_t>(storage.data());
+  auto aligned = reinterpret_cast<std::byte*>((base + 63) & ~uintptr_t{63});
+  p.slot.resize(plan.slots.size());
+  for (size_t i = 0; i < plan.slots.size(); ++i) p.slot[i] = aligned + plan.slot_offset[i];
+  p.memory = L.memory;
+  p.plan = &plan;
+  p.launch = &L;
+  p.observed = L.observed;
+  p.observers = &L.observers;
+  p.stats = &w.stats;
+  for (int d = 0; d < 3; ++d) p.grid[d] = static_cast<int32_t>(L.grid[d]);
+  for (auto& [s, bytes] : L.arg_values) std::memcpy(p.slot[s], bytes.data(), bytes.size());
+}
+
+void set_pid(Program& p, const Launch& L, int64_t i) {
+  // x varies fastest, as CUDA enumerates blocks.
+  p.pid[0] = static_cast<int32_t>(i % L.grid[0]);
+  p.pid[1] = static_cast<int32_t>((i / L.grid[0]) % L.grid[1]);
+  p.pid[2] = static_cast<int32_t>(i / (L.grid[0] * L.grid[1]));
+}
+
+void run_program(Program& p, const Launch& L) {
+  if (L.observed & kProgram)
+    for (Observer* o : L.observers)
+      if (o->kinds() & kProgram) o->on_program(p.pid, true);
+  p.run(L.kernel->body);
+  if (L.observed & kProgram)
+    for (Observer* o : L.observers)
+      if (o->kinds() & kProgram) o->on_program(p.pid, false);
+  p.stats->programs++;
+}
+
+void fiber_entry(unsigned lo, unsigned hi) {
+  auto* f = reinterpret_cast<Fiber*>((static_cast<uintptr_t>(hi) << 32) | lo);
+  try {
+    run_program(f->prog, *f->worker->launch);
+  } catch (...) {
+    f->error = std::current_exception();
+  }
+  f->done = true;
+  // Returning resumes uc_link (the worker's home context).
+}
+
+Fiber* new_fiber(Worker& w) {
+  if (!w.free_fibers.empty()) {
+    Fiber* f = w.free_fibers.back();
+    w.free_fibers.pop_back();
+    return f;
+  }
+  auto* f = new Fiber;
+  f->worker = &w;
+  f->stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (f->stack == MAP_FAILED) {
+    delete f;
+    throw Error("cannot allocate a fiber stack");
+  }
+  init_program(f->prog, f->frame_storage, *w.launch, w);
+  return f;
+}
+
+void free_fiber(Fiber* f) {
+  munmap(f->stack, kStackBytes);
+  delete f;
+}
+
+void start_fiber(Worker& w, Fiber* f, int64_t index) {
+  f->index = index;
+  f->done = false;
+  f->error = nullptr;
+  set_pid(f->prog, *w.launch, index);
+  getcontext(&f->ctx);
+  f->ctx.uc_stack.ss_sp = f->stack;
+  f->ctx.uc_stack.ss_size = kStackBytes;
+  f->ctx.uc_link = &w.home;
+  auto ptr = reinterpret_cast<uintptr_t>(f);
+  makecontext(&f->ctx, reinterpret_cast<void (*)()>(fiber_entry), 2, static_cast<unsigned>(ptr & 0xffffffffu),
+              static_cast<unsigned>(ptr >> 32));
+}
+
+void resume(Worker& w, Fiber* f) {
+  w.current = f;
+  swapcontext(&w.home, &f->ctx);
+  w.current = nullptr;
+  if (f->done) {
+    if (f->error && !w.error) w.error = f->error;
+    w.free_fibers.push_back(f);
+  } else {
+    w.suspended.push_back(f);
+  }
+}
+
+constexpr size_t kMaxSuspended = 256;
+
+void worker_main(Worker& w) {
+  tl_worker = &w;
+  Launch& L = *w.launch;
+  try {
+    if (!L.fibers) {
+      init_program(w.direct, w.direct_frame, L, w);
+      for (;;) {
+        if (L.stop.load(std::memory_order_relaxed)) break;
+        int64_t i = L.next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= L.programs) break;
+        set_pid(w.direct, L, i);
+        run_program(w.direct, L);
+      }
+    } else {
+      for (;;) {
+        if (L.stop.load(std::memory_order_relaxed) || w.error) break;
+        // Start new programs while few are parked; otherwise resume the oldest parked one.
+        int64_t i = -1;
+        if (w.suspended.size() < kMaxSuspended) {
+          i = L.next.fetch_add(1, std::memory_order_relaxed);
+          if (i >= L.programs) i = -1;
+        }
+        if (i >= 0) {
+          Fiber* f = new_fiber(w);
+          start_fiber(w, f, i);
+          resume(w, f);
+        } else if (!w.suspended.empty()) {
+          Fiber* f = w.suspended.front();
+          w.suspended.pop_front();
+          resume(w, f);
+        } else {
+          break;
+        }
+      }
+    }
+  } catch (...) {
+    if (!w.error) w.error = std::current_exception();
+  }
+  if (w.error) L.stop = true;
+  for (Fiber* f : w.suspended) free_fiber(f);
+  for (Fiber* f : w.free_fibers) free_fiber(f);
+  w.suspended.clear();
+  w.free_fibers.clear();
+  tl_worker = nullptr;
+}
+
+}  // namespace
+
+void Program::yield_to_others() {
+  Worker* w = tl_worker;
+  if (!w || !w->current || &w->current->prog != this) return;  // not running as a fiber
+  Fiber* f = w->current;
+  swapcontext(&f->ctx, &w->home);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine
+
+struct Engine::Impl {
+  const ir::Module& module;
+  Plan plan;
+  Planner planner;
+  std::mutex mu;
+  std::map<const ir::Function*, bool> may_wait;
+  explicit Impl(const ir::Module& m) : module(m), planner(m, plan) { plan.module = &m; }
+};
+
+Engine::Engine(const ir::Module& module) : impl_(std::make_unique<Impl>(module)) {}
+Engine::~Engine() = default;
+
+static bool region_may_wait(const RegionPlan& r);
+static bool step_may_wait(const Step& s) {
+  const std::string& n = s.op->name;
+  if (n == "tt.atomic_rmw" || n == "tt.atomic_cas") return true;
+  if (n == "tt.load") {
+    const ir::Attr* v = s.op->attr("isVolatile");
+    if (v && v->b) return true;
+  }
+  for (auto& r : s.regions)
+    if (region_may_wait(r)) return true;
+  if (s.callee && region_may_wait(s.callee->body)) return true;
+  return false;
+}
+static bool region_may_wait(const RegionPlan& r) {
+  for (auto& b : r.blocks)
+    for (auto& s : b.steps)
+      if (step_may_wait(s)) return true;
+  return false;
+}
+
+LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& args, Memory& memory,
+                           const LaunchOptions& opts) {
+  const ir::Function* fn = impl_->module.find(kernel);
+  if (!fn) throw Error(fmt::format("{}: no function named '{}'", impl_->module.filename, kernel));
+  if (!fn->is_public) throw Error(fmt::format("{}: '{}' is a private helper, not a kernel", impl_->module.filename, kernel));
+  Launch L;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    L.kernel = &impl_->planner.lower(*fn);
+    auto it = impl_->may_wait.find(fn);
+    if (it == impl_->may_wait.end()) it = impl_->may_wait.emplace(fn, region_may_wait(L.kernel->body)).first;
+    L.fibers = it->second;
+  }
+  L.plan = &impl_->plan;
+  L.memory = &memory;
+  for (int d = 0; d < 3; ++d) {
+    if (opts.grid[d] <= 0 || opts.grid[d] > INT32_MAX)
+      throw Error(fmt::format("grid dimension {} is {}: each must be in [1, 2^31)", d, opts.grid[d]));
+    L.grid[d] = opts.grid[d];
+  }
+  L.programs = L.grid[0] * L.grid[1] * L.grid[2];
+
+  // Bind arguments to the entry block's argument slots.
+  const auto& fargs = fn->args();
+  if (args.size() != fargs.size())
+    throw Error(fmt::format("kernel '{}' takes {} arguments, {} given", kernel, fargs.size(), args.size()));
+  const auto& entry = L.kernel->body.blocks.at(0);
+  for (size_t i = 0; i < fargs.size(); ++i) {
+    const ir::Type& t = *fargs[i]->type;
+    const Arg& a = args[i];
+    int s = entry.args[i];
+    std::vector<std::byte> bytes(static_cast<size_t>(L.plan->slots[s].bytes));
+    const std::string& name = fargs[i]->name;
+    if (t.elem == ir::Elem::ptr && !t.is_tensor) {
+      if (a.kind == Arg::Kind::buffer) {
+        if (a.buffer < 0 || a.buffer >= static_cast<int>(memory.buffers().size()))
+          throw Error(fmt::format("argument '{}': no buffer {}", name, a.buffer));
+        uint64_t v = memory.vaddr(a.buffer);
+        std::memcpy(bytes.data(), &v, 8);
+      } else {
+        std::memcpy(bytes.data(), &a.bits, 8);  // a raw address (0 = null)
+      }
+    } else if (t.elem == ir::Elem::tensordesc) {
+      // A host tensor descriptor: the base buffer here; shape (i32) and strides (i64) follow as
+      // separate arguments (reference §1.8).
+      if (a.kind != Arg::Kind::buffer) throw Error(fmt::format("argument '{}': a tensor descriptor needs a buffer", name));
+      const ir::Type* block = t.pointee;
+      int rank = block ? block->rank() : 0;
+      if (rank < 1 || rank > TensorDesc::kMaxRank || i + 2 * rank >= args.size() + 1)
+        throw Error(fmt::format("argument '{}': descriptor of rank {} needs {} shape/stride arguments after it", name,
+                                rank, 2 * rank));
+      TensorDesc d;
+      d.base = memory.vaddr(a.buffer);
+      d.rank = rank;
+      for (int k = 0; k < rank; ++k) {
+        d.shape[k] = static_cast<int32_t>(args.at(i + 1 + k).bits);
+        d.strides[k] = static_cast<int64_t>(args.at(i + 1 + rank + k).bits);
+      }
+      std::memcpy(bytes.data(), &d, sizeof d);
+    } else if (!t.is_tensor && t.elem != ir::Elem::none) {
+      if (a.kind != Arg::Kind::scalar) throw Error(fmt::format("argument '{}' of type {} needs a scalar", name, t.str()));
+      std::memcpy(bytes.data(), &a.bits, bytes.size());
+    } else {
+      throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", name, t.str()));
+    }
+    L.arg_values.emplace_back(s, std::move(bytes));
+  }
+
+  L.observers = opts.observers;
+  for (Observer* o : L.observers) L.observed |= o->kinds();
+
+  int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > L.programs) threads = static_cast<int>(L.programs);
+  std::vector<Worker> workers(static_cast<size_t>(threads));
+  for (auto& w : workers) w.launch = &L;
+  if (threads == 1) {
+    worker_main(workers[0]);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker_main, std::ref(workers[t]));
+    worker_main(workers[0]);
+    for (auto& th : pool) th.join();
+  }
+  LaunchStats total;
+  for (auto& w : workers) {
+    if (w.error) std::rethrow_exception(w.error);
+    total.programs += w.stats.programs;
+    total.out_of_bounds += w.stats.out_of_bounds;
+    total.failed_asserts += w.stats.failed_asserts;
+  }
+  return total;
+}
+
+}  // namespace tilescope::exec

@@ -1,0 +1,171 @@
+// Types, interning and small helpers of the IR (see include/tilescope/ir/ir.h).
+#include "tilescope/ir/ir.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <tuple>
+
+#include "tilescope/ir/diag.h"
+
+namespace tilescope::ir {
+
+int elem_bytes(Elem e) {
+  switch (e) {
+    case Elem::i1: case Elem::i8: case Elem::f8e4m3fn: case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: return 1;
+    case Elem::i16: case Elem::f16: case Elem::bf16: return 2;
+    case Elem::i32: case Elem::f32: return 4;
+    case Elem::i64: case Elem::f64: case Elem::ptr: return 8;
+    case Elem::tensordesc: case Elem::none: return 0;
+  }
+  return 0;
+}
+
+int elem_bits(Elem e) { return e == Elem::i1 ? 1 : 8 * elem_bytes(e); }
+
+bool is_int(Elem e) { return e == Elem::i1 || e == Elem::i8 || e == Elem::i16 || e == Elem::i32 || e == Elem::i64; }
+
+bool is_float(Elem e) {
+  switch (e) {
+    case Elem::f8e4m3fn: case Elem::f8e5m2: case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz:
+    case Elem::f16: case Elem::bf16: case Elem::f32: case Elem::f64: return true;
+    default: return false;
+  }
+}
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::i1: return "i1";
+    case Elem::i8: return "i8";
+    case Elem::i16: return "i16";
+    case Elem::i32: return "i32";
+    case Elem::i64: return "i64";
+    case Elem::f8e4m3fn: return "f8E4M3FN";
+    case Elem::f8e5m2: return "f8E5M2";
+    case Elem::f8e4m3fnuz: return "f8E4M3FNUZ";
+    case Elem::f8e5m2fnuz: return "f8E5M2FNUZ";
+    case Elem::f16: return "f16";
+    case Elem::bf16: return "bf16";
+    case Elem::f32: return "f32";
+    case Elem::f64: return "f64";
+    case Elem::ptr: return "ptr";
+    case Elem::tensordesc: return "tensordesc";
+    case Elem::none: return "none";
+  }
+  return "?";
+}
+
+int64_t Type::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+static std::string elem_str(const Type& t) {
+  if (t.elem == Elem::ptr) {
+    std::string s = "!tt.ptr<" + (t.pointee ? t.pointee->str() : std::string("?"));
+    if (t.addr_space != 1) s += fmt::format(", {}", t.addr_space);
+    return s + ">";
+  }
+  if (t.elem == Elem::tensordesc) return "!tt.tensordesc<" + (t.pointee ? t.pointee->str() : "?") + ">";
+  return elem_name(t.elem);
+}
+
+std::string Type::str() const {
+  if (!is_tensor) return elem_str(*this);
+  std::string s = "tensor<";
+  for (int64_t d : shape) s += fmt::format("{}x", d);
+  Type e = *this;
+  e.is_tensor = false;
+  e.shape.clear();
+  return s + elem_str(e) + ">";
+}
+
+std::string PyLoc::str() const {
+  if (!known()) return "?";
+  return fmt::format("{}:{}:{}", file, line, col);
+}
+
+struct Module::Types {
+  struct Key {
+    Elem elem;
+    std::vector<int64_t> shape;
+    bool is_tensor;
+    const Type* pointee;
+    int addr_space;
+    bool operator<(const Key& o) const {
+      return std::tie(elem, shape, is_tensor, pointee, addr_space) <
+             std::tie(o.elem, o.shape, o.is_tensor, o.pointee, o.addr_space);
+    }
+  };
+  std::map<Key, std::unique_ptr<Type>> all;
+};
+
+Module::Module() : types_(std::make_unique<Types>()) {}
+Module::~Module() = default;
+Module::Module(Module&&) noexcept = default;
+Module& Module::operator=(Module&&) noexcept = default;
+
+const Type* Module::intern(const Type& t) {
+  Types::Key k{t.elem, t.shape, t.is_tensor, t.pointee, t.addr_space};
+  auto it = types_->all.find(k);
+  if (it != types_->all.end()) return it->second.get();
+  auto p = std::make_unique<Type>(t);
+  const Type* r = p.get();
+  types_->all.emplace(std::move(k), std::move(p));
+  return r;
+}
+
+const Type* Module::scalar(Elem e) { return intern(Type{e, {}, false, nullptr, 1}); }
+
+const Type* Module::tensor(Elem e, std::vector<int64_t> shape, const Type* pointee) {
+  return intern(Type{e, std::move(shape), true, pointee, 1});
+}
+
+const Type* Module::ptr(const Type* pointee, int addr_space) {
+  return intern(Type{Elem::ptr, {}, false, pointee, addr_space});
+}
+
+const Type* Module::desc(const Type* block) { return intern(Type{Elem::tensordesc, {}, false, block, 1}); }
+
+const Type* Module::element_of(const Type* t) {
+  Type e = *t;
+  e.is_tensor = false;
+  e.shape.clear();
+  return intern(e);
+}
+
+const Type* Module::with_elem(const Type* t, Elem el) {
+  Type e = *t;
+  e.elem = el;
+  e.pointee = nullptr;
+  e.addr_space = 1;
+  return intern(e);
+}
+
+Function* Module::find(const std::string& name) const {
+  for (auto& f : functions)
+    if (f->name == name) return f.get();
+  return nullptr;
+}
+
+Function* Module::entry() const {
+  for (auto& f : functions)
+    if (f->is_public) return f.get();
+  return nullptr;
+}
+
+}  // namespace tilescope::ir
+
+namespace tilescope {
+
+std::string locate(const ir::Module& m, const ir::Op& op, const std::string& msg) {
+  std::string s = fmt::format("{}:{}:{}: {}", m.filename, op.pos.line, op.pos.col, msg);
+  if (op.loc.known()) s += fmt::format(" ({})", op.loc.str());
+  return s;
+}
+
+void fail_at(const ir::Module& m, const ir::Op& op, const std::string& msg) { throw Error(locate(m, op, msg)); }
+
+}  // namespace tilescope
