@@ -1,0 +1,453 @@
+// Checked memory access (see access.h).
+#include "src/exec/access.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "tilescope/ir/diag.h"
+
+namespace tilescope::exec {
+
+namespace {
+
+template <int EB> struct UIntOf;
+template <> struct UIntOf<1> { using type = uint8_t; };
+template <> struct UIntOf<2> { using type = uint16_t; };
+template <> struct UIntOf<4> { using type = uint32_t; };
+template <> struct UIntOf<8> { using type = uint64_t; };
+template <int EB> using uint_t = typename UIntOf<EB>::type;
+
+const uint8_t* all_ones(int64_t n) {
+  thread_local std::vector<uint8_t> ones;
+  if (static_cast<int64_t>(ones.size()) < n) ones.assign(static_cast<size_t>(n), 1);
+  return ones.data();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loads and stores
+
+/// Fast-path test: are all active lanes inside buffer `b` for an access of EB bytes? Also tells
+/// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB). Branch-free over the lanes.
+template <int EB, bool M>
+inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& contiguous) {
+  if (b.bytes < static_cast<uint64_t>(EB)) return false;
+  const uint64_t lo = b.vbase, span = b.bytes - EB, a0 = a[0];
+  uint64_t outside = 0, gaps = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t active = M ? static_cast<uint64_t>(m[i] != 0) : 1;
+    outside |= active & static_cast<uint64_t>(a[i] - lo > span);
+    gaps |= (a[i] - a0) ^ (static_cast<uint64_t>(i) * EB);
+  }
+  contiguous = gaps == 0;
+  return outside == 0;
+}
+
+template <int EB, bool M, Fill F>
+void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* other,
+                uint64_t fill, void* out_) {
+  using T = uint_t<EB>;
+  T* out = static_cast<T*>(out_);
+  const T* o = static_cast<const T*>(other);
+  const T fv = static_cast<T>(fill);
+  auto alt = [&](int64_t i) -> T {
+    if constexpr (F == Fill::per_lane) return o[i];
+    else if constexpr (F == Fill::splat) return fv;
+    else return T{0};
+  };
+  const Memory& mem = *p.memory;
+  if (n > 0) {
+    int r = mem.region(a[0]);
+    bool contiguous = false;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, contiguous)) {
+      const Buffer& b = mem.buffer(r);
+      const std::byte* h = b.host;
+      const uint64_t lo = b.vbase;
+      if (contiguous && !M) {
+        std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(n) * EB);
+      } else if (contiguous) {
+        const std::byte* src = h + (a[0] - lo);
+        for (int64_t i = 0; i < n; ++i) {
+          if (m[i]) std::memcpy(&out[i], src + i * EB, EB);
+          else out[i] = alt(i);
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          if (!M || m[i]) std::memcpy(&out[i], h + (a[i] - lo), EB);
+          else out[i] = alt(i);
+        }
+      }
+      report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0);
+      return;
+    }
+  }
+  // Slow path: lanes in several buffers, or at least one bad lane. Bad lanes are never read.
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (M && !m[i]) {
+      out[i] = alt(i);
+      continue;
+    }
+    if (mem.where(a[i], EB).in_bounds) {
+      std::memcpy(&out[i], mem.host(a[i]), EB);
+    } else {
+      out[i] = alt(i);
+      ++bad;
+    }
+  }
+  report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, bad);
+}
+
+template <int EB, bool M>
+void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* src_) {
+  using T = uint_t<EB>;
+  const T* src = static_cast<const T*>(src_);
+  const Memory& mem = *p.memory;
+  if (n > 0) {
+    int r = mem.region(a[0]);
+    bool contiguous = false;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, contiguous)) {
+      const Buffer& b = mem.buffer(r);
+      std::byte* h = b.host;
+      const uint64_t lo = b.vbase;
+      if (contiguous && !M) {
+        std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
+      } else if (contiguous) {
+        std::byte* dst = h + (a[0] - lo);
+        for (int64_t i = 0; i < n; ++i)
+          if (m[i]) std::memcpy(dst + i * EB, &src[i], EB);
+      } else {
+        // Lanes are written in index order: with duplicate addresses the last active lane wins.
+        for (int64_t i = 0; i < n; ++i)
+          if (!M || m[i]) std::memcpy(h + (a[i] - lo), &src[i], EB);
+      }
+      report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0);
+      return;
+    }
+  }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (M && !m[i]) continue;
+    if (mem.where(a[i], EB).in_bounds) std::memcpy(mem.host(a[i]), &src[i], EB);
+    else ++bad;
+  }
+  report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, bad);
+}
+
+template <int EB>
+LoadLanesFn pick_load_eb(bool mask, Fill fill) {
+  switch (fill) {
+    case Fill::zero: return mask ? load_lanes<EB, true, Fill::zero> : load_lanes<EB, false, Fill::zero>;
+    case Fill::per_lane: return mask ? load_lanes<EB, true, Fill::per_lane> : load_lanes<EB, false, Fill::per_lane>;
+    case Fill::splat: return mask ? load_lanes<EB, true, Fill::splat> : load_lanes<EB, false, Fill::splat>;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics
+
+std::mutex g_misaligned;  // RMWs on addresses not aligned for std::atomic_ref (the GPU would fault)
+
+constexpr bool is_fp(ir::Elem e) {
+  return e == ir::Elem::f16 || e == ir::Elem::bf16 || e == ir::Elem::f32 || e == ir::Elem::f64;
+}
+
+template <ir::Elem E, class T>
+double to_double(T bits) {
+  if constexpr (E == ir::Elem::f32) return std::bit_cast<float>(static_cast<uint32_t>(bits));
+  else if constexpr (E == ir::Elem::f64) return std::bit_cast<double>(static_cast<uint64_t>(bits));
+  else return float_from_bits(E, bits);
+}
+
+/// Sum of two values of format E, rounded once to nearest even. For f16 and bf16 the double sum is
+/// rounded to E: double has more than 2p+2 bits for both, so the double rounding is innocuous.
+template <ir::Elem E, class T>
+T fp_add(T x, T y) {
+  if constexpr (E == ir::Elem::f32) {
+    return std::bit_cast<uint32_t>(std::bit_cast<float>(x) + std::bit_cast<float>(y));
+  } else if constexpr (E == ir::Elem::f64) {
+    return std::bit_cast<uint64_t>(std::bit_cast<double>(x) + std::bit_cast<double>(y));
+  } else {
+    return static_cast<T>(float_to_bits(E, to_double<E>(x) + to_double<E>(y), Rounding::rtne));
+  }
+}
+
+template <class T, Rmw K, ir::Elem E>
+T combine(T old, T v) {
+  using S = std::make_signed_t<T>;
+  if constexpr (K == Rmw::and_) return old & v;
+  else if constexpr (K == Rmw::or_) return old | v;
+  else if constexpr (K == Rmw::xor_) return old ^ v;
+  else if constexpr (K == Rmw::add) return static_cast<T>(old + v);
+  else if constexpr (K == Rmw::fadd) return fp_add<E, T>(old, v);
+  else if constexpr (K == Rmw::exch) return v;
+  else if constexpr (K == Rmw::umax) return old < v ? v : old;
+  else if constexpr (K == Rmw::umin) return v < old ? v : old;
+  else if constexpr (K == Rmw::inc) return old >= v ? T{0} : static_cast<T>(old + 1);
+  else if constexpr (K == Rmw::dec) return (old == 0 || old > v) ? v : static_cast<T>(old - 1);
+  else if constexpr (is_fp(E)) {
+    // IEEE maxNum / minNum: a NaN operand loses to a number.
+    double a = to_double<E>(old), b = to_double<E>(v);
+    if (std::isnan(b)) return old;
+    if (std::isnan(a)) return v;
+    if constexpr (K == Rmw::max) return b > a ? v : old;
+    else return b < a ? v : old;
+  } else if constexpr (K == Rmw::max) {
+    return static_cast<S>(old) < static_cast<S>(v) ? v : old;
+  } else {
+    static_assert(K == Rmw::min);
+    return static_cast<S>(v) < static_cast<S>(old) ? v : old;
+  }
+}
+
+template <class T, Rmw K, ir::Elem E>
+T rmw_at(std::byte* h, T v) {
+  if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment != 0) {
+    std::lock_guard<std::mutex> g(g_misaligned);
+    T o;
+    std::memcpy(&o, h, sizeof o);
+    T nw = combine<T, K, E>(o, v);
+    std::memcpy(h, &nw, sizeof nw);
+    return o;
+  }
+  std::atomic_ref<T> r(*reinterpret_cast<T*>(h));
+  constexpr bool integer = !is_fp(E);
+  if constexpr (integer && K == Rmw::add) return r.fetch_add(v);
+  else if constexpr (integer && K == Rmw::and_) return r.fetch_and(v);
+  else if constexpr (integer && K == Rmw::or_) return r.fetch_or(v);
+  else if constexpr (integer && K == Rmw::xor_) return r.fetch_xor(v);
+  else if constexpr (K == Rmw::exch) return r.exchange(v);
+  else {
+    T o = r.load(std::memory_order_relaxed);
+    while (!r.compare_exchange_weak(o, combine<T, K, E>(o, v), std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    }
+    return o;
+  }
+}
+
+template <class T, Rmw K, ir::Elem E>
+void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* vals_,
+                  void* old_) {
+  const T* vals = static_cast<const T*>(vals_);
+  T* old = static_cast<T*>(old_);
+  const Memory& mem = *p.memory;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (m && !m[i]) {
+      if (old) old[i] = 0;  // masked-off result lanes: 0 (undefined on the GPU, uninitialised in Triton's interpreter)
+      continue;
+    }
+    if (!mem.where(a[i], sizeof(T)).in_bounds) {
+      ++bad;
+      if (old) old[i] = 0;
+      continue;
+    }
+    T prev = rmw_at<T, K, E>(mem.host(a[i]), vals[i]);
+    if (old) old[i] = prev;
+  }
+  report_access(p, AccessKind::atomic, op, n, a, m, sizeof(T), bad);
+}
+
+template <class T>
+void cas_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const void* cmp_, const void* val_,
+               void* old_) {
+  const T* cmp = static_cast<const T*>(cmp_);
+  const T* val = static_cast<const T*>(val_);
+  T* old = static_cast<T*>(old_);
+  const Memory& mem = *p.memory;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!mem.where(a[i], sizeof(T)).in_bounds) {
+      ++bad;
+      old[i] = 0;
+      continue;
+    }
+    std::byte* h = mem.host(a[i]);
+    T expected = cmp[i];
+    if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment != 0) {
+      std::lock_guard<std::mutex> g(g_misaligned);
+      std::memcpy(&expected, h, sizeof expected);
+      if (expected == cmp[i]) std::memcpy(h, &val[i], sizeof(T));
+    } else {
+      std::atomic_ref<T>(*reinterpret_cast<T*>(h)).compare_exchange_strong(expected, val[i]);
+    }
+    old[i] = expected;  // the previous value whether or not the swap happened
+  }
+  report_access(p, AccessKind::atomic, op, n, a, nullptr, sizeof(T), bad);
+}
+
+template <Rmw K>
+AtomicLanesFn pick_int(ir::Elem e) {
+  using ir::Elem;
+  switch (e) {
+    case Elem::i8: return atomic_lanes<uint8_t, K, Elem::i8>;
+    case Elem::i16: return atomic_lanes<uint16_t, K, Elem::i16>;
+    case Elem::i32: return atomic_lanes<uint32_t, K, Elem::i32>;
+    case Elem::i64: return atomic_lanes<uint64_t, K, Elem::i64>;
+    default: return nullptr;
+  }
+}
+
+template <Rmw K>
+AtomicLanesFn pick_fp(ir::Elem e) {
+  using ir::Elem;
+  switch (e) {
+    case Elem::f16: return atomic_lanes<uint16_t, K, Elem::f16>;
+    case Elem::bf16: return atomic_lanes<uint16_t, K, Elem::bf16>;
+    case Elem::f32: return atomic_lanes<uint32_t, K, Elem::f32>;
+    case Elem::f64: return atomic_lanes<uint64_t, K, Elem::f64>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Public entry points
+
+void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
+                 const uint8_t* mask, int elem_bytes, int64_t bad_lanes) {
+  if (!p.observers) return;
+  AccessEvent e{kind, op, p.pid, lanes, addrs, mask ? mask : all_ones(lanes), elem_bytes, bad_lanes, p.memory};
+  for (Observer* o : *p.observers) {
+    unsigned k = o->kinds();
+    if ((k & kAccess) || (bad_lanes > 0 && (k & kOutOfBounds))) o->on_access(e);
+  }
+}
+
+uint64_t* scratch_addrs(int64_t n) {
+  thread_local std::vector<uint64_t> v;
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+uint8_t* scratch_mask(int64_t n) {
+  thread_local std::vector<uint8_t> v;
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill) {
+  switch (elem_bytes) {
+    case 1: return pick_load_eb<1>(has_mask, fill);
+    case 2: return pick_load_eb<2>(has_mask, fill);
+    case 4: return pick_load_eb<4>(has_mask, fill);
+    case 8: return pick_load_eb<8>(has_mask, fill);
+    default: return nullptr;
+  }
+}
+
+StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask) {
+  switch (elem_bytes) {
+    case 1: return has_mask ? store_lanes<1, true> : store_lanes<1, false>;
+    case 2: return has_mask ? store_lanes<2, true> : store_lanes<2, false>;
+    case 4: return has_mask ? store_lanes<4, true> : store_lanes<4, false>;
+    case 8: return has_mask ? store_lanes<8, true> : store_lanes<8, false>;
+    default: return nullptr;
+  }
+}
+
+AtomicLanesFn pick_atomic_lanes(Rmw kind, ir::Elem e) {
+  using ir::Elem;
+  const bool fp = is_fp(e);
+  switch (kind) {
+    case Rmw::and_: return pick_int<Rmw::and_>(e);
+    case Rmw::or_: return pick_int<Rmw::or_>(e);
+    case Rmw::xor_: return pick_int<Rmw::xor_>(e);
+    case Rmw::add: return fp ? pick_fp<Rmw::fadd>(e) : pick_int<Rmw::add>(e);
+    case Rmw::fadd: return pick_fp<Rmw::fadd>(e);
+    case Rmw::max: return fp ? pick_fp<Rmw::max>(e) : pick_int<Rmw::max>(e);
+    case Rmw::min: return fp ? pick_fp<Rmw::min>(e) : pick_int<Rmw::min>(e);
+    case Rmw::umax: return pick_int<Rmw::umax>(e);
+    case Rmw::umin: return pick_int<Rmw::umin>(e);
+    case Rmw::inc: return pick_int<Rmw::inc>(e);
+    case Rmw::dec: return pick_int<Rmw::dec>(e);
+    case Rmw::exch:
+      // A bit exchange: any element of 1, 2, 4 or 8 bytes (tl.atomic_xchg also takes floats).
+      switch (ir::elem_bytes(e)) {
+        case 1: return e == Elem::i1 ? nullptr : atomic_lanes<uint8_t, Rmw::exch, Elem::i8>;
+        case 2: return atomic_lanes<uint16_t, Rmw::exch, Elem::i16>;
+        case 4: return atomic_lanes<uint32_t, Rmw::exch, Elem::i32>;
+        case 8: return atomic_lanes<uint64_t, Rmw::exch, Elem::i64>;
+        default: return nullptr;
+      }
+  }
+  return nullptr;
+}
+
+CasLanesFn pick_cas_lanes(int elem_bytes) {
+  switch (elem_bytes) {
+    case 1: return cas_lanes<uint8_t>;
+    case 2: return cas_lanes<uint16_t>;
+    case 4: return cas_lanes<uint32_t>;
+    case 8: return cas_lanes<uint64_t>;
+    default: return nullptr;
+  }
+}
+
+uint64_t nan_bits(ir::Elem e) {
+  using ir::Elem;
+  switch (e) {
+    case Elem::f16: return 0x7E00;
+    case Elem::bf16: return 0x7FC0;
+    case Elem::f32: return 0x7FC00000u;
+    case Elem::f64: return 0x7FF8000000000000ull;
+    case Elem::f8e4m3fn: return 0x7F;    // OCP E4M3: S.1111.111 is the only NaN
+    case Elem::f8e5m2: return 0x7E;      // E5M2: exponent all ones, quiet mantissa
+    case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: return 0x80;  // FNUZ: negative zero encodes NaN
+    default: return 0;
+  }
+}
+
+void tile_lanes(uint64_t base, int rank, const int64_t* start, const int64_t* block, const int64_t* shape,
+                const int64_t* strides, unsigned check, int elem_bytes, uint64_t* addrs, uint8_t* mask) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) n *= block[d];
+  int64_t idx[TensorDesc::kMaxRank > BlockPtr::kMaxRank ? TensorDesc::kMaxRank : BlockPtr::kMaxRank] = {};
+  const uint64_t eb = static_cast<uint64_t>(elem_bytes);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t addr = base;
+    bool ok = true;
+    for (int d = 0; d < rank; ++d) {
+      int64_t e = start[d] + idx[d];
+      addr += static_cast<uint64_t>(e) * static_cast<uint64_t>(strides[d]) * eb;
+      if (check & (1u << d)) ok = ok && e >= 0 && e < shape[d];
+    }
+    addrs[i] = addr;
+    mask[i] = ok ? 1 : 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < block[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+TensorDesc make_desc_arg(const ir::Type& desc_type, uint64_t base, std::span<const int64_t> shape,
+                         std::span<const int64_t> strides, int padding) {
+  const ir::Type* block = desc_type.pointee;
+  int rank = block ? block->rank() : 0;
+  if (desc_type.elem != ir::Elem::tensordesc || rank < 1 || rank > TensorDesc::kMaxRank)
+    throw Error(fmt::format("{} is not a tensor descriptor of rank 1 to {}", desc_type.str(), TensorDesc::kMaxRank));
+  if (static_cast<int>(shape.size()) != rank || static_cast<int>(strides.size()) != rank)
+    throw Error(fmt::format("descriptor {} needs {} shape and {} stride values, got {} and {}", desc_type.str(), rank,
+                            rank, shape.size(), strides.size()));
+  if (padding != 1 && padding != 2) throw Error(fmt::format("descriptor padding must be 1 (zero) or 2 (nan), got {}", padding));
+  TensorDesc d;
+  d.base = base;
+  d.rank = rank;
+  for (int k = 0; k < rank; ++k) {
+    d.shape[k] = shape[k];
+    d.strides[k] = strides[k];
+  }
+  d.padding = padding;
+  return d;
+}
+
+}  // namespace tilescope::exec
