@@ -32,18 +32,19 @@ enum class Special { ieee, fn, fnuz };  // ieee: inf + NaNs at max exponent; fn:
 struct Format {
   int ebits, mbits, bias;
   Special special;
-  uint64_t nan;  // canonical NaN bits
+  uint64_t nan;     // canonical NaN bits
+  bool satfinite;   // rtne saturates (the fp8 cvt.rn.satfinite); otherwise rtne overflows to inf
 };
 
 bool format_of(ir::Elem e, Format& f) {
   using ir::Elem;
   switch (e) {
-    case Elem::f16: f = {5, 10, 15, Special::ieee, 0x7FFF}; return true;
-    case Elem::bf16: f = {8, 7, 127, Special::ieee, 0x7FFF}; return true;
-    case Elem::f8e5m2: f = {5, 2, 15, Special::ieee, 0x7F}; return true;
-    case Elem::f8e4m3fn: f = {4, 3, 7, Special::fn, 0x7F}; return true;
-    case Elem::f8e4m3fnuz: f = {4, 3, 8, Special::fnuz, 0x80}; return true;
-    case Elem::f8e5m2fnuz: f = {5, 2, 16, Special::fnuz, 0x80}; return true;
+    case Elem::f16: f = {5, 10, 15, Special::ieee, 0x7FFF, false}; return true;
+    case Elem::bf16: f = {8, 7, 127, Special::ieee, 0x7FFF, false}; return true;
+    case Elem::f8e5m2: f = {5, 2, 15, Special::ieee, 0x7F, true}; return true;
+    case Elem::f8e4m3fn: f = {4, 3, 7, Special::fn, 0x7F, true}; return true;
+    case Elem::f8e4m3fnuz: f = {4, 3, 8, Special::fnuz, 0x80, true}; return true;
+    case Elem::f8e5m2fnuz: f = {5, 2, 16, Special::fnuz, 0x80, true}; return true;
     default: return false;
   }
 }
@@ -93,7 +94,7 @@ uint64_t encode(const Format& f, double v, Rounding r) {
   double a = std::fabs(v);
   uint64_t mag;
   if (std::isinf(a)) {
-    mag = inf;
+    mag = (f.satfinite && r == Rounding::rtne) ? maxf : inf;
   } else if (a == 0) {
     mag = 0;
   } else {
@@ -112,7 +113,7 @@ uint64_t encode(const Format& f, double v, Rounding r) {
       // Monotonic encoding: (e - emin) binades above the subnormal one, plus the count within.
       mag = (static_cast<uint64_t>(e - emin) << f.mbits) + static_cast<uint64_t>(q);
     }
-    if (mag > maxf) mag = (r == Rounding::rtz) ? maxf : inf;
+    if (mag > maxf) mag = (r == Rounding::rtz || f.satfinite) ? maxf : inf;
   }
   if (f.special == Special::fnuz && mag == 0) return 0;  // no negative zero: 0x80 is NaN
   return sign | mag;

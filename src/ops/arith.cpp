@@ -1,23 +1,943 @@
-// arith family kernels (see ops.h).
+// arith, math and the tt elementwise ops (reference §1.1, §2.1, §2.2, semantics §5).
+//
+// Every lowering hook picks, at plan time, one kernel instantiated for the op's element type(s);
+// kernels are tight loops over `step.n` lanes with no per-lane dispatch. Integer storage is the
+// unsigned type of the width (TTIR is signless: the op says signed or unsigned); i1 is a byte 0/1.
+// f16/bf16/fp8 lanes are computed in float (f64 in double) and rounded back once, RTNE, which for
+// +,-,*,/ gives the correctly rounded f16/bf16 result (float has > 2p+2 bits), as the GPU's native
+// f16 ops do (§5.2).
+//
+// GPU semantics kept here (reference §5, measured on an H200, triton 3.6):
+// * integer ops wrap (two's complement); divsi/remsi truncate (C); x/0 = -1 (all ones) and x%0 = x
+//   for both signednesses; INT_MIN / -1 = INT_MIN and INT_MIN % -1 = 0.
+// * shifts: an amount >= the bit width (taken as unsigned) gives 0 for shli/shrui and the sign fill
+//   for shrsi. LLVM calls this poison; PTX `shl/shr` clamp the amount to the register width, which is
+//   what the GPU computes for a runtime amount. (§5 does not measure it: documented choice.)
+// * fptosi/fptoui saturate to the destination range, NaN -> 0 (§5: f->i32 3e9 -> INT_MAX, NaN -> 0).
+//   §5 measured `f.to(u8)` 256.0 -> 256 on the GPU because the i8 lives in a wider register and is not
+//   re-truncated before `extui`; our i8 storage cannot hold 256, so we saturate to the i8 range
+//   (256.0 -> 255, -1.5 -> 0 as on the GPU).
+// * minnumf/maxnumf are IEEE minNum/maxNum (a NaN operand is ignored); minimumf/maximumf propagate
+//   NaN. Both order -0 below +0.
+// * remf is C fmod. math.fma is fused (one rounding). divf and math.* are IEEE / libm here where
+//   the GPU uses approximations (div.full, ex2.approx): a few ulp of difference is expected (§2.2).
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "src/exec/value.h"
+#include "src/ops/elementwise.h"
 #include "src/ops/ops.h"
 
 namespace tilescope::ops {
 
-void lower_constant(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_int_binary(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_float_binary(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_float_unary(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_int_unary(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_fma(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_compare(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_select(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_cast(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_fp_to_fp(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_bitcast(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_clampf(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_ptr_int(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_extern(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_poison(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
-void lower_inline_asm(const Op& op, Planner& p, Step&) { p.unsupported(op, "not implemented yet"); }
+using exec::KernelFn;
+using exec::Program;
+using ir::Elem;
+
+namespace ew {
+
+namespace {
+struct Fp8Tables {
+  float t[4][256];
+  Fp8Tables() {
+    const Elem es[4] = {Elem::f8e4m3fn, Elem::f8e5m2, Elem::f8e4m3fnuz, Elem::f8e5m2fnuz};
+    for (int k = 0; k < 4; ++k)
+      for (int b = 0; b < 256; ++b) t[k][b] = static_cast<float>(exec::float_from_bits(es[k], b));
+  }
+};
+const Fp8Tables kFp8;
+}  // namespace
+
+const float* fp8_table(Elem e) {
+  switch (e) {
+    case Elem::f8e4m3fn: return kFp8.t[0];
+    case Elem::f8e5m2: return kFp8.t[1];
+    case Elem::f8e4m3fnuz: return kFp8.t[2];
+    default: return kFp8.t[3];
+  }
+}
+
+}  // namespace ew
+
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// Small helpers
+
+template <class U>
+using Wide = std::conditional_t<(sizeof(U) < 4), uint32_t, U>;  // avoids int promotion of u8/u16
+
+void expect_operands(const Op& op, Planner& p, const Step& s, size_t n) {
+  if (s.in.size() != n || s.out.size() != 1 || s.in_types.size() != n || s.out_types.size() != 1)
+    p.unsupported(op, fmt::format("expects {} operand(s) and one result", n));
+}
+
+// The keyword of an enum attribute written as a keyword/string, or its integer value mapped through
+// `names` (MLIR's enum numbering, for the generic form).
+std::string enum_attr(const Op& op, const char* key, std::initializer_list<std::pair<int64_t, const char*>> names) {
+  const ir::Attr* a = op.attr(key);
+  if (!a) return {};
+  if (a->kind == ir::Attr::Kind::Keyword || a->kind == ir::Attr::Kind::String) return a->s;
+  if (a->kind == ir::Attr::Kind::Int)
+    for (auto& [v, n] : names)
+      if (v == a->i) return n;
+  return "?";
+}
+
+// ------------------------------------------------------------------------------------------------
+// Integer binaries. Op::f works on the unsigned storage type U; an i1 lane is first widened to 0 or
+// all ones so that 8-bit arithmetic on it, truncated back to one bit, is exactly 1-bit arithmetic
+// (ring ops, signed and unsigned order, division, and shift amounts >= width all agree).
+
+template <class T, class OpT>
+void int_binary(Program& p, const exec::Step& s) {
+  using U = typename T::S;
+  const U* a = p.at<U>(s.in[0]);
+  const U* b = p.at<U>(s.in[1]);
+  U* o = p.at<U>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    U x = a[i], y = b[i];
+    if constexpr (T::i1) {
+      x = static_cast<U>(0u - x);
+      y = static_cast<U>(0u - y);
+    }
+    U r = OpT::template f<U>(x, y);
+    if constexpr (T::i1) r &= 1u;
+    o[i] = r;
+  }
+}
+
+struct AddI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) + Wide<U>(b)); } };
+struct SubI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) - Wide<U>(b)); } };
+struct MulI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) * Wide<U>(b)); } };
+struct AndI { template <class U> static U f(U a, U b) { return U(a & b); } };
+struct OrI { template <class U> static U f(U a, U b) { return U(a | b); } };
+struct XorI { template <class U> static U f(U a, U b) { return U(a ^ b); } };
+struct DivSI {
+  template <class U>
+  static U f(U a, U b) {
+    using S = std::make_signed_t<U>;
+    const S x = S(a), y = S(b);
+    if (y == 0) return U(~U(0));                  // GPU: all ones (§5)
+    if (y == S(-1)) return U(Wide<U>(0) - a);     // wraps: INT_MIN / -1 = INT_MIN
+    return U(S(x / y));
+  }
+};
+struct DivUI { template <class U> static U f(U a, U b) { return b == 0 ? U(~U(0)) : U(a / b); } };
+struct RemSI {
+  template <class U>
+  static U f(U a, U b) {
+    using S = std::make_signed_t<U>;
+    const S x = S(a), y = S(b);
+    if (y == 0) return a;  // GPU: the dividend (§5)
+    if (y == S(-1)) return 0;
+    return U(S(x % y));
+  }
+};
+struct RemUI { template <class U> static U f(U a, U b) { return b == 0 ? a : U(a % b); } };
+struct ShlI {
+  template <class U>
+  static U f(U a, U b) { return b >= 8 * sizeof(U) ? U(0) : U(Wide<U>(a) << b); }
+};
+struct ShrUI {
+  template <class U>
+  static U f(U a, U b) { return b >= 8 * sizeof(U) ? U(0) : U(a >> b); }
+};
+struct ShrSI {
+  template <class U>
+  static U f(U a, U b) {
+    using S = std::make_signed_t<U>;
+    const U amt = b >= 8 * sizeof(U) ? U(8 * sizeof(U) - 1) : b;
+    return U(S(S(a) >> amt));
+  }
+};
+struct MinSI {
+  template <class U>
+  static U f(U a, U b) { using S = std::make_signed_t<U>; return S(a) < S(b) ? a : b; }
+};
+struct MaxSI {
+  template <class U>
+  static U f(U a, U b) { using S = std::make_signed_t<U>; return S(a) > S(b) ? a : b; }
+};
+struct MinUI { template <class U> static U f(U a, U b) { return a < b ? a : b; } };
+struct MaxUI { template <class U> static U f(U a, U b) { return a > b ? a : b; } };
+struct MulHiUI {
+  template <class U>
+  static U f(U a, U b) {
+    if constexpr (sizeof(U) == 8) {
+      return U((static_cast<unsigned __int128>(a) * b) >> 64);
+    } else {
+      return U((static_cast<uint64_t>(a) * b) >> (8 * sizeof(U)));
+    }
+  }
+};
+
+template <class OpT>
+KernelFn int_binary_kernel(Elem e) {
+  KernelFn fn = nullptr;
+  ew::with_int(e, [&]<class T>() { fn = int_binary<T, OpT>; });
+  return fn;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Float binaries
+
+template <class T, class OpT>
+void float_binary(Program& p, const exec::Step& s) {
+  using S = typename T::S;
+  const S* a = p.at<S>(s.in[0]);
+  const S* b = p.at<S>(s.in[1]);
+  S* o = p.at<S>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) o[i] = T::store(OpT::f(T::load(a[i]), T::load(b[i])));
+}
+
+struct AddF { template <class C> static C f(C a, C b) { return a + b; } };
+struct SubF { template <class C> static C f(C a, C b) { return a - b; } };
+struct MulF { template <class C> static C f(C a, C b) { return a * b; } };
+struct DivF { template <class C> static C f(C a, C b) { return a / b; } };
+struct RemF { template <class C> static C f(C a, C b) { return std::fmod(a, b); } };
+// IEEE minNum/maxNum: a NaN operand is ignored; -0 < +0.
+struct MinNumF {
+  template <class C>
+  static C f(C a, C b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    return (a < b || (a == b && std::signbit(a))) ? a : b;
+  }
+};
+struct MaxNumF {
+  template <class C>
+  static C f(C a, C b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    return (a > b || (a == b && !std::signbit(a))) ? a : b;
+  }
+};
+// minimum/maximum: NaN propagates; -0 < +0.
+struct MinimumF {
+  template <class C>
+  static C f(C a, C b) {
+    if (a != a || b != b) return a + b;
+    return (a < b || (a == b && std::signbit(a))) ? a : b;
+  }
+};
+struct MaximumF {
+  template <class C>
+  static C f(C a, C b) {
+    if (a != a || b != b) return a + b;
+    return (a > b || (a == b && !std::signbit(a))) ? a : b;
+  }
+};
+
+template <class OpT>
+KernelFn float_binary_kernel(Elem e) {
+  KernelFn fn = nullptr;
+  ew::with_float(e, [&]<class T>() { fn = float_binary<T, OpT>; });
+  return fn;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Float unaries (arith.negf, math.*, tt.precise_sqrt)
+
+template <class T, class OpT>
+void float_unary(Program& p, const exec::Step& s) {
+  using S = typename T::S;
+  const S* a = p.at<S>(s.in[0]);
+  S* o = p.at<S>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) o[i] = T::store(OpT::f(T::load(a[i])));
+}
+
+#define TS_UNARY(Name, expr) \
+  struct Name {              \
+    template <class C>       \
+    static C f(C x) {        \
+      return expr;           \
+    }                        \
+  };
+TS_UNARY(NegF, -x)
+TS_UNARY(Exp, std::exp(x))
+TS_UNARY(Exp2, std::exp2(x))
+TS_UNARY(Log, std::log(x))
+TS_UNARY(Log2, std::log2(x))
+TS_UNARY(Sqrt, std::sqrt(x))
+TS_UNARY(Rsqrt, C(1) / std::sqrt(x))
+TS_UNARY(AbsF, std::fabs(x))
+TS_UNARY(Floor, std::floor(x))
+TS_UNARY(Ceil, std::ceil(x))
+TS_UNARY(Erf, std::erf(x))
+TS_UNARY(Sin, std::sin(x))
+TS_UNARY(Cos, std::cos(x))
+TS_UNARY(Tan, std::tan(x))
+TS_UNARY(Tanh, std::tanh(x))
+TS_UNARY(Expm1, std::expm1(x))
+TS_UNARY(Log1p, std::log1p(x))
+TS_UNARY(Log10, std::log10(x))
+TS_UNARY(Cbrt, std::cbrt(x))
+TS_UNARY(Trunc, std::trunc(x))
+TS_UNARY(Round, std::round(x))          // half away from zero (math.round)
+TS_UNARY(RoundEven, std::nearbyint(x))  // default rounding mode: to nearest, ties to even
+TS_UNARY(Sinh, std::sinh(x))
+TS_UNARY(Cosh, std::cosh(x))
+TS_UNARY(Asin, std::asin(x))
+TS_UNARY(Acos, std::acos(x))
+TS_UNARY(Atan, std::atan(x))
+TS_UNARY(Asinh, std::asinh(x))
+TS_UNARY(Acosh, std::acosh(x))
+TS_UNARY(Atanh, std::atanh(x))
+#undef TS_UNARY
+
+template <class OpT>
+KernelFn float_unary_kernel(Elem e) {
+  KernelFn fn = nullptr;
+  ew::with_float(e, [&]<class T>() { fn = float_unary<T, OpT>; });
+  return fn;
+}
+
+// ------------------------------------------------------------------------------------------------
+// fma, clampf, absi
+
+template <class T>
+void fma_kernel(Program& p, const exec::Step& s) {
+  using S = typename T::S;
+  const S* a = p.at<S>(s.in[0]);
+  const S* b = p.at<S>(s.in[1]);
+  const S* c = p.at<S>(s.in[2]);
+  S* o = p.at<S>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, ew::F32> || std::is_same_v<T, ew::F64>) {
+      o[i] = std::fma(a[i], b[i], c[i]);
+    } else {
+      // Narrow formats: the product is exact in double; round the double sum once into the format.
+      const double r = std::fma(double(T::load(a[i])), double(T::load(b[i])), double(T::load(c[i])));
+      o[i] = static_cast<S>(exec::float_to_bits(T::elem, r));
+    }
+  }
+}
+
+// tt.clampf: min(max(x, lo), hi). propagateNan = none uses maxNum/minNum (a NaN x gives lo);
+// all returns NaN when x is NaN.
+template <class T, bool PropagateNan>
+void clampf_kernel(Program& p, const exec::Step& s) {
+  using S = typename T::S;
+  const S* x = p.at<S>(s.in[0]);
+  const S* lo = p.at<S>(s.in[1]);
+  const S* hi = p.at<S>(s.in[2]);
+  S* o = p.at<S>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    auto v = T::load(x[i]);
+    auto r = MinNumF::f(MaxNumF::f(v, T::load(lo[i])), T::load(hi[i]));
+    if constexpr (PropagateNan) r = v != v ? v : r;
+    o[i] = T::store(r);
+  }
+}
+
+template <class T>
+void absi_kernel(Program& p, const exec::Step& s) {
+  using U = typename T::S;
+  using SI = std::make_signed_t<U>;
+  const U* a = p.at<U>(s.in[0]);
+  U* o = p.at<U>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (T::i1) {
+      o[i] = a[i];  // |-1| = 1 wraps back to the one-bit pattern 1
+    } else {
+      o[i] = SI(a[i]) < 0 ? U(Wide<U>(0) - a[i]) : a[i];  // |INT_MIN| = INT_MIN (wraps)
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Comparisons: result i1 (a byte 0/1).
+
+template <class T, class Pred>
+void cmp_int(Program& p, const exec::Step& s) {
+  using U = typename T::S;
+  const U* a = p.at<U>(s.in[0]);
+  const U* b = p.at<U>(s.in[1]);
+  uint8_t* o = p.at<uint8_t>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    U x = a[i], y = b[i];
+    if constexpr (T::i1) {
+      x = U(0u - x);
+      y = U(0u - y);
+    }
+    o[i] = Pred::template f<U>(x, y) ? 1 : 0;
+  }
+}
+
+#define TS_ICMP(Name, expr)                   \
+  struct Name {                               \
+    template <class U>                        \
+    static bool f(U a, U b) {                 \
+      using S = std::make_signed_t<U>;        \
+      (void)sizeof(S);                        \
+      return expr;                            \
+    }                                         \
+  };
+TS_ICMP(Eq, a == b)
+TS_ICMP(Ne, a != b)
+TS_ICMP(Slt, S(a) < S(b))
+TS_ICMP(Sle, S(a) <= S(b))
+TS_ICMP(Sgt, S(a) > S(b))
+TS_ICMP(Sge, S(a) >= S(b))
+TS_ICMP(Ult, a < b)
+TS_ICMP(Ule, a <= b)
+TS_ICMP(Ugt, a > b)
+TS_ICMP(Uge, a >= b)
+#undef TS_ICMP
+
+template <class T, class Pred>
+void cmp_float(Program& p, const exec::Step& s) {
+  using S = typename T::S;
+  const S* a = p.at<S>(s.in[0]);
+  const S* b = p.at<S>(s.in[1]);
+  uint8_t* o = p.at<uint8_t>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) o[i] = Pred::f(T::load(a[i]), T::load(b[i])) ? 1 : 0;
+}
+
+// Ordered predicates are false when either operand is NaN, unordered ones true (LLVM fcmp).
+#define TS_FCMP(Name, expr)      \
+  struct Name {                  \
+    template <class C>           \
+    static bool f(C a, C b) {    \
+      return expr;               \
+    }                            \
+  };
+TS_FCMP(FOeq, a == b)
+TS_FCMP(FOgt, a > b)
+TS_FCMP(FOge, a >= b)
+TS_FCMP(FOlt, a < b)
+TS_FCMP(FOle, a <= b)
+TS_FCMP(FOne, a < b || a > b)
+TS_FCMP(FOrd, a == a && b == b)
+TS_FCMP(FUeq, !(a < b || a > b))
+TS_FCMP(FUgt, !(a <= b))
+TS_FCMP(FUge, !(a < b))
+TS_FCMP(FUlt, !(a >= b))
+TS_FCMP(FUle, !(a > b))
+TS_FCMP(FUne, a != b)
+TS_FCMP(FUno, a != a || b != b)
+#undef TS_FCMP
+struct FFalse { template <class C> static bool f(C, C) { return false; } };
+struct FTrue { template <class C> static bool f(C, C) { return true; } };
+
+template <class Pred>
+KernelFn int_cmp_kernel(Elem e) {
+  KernelFn fn = nullptr;
+  ew::with_int(e, [&]<class T>() { fn = cmp_int<T, Pred>; });
+  return fn;
+}
+
+template <class Pred>
+KernelFn float_cmp_kernel(Elem e) {
+  KernelFn fn = nullptr;
+  ew::with_float(e, [&]<class T>() { fn = cmp_float<T, Pred>; });
+  return fn;
+}
+
+// ------------------------------------------------------------------------------------------------
+// select
+
+template <class T, bool ScalarCond>
+void select_kernel(Program& p, const exec::Step& s) {
+  const uint8_t* c = p.at<uint8_t>(s.in[0]);
+  const T* a = p.at<T>(s.in[1]);
+  const T* b = p.at<T>(s.in[2]);
+  T* o = p.at<T>(s.out[0]);
+  const int64_t n = s.n;
+  if constexpr (ScalarCond) {
+    const T* src = c[0] ? a : b;
+    std::memcpy(o, src, sizeof(T) * n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+  }
+}
+
+// Values that are not arrays of 1/2/4/8-byte lanes (block pointers, descriptors): whole-slot copy.
+struct SelectBytes {
+  int64_t bytes;
+};
+void select_bytes_kernel(Program& p, const exec::Step& s) {
+  const uint8_t* c = p.at<uint8_t>(s.in[0]);
+  std::memcpy(p.at<std::byte>(s.out[0]), p.at<std::byte>(c[0] ? s.in[1] : s.in[2]),
+              static_cast<size_t>(s.data<SelectBytes>().bytes));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Casts
+
+// Integer value of an integer lane as int64 (sign- or zero-extended per the op).
+template <class T, bool Signed>
+inline int64_t int_value(typename T::S x) {
+  using U = typename T::S;
+  if constexpr (T::i1) return Signed ? -int64_t(x & 1u) : int64_t(x & 1u);
+  else if constexpr (Signed) return int64_t(std::make_signed_t<U>(x));
+  else return int64_t(uint64_t(x));
+}
+
+template <class T>
+inline typename T::S int_store(int64_t v) {
+  using U = typename T::S;
+  if constexpr (T::i1) return U(v & 1);
+  else return U(uint64_t(v));
+}
+
+template <class Src, class Dst, bool Signed>
+void int_cast(Program& p, const exec::Step& s) {
+  using SS = typename Src::S;
+  using DS = typename Dst::S;
+  const SS* a = p.at<SS>(s.in[0]);
+  DS* o = p.at<DS>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) o[i] = int_store<Dst>(int_value<Src, Signed>(a[i]));
+}
+
+// int -> float. Exact in the compute type for narrow ints; for wide ints into f32/f64 the C++
+// conversion rounds once (RTNE). Wide ints into f16/bf16/fp8 are rounded once through
+// int_to_format (integer RTNE to the format's precision, then an exact encode).
+uint64_t int_to_format(Elem e, uint64_t mag, bool neg) {
+  int p;
+  switch (e) {
+    case Elem::f16: p = 11; break;
+    case Elem::bf16: p = 8; break;
+    case Elem::f8e5m2: case Elem::f8e5m2fnuz: p = 3; break;
+    default: p = 4; break;
+  }
+  const int k = 64 - std::countl_zero(mag);
+  if (k > p) {
+    const int sh = k - p;
+    const uint64_t q = mag >> sh, rem = mag & ((uint64_t{1} << sh) - 1), half = uint64_t{1} << (sh - 1);
+    const uint64_t qq = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
+    // qq << sh may be 2^64: build the double directly.
+    const double v = std::ldexp(static_cast<double>(qq), sh);
+    return exec::float_to_bits(e, neg ? -v : v);
+  }
+  const double v = static_cast<double>(mag);
+  return exec::float_to_bits(e, neg ? -v : v);
+}
+
+template <class Src, bool Signed, class Dst>
+void int_to_float(Program& p, const exec::Step& s) {
+  using SS = typename Src::S;
+  using DS = typename Dst::S;
+  using C = typename Dst::C;
+  const SS* a = p.at<SS>(s.in[0]);
+  DS* o = p.at<DS>(s.out[0]);
+  const int64_t n = s.n;
+  constexpr bool exact = Src::bits <= 16 || std::is_same_v<Dst, ew::F32> || std::is_same_v<Dst, ew::F64>;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (exact) {
+      C v;
+      if constexpr (Src::i1) v = Signed ? -C(a[i] & 1u) : C(a[i] & 1u);
+      else if constexpr (Signed) v = static_cast<C>(std::make_signed_t<SS>(a[i]));
+      else v = static_cast<C>(a[i]);
+      o[i] = Dst::store(v);
+    } else {
+      const int64_t v = int_value<Src, Signed>(a[i]);
+      const bool neg = Signed && v < 0;
+      const uint64_t mag = neg ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+      o[i] = static_cast<DS>(int_to_format(Dst::elem, mag, neg));
+    }
+  }
+}
+
+// float -> int, saturating, NaN -> 0 (GPU cvt.rzi semantics, §5).
+template <class Src, class Dst, bool Signed>
+void float_to_int(Program& p, const exec::Step& s) {
+  using SS = typename Src::S;
+  using DS = typename Dst::S;
+  using C = typename Src::C;
+  const SS* a = p.at<SS>(s.in[0]);
+  DS* o = p.at<DS>(s.out[0]);
+  const int64_t n = s.n;
+  constexpr int W = Dst::bits;
+  // Bounds of the destination as values in C (powers of two are exact).
+  constexpr int64_t imax = Signed ? (W == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (W - 1)) - 1)
+                                  : (W == 64 ? -1 : (int64_t{1} << W) - 1);  // -1: all ones for u64
+  constexpr int64_t imin = Signed ? (W == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (W - 1))) : 0;
+  const C hi = Signed ? std::ldexp(C(1), W - 1) : std::ldexp(C(1), W);  // first value past the top
+  const C lo = Signed ? -std::ldexp(C(1), W - 1) : C(0);
+  for (int64_t i = 0; i < n; ++i) {
+    const C x = Src::load(a[i]);
+    int64_t r;
+    if (x != x) r = 0;
+    else if (x >= hi) r = imax;
+    else if (x <= lo) r = imin;
+    else if constexpr (Signed) r = static_cast<int64_t>(x);
+    else r = static_cast<int64_t>(static_cast<uint64_t>(x));
+    o[i] = int_store<Dst>(r);
+  }
+}
+
+// float -> float, RTNE (or rtz), one rounding from the exact source value.
+template <class Src, class Dst, bool Rtz>
+void float_cast(Program& p, const exec::Step& s) {
+  using SS = typename Src::S;
+  using DS = typename Dst::S;
+  const SS* a = p.at<SS>(s.in[0]);
+  DS* o = p.at<DS>(s.out[0]);
+  const int64_t n = s.n;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = Src::load(a[i]);
+    if constexpr (!Rtz && std::is_same_v<typename Dst::C, decltype(v)>) {
+      o[i] = Dst::store(v);  // the compute types match: the store is the one rounding
+    } else if constexpr (!Rtz && std::is_same_v<Dst, ew::F64>) {
+      o[i] = double(v);
+    } else if constexpr (!Rtz && std::is_same_v<Dst, ew::F32>) {
+      o[i] = static_cast<float>(v);  // f64 -> f32, RTNE
+    } else if constexpr (Rtz && std::is_same_v<Dst, ew::F16> && std::is_same_v<decltype(v), float>) {
+      o[i] = ew::f32_to_f16_rtz(v);
+    } else if constexpr (Rtz && std::is_same_v<Dst, ew::BF16> && std::is_same_v<decltype(v), float>) {
+      o[i] = ew::f32_to_bf16_rtz(v);
+    } else {
+      o[i] = static_cast<DS>(exec::float_to_bits(Dst::elem, double(v),
+                                                 Rtz ? exec::Rounding::rtz : exec::Rounding::rtne));
+    }
+  }
+}
+
+template <size_t B>
+struct Bytes {
+  uint8_t b[B];
+};
+
+// Same-width reinterpretation (arith.bitcast, tt.bitcast, int<->ptr of equal width).
+void copy_kernel(Program& p, const exec::Step& s) {
+  std::memcpy(p.at<std::byte>(s.out[0]), p.at<std::byte>(s.in[0]), s.data<SelectBytes>().bytes);
+}
+
+// tt.int_to_ptr / ptr_to_int between 64-bit pointers and a narrower integer: zero-extend / truncate.
+template <class From, class To>
+void int_ptr_kernel(Program& p, const exec::Step& s) {
+  const From* a = p.at<From>(s.in[0]);
+  To* o = p.at<To>(s.out[0]);
+  for (int64_t i = 0; i < s.n; ++i) o[i] = static_cast<To>(a[i]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Constants and poison
+
+struct ConstBytes {
+  std::vector<std::byte> bytes;
+};
+void const_kernel(Program& p, const exec::Step& s) {
+  const auto& c = s.data<ConstBytes>();
+  std::memcpy(p.at<std::byte>(s.out[0]), c.bytes.data(), c.bytes.size());
+}
+
+void zero_kernel(Program& p, const exec::Step& s) {
+  std::memset(p.at<std::byte>(s.out[0]), 0, static_cast<size_t>(s.data<SelectBytes>().bytes));
+}
+
+// One element of `t`'s element type from a scalar attribute, in storage encoding.
+uint64_t scalar_bits(const Op& op, Planner& p, const ir::Attr& a, Elem e) {
+  using K = ir::Attr::Kind;
+  if (ir::is_int(e)) {
+    int64_t v;
+    if (a.kind == K::Int) v = a.i;
+    else if (a.kind == K::Bool) v = a.b ? 1 : 0;
+    else p.unsupported(op, "integer constant needs an integer value");
+    if (e == Elem::i1) return uint64_t(v) & 1u;
+    return uint64_t(v);
+  }
+  if (ir::is_float(e)) {
+    double f;
+    if (a.kind == K::Float) f = a.f;
+    else if (a.kind == K::Int) f = static_cast<double>(a.i);
+    else p.unsupported(op, "float constant needs a float value");
+    // A NaN keeps its exact bits when the reader had them (`0x7FC00000 : f32`); any other value is
+    // exact in the double and encodes exactly.
+    if (std::isnan(f) && a.kind == K::Float && a.fbits != 0) return a.fbits;
+    return exec::float_to_bits(e, f);
+  }
+  p.unsupported(op, fmt::format("constant of element type {}", ir::elem_name(e)));
+}
+
+}  // namespace
+
+// ==================================================================================================
+// Lowering hooks
+
+void lower_constant(const Op& op, Planner& p, Step& s) {
+  if (s.out_types.size() != 1) p.unsupported(op, "arith.constant has one result");
+  const ir::Type& t = *s.out_types[0];
+  const ir::Attr* a = op.attr("value");
+  if (!a) p.unsupported(op, "arith.constant without a value");
+  const int eb = ir::elem_bytes(t.elem);
+  const int64_t numel = t.numel();
+  auto data = std::make_shared<ConstBytes>();
+  data->bytes.resize(static_cast<size_t>(numel * eb));
+  if (a->kind == ir::Attr::Kind::Dense) {
+    const ir::DenseAttr& d = a->dense;
+    const size_t need = static_cast<size_t>(d.splat ? eb : numel * eb);
+    if (d.bytes.size() != need)
+      p.unsupported(op, fmt::format("dense constant holds {} bytes, {} expects {}", d.bytes.size(), t.str(), need));
+    if (d.splat) {
+      for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, d.bytes.data(), eb);
+    } else {
+      std::memcpy(data->bytes.data(), d.bytes.data(), need);
+    }
+  } else {
+    const uint64_t bits = scalar_bits(op, p, *a, t.elem);
+    for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, &bits, eb);  // little endian
+  }
+  s.aux = data;
+  s.fn = const_kernel;
+}
+
+void lower_int_binary(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 2);
+  const Elem e = s.out_types[0]->elem;
+  const std::string_view n = op.name;
+  KernelFn fn = nullptr;
+  if (n == "arith.addi") fn = int_binary_kernel<AddI>(e);
+  else if (n == "arith.subi") fn = int_binary_kernel<SubI>(e);
+  else if (n == "arith.muli") fn = int_binary_kernel<MulI>(e);
+  else if (n == "arith.divsi") fn = int_binary_kernel<DivSI>(e);
+  else if (n == "arith.divui") fn = int_binary_kernel<DivUI>(e);
+  else if (n == "arith.remsi") fn = int_binary_kernel<RemSI>(e);
+  else if (n == "arith.remui") fn = int_binary_kernel<RemUI>(e);
+  else if (n == "arith.andi") fn = int_binary_kernel<AndI>(e);
+  else if (n == "arith.ori") fn = int_binary_kernel<OrI>(e);
+  else if (n == "arith.xori") fn = int_binary_kernel<XorI>(e);
+  else if (n == "arith.shli") fn = int_binary_kernel<ShlI>(e);
+  else if (n == "arith.shrsi") fn = int_binary_kernel<ShrSI>(e);
+  else if (n == "arith.shrui") fn = int_binary_kernel<ShrUI>(e);
+  else if (n == "arith.minsi") fn = int_binary_kernel<MinSI>(e);
+  else if (n == "arith.maxsi") fn = int_binary_kernel<MaxSI>(e);
+  else if (n == "arith.minui") fn = int_binary_kernel<MinUI>(e);
+  else if (n == "arith.maxui") fn = int_binary_kernel<MaxUI>(e);
+  else if (n == "tt.mulhiui") fn = int_binary_kernel<MulHiUI>(e);
+  if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_float_binary(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 2);
+  const Elem e = s.out_types[0]->elem;
+  const std::string_view n = op.name;
+  KernelFn fn = nullptr;
+  if (n == "arith.addf") fn = float_binary_kernel<AddF>(e);
+  else if (n == "arith.subf") fn = float_binary_kernel<SubF>(e);
+  else if (n == "arith.mulf") fn = float_binary_kernel<MulF>(e);
+  else if (n == "arith.divf" || n == "tt.precise_divf") fn = float_binary_kernel<DivF>(e);
+  else if (n == "arith.remf") fn = float_binary_kernel<RemF>(e);
+  else if (n == "arith.minnumf") fn = float_binary_kernel<MinNumF>(e);
+  else if (n == "arith.maxnumf") fn = float_binary_kernel<MaxNumF>(e);
+  else if (n == "arith.minimumf") fn = float_binary_kernel<MinimumF>(e);
+  else if (n == "arith.maximumf") fn = float_binary_kernel<MaximumF>(e);
+  if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_float_unary(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  const Elem e = s.out_types[0]->elem;
+  std::string_view n = op.name;
+  KernelFn fn = nullptr;
+  if (n == "arith.negf") fn = float_unary_kernel<NegF>(e);
+  else if (n == "tt.precise_sqrt") fn = float_unary_kernel<Sqrt>(e);
+  else if (n.starts_with("math.")) {
+    n.remove_prefix(5);
+#define TS_CASE(str, F) else if (n == str) fn = float_unary_kernel<F>(e);
+    if (false) {}
+    TS_CASE("exp", Exp) TS_CASE("exp2", Exp2) TS_CASE("log", Log) TS_CASE("log2", Log2)
+    TS_CASE("sqrt", Sqrt) TS_CASE("rsqrt", Rsqrt) TS_CASE("absf", AbsF) TS_CASE("floor", Floor)
+    TS_CASE("ceil", Ceil) TS_CASE("erf", Erf) TS_CASE("sin", Sin) TS_CASE("cos", Cos)
+    TS_CASE("tan", Tan) TS_CASE("tanh", Tanh) TS_CASE("expm1", Expm1) TS_CASE("log1p", Log1p)
+    TS_CASE("log10", Log10) TS_CASE("cbrt", Cbrt) TS_CASE("trunc", Trunc) TS_CASE("round", Round)
+    TS_CASE("roundeven", RoundEven) TS_CASE("sinh", Sinh) TS_CASE("cosh", Cosh) TS_CASE("asin", Asin)
+    TS_CASE("acos", Acos) TS_CASE("atan", Atan) TS_CASE("asinh", Asinh) TS_CASE("acosh", Acosh)
+    TS_CASE("atanh", Atanh)
+#undef TS_CASE
+  }
+  if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_int_unary(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  KernelFn fn = nullptr;
+  if (op.name == "math.absi") ew::with_int(s.out_types[0]->elem, [&]<class T>() { fn = absi_kernel<T>; });
+  if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_fma(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 3);
+  KernelFn fn = nullptr;
+  ew::with_float(s.out_types[0]->elem, [&]<class T>() { fn = fma_kernel<T>; });
+  if (!fn) p.unsupported(op, fmt::format("math.fma on {}", s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_compare(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 2);
+  const Elem e = s.in_types[0]->elem;
+  KernelFn fn = nullptr;
+  if (op.name == "arith.cmpi") {
+    const std::string pred = enum_attr(op, "predicate", {{0, "eq"}, {1, "ne"}, {2, "slt"}, {3, "sle"},
+                                                         {4, "sgt"}, {5, "sge"}, {6, "ult"}, {7, "ule"},
+                                                         {8, "ugt"}, {9, "uge"}});
+    // Pointers compare as unsigned 64-bit addresses (eq/ne in practice).
+    const Elem ie = e == Elem::ptr ? Elem::i64 : e;
+#define TS_CASE(str, P) else if (pred == str) fn = int_cmp_kernel<P>(ie);
+    if (false) {}
+    TS_CASE("eq", Eq) TS_CASE("ne", Ne) TS_CASE("slt", Slt) TS_CASE("sle", Sle) TS_CASE("sgt", Sgt)
+    TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule) TS_CASE("ugt", Ugt) TS_CASE("uge", Uge)
+    else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
+#undef TS_CASE
+  } else {
+    const std::string pred = enum_attr(
+        op, "predicate",
+        {{0, "false"}, {1, "oeq"}, {2, "ogt"}, {3, "oge"}, {4, "olt"}, {5, "ole"}, {6, "one"}, {7, "ord"},
+         {8, "ueq"}, {9, "ugt"}, {10, "uge"}, {11, "ult"}, {12, "ule"}, {13, "une"}, {14, "uno"}, {15, "true"}});
+#define TS_CASE(str, P) else if (pred == str) fn = float_cmp_kernel<P>(e);
+    if (false) {}
+    TS_CASE("false", FFalse) TS_CASE("oeq", FOeq) TS_CASE("ogt", FOgt) TS_CASE("oge", FOge) TS_CASE("olt", FOlt)
+    TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt)
+    TS_CASE("uge", FUge) TS_CASE("ult", FUlt) TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno)
+    TS_CASE("true", FTrue)
+    else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+#undef TS_CASE
+  }
+  if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.in_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_select(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 3);
+  const ir::Type& t = *s.out_types[0];
+  const bool scalar_cond = !s.in_types[0]->is_tensor || s.in_types[0]->numel() != s.n || s.n == 1;
+  if (t.is_block_ptr() || t.elem == Elem::tensordesc) {
+    if (!scalar_cond) p.unsupported(op, "select of block pointers needs a scalar condition");
+    s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(t)});
+    s.fn = select_bytes_kernel;
+    return;
+  }
+  KernelFn fn = nullptr;
+  switch (ir::elem_bytes(t.elem)) {
+    case 1: fn = scalar_cond ? select_kernel<uint8_t, true> : select_kernel<uint8_t, false>; break;
+    case 2: fn = scalar_cond ? select_kernel<uint16_t, true> : select_kernel<uint16_t, false>; break;
+    case 4: fn = scalar_cond ? select_kernel<uint32_t, true> : select_kernel<uint32_t, false>; break;
+    case 8: fn = scalar_cond ? select_kernel<uint64_t, true> : select_kernel<uint64_t, false>; break;
+    default: p.unsupported(op, fmt::format("select on {}", t.str()));
+  }
+  s.fn = fn;
+}
+
+void lower_cast(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  const ir::Type& from = *s.in_types[0];
+  const ir::Type& to = *s.out_types[0];
+  const Elem a = from.elem, b = to.elem;
+  const std::string_view n = op.name;
+  KernelFn fn = nullptr;
+  auto bad = [&]() { p.unsupported(op, fmt::format("{} from {} to {}", op.name, from.str(), to.str())); };
+  if (n == "arith.bitcast") {
+    if (ir::elem_bits(a) != ir::elem_bits(b)) bad();
+    s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(to)});
+    s.fn = copy_kernel;
+    return;
+  }
+  if (n == "arith.extsi" || n == "arith.extui" || n == "arith.trunci" || n == "arith.index_cast") {
+    const bool sgn = n != "arith.extui";
+    ew::with_int(a, [&]<class S>() {
+      ew::with_int(b, [&]<class D>() {
+        fn = sgn ? int_cast<S, D, true> : int_cast<S, D, false>;
+      });
+    });
+  } else if (n == "arith.sitofp" || n == "arith.uitofp") {
+    const bool sgn = n == "arith.sitofp";
+    ew::with_int(a, [&]<class S>() {
+      ew::with_float(b, [&]<class D>() { fn = sgn ? int_to_float<S, true, D> : int_to_float<S, false, D>; });
+    });
+  } else if (n == "arith.fptosi" || n == "arith.fptoui") {
+    const bool sgn = n == "arith.fptosi";
+    ew::with_float(a, [&]<class S>() {
+      ew::with_int(b, [&]<class D>() { fn = sgn ? float_to_int<S, D, true> : float_to_int<S, D, false>; });
+    });
+  } else if (n == "arith.extf" || n == "arith.truncf") {
+    ew::with_float(a, [&]<class S>() { ew::with_float(b, [&]<class D>() { fn = float_cast<S, D, false>; }); });
+  }
+  if (!fn) bad();
+  s.fn = fn;
+}
+
+void lower_fp_to_fp(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  const Elem a = s.in_types[0]->elem, b = s.out_types[0]->elem;
+  const std::string r = enum_attr(op, "rounding", {{0, "rtz"}, {1, "rtne"}});
+  if (!r.empty() && r != "rtz" && r != "rtne") p.unsupported(op, fmt::format("unknown rounding mode '{}'", r));
+  const bool rtz = r == "rtz";
+  KernelFn fn = nullptr;
+  ew::with_float(a, [&]<class S>() {
+    ew::with_float(b, [&]<class D>() { fn = rtz ? float_cast<S, D, true> : float_cast<S, D, false>; });
+  });
+  if (!fn) p.unsupported(op, fmt::format("tt.fp_to_fp from {} to {}", s.in_types[0]->str(), s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_bitcast(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  const ir::Type& from = *s.in_types[0];
+  const ir::Type& to = *s.out_types[0];
+  if (ir::elem_bits(from.elem) != ir::elem_bits(to.elem) || exec::storage_bytes(from) != exec::storage_bytes(to))
+    p.unsupported(op, fmt::format("tt.bitcast between different widths ({} -> {})", from.str(), to.str()));
+  s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(to)});
+  s.fn = copy_kernel;
+}
+
+void lower_clampf(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 3);
+  const std::string nan = enum_attr(op, "propagateNan", {{0, "none"}, {0xFFFF, "all"}});
+  if (nan != "none" && nan != "all" && !nan.empty())
+    p.unsupported(op, fmt::format("unknown propagateNan '{}'", nan));
+  const bool all = nan == "all";
+  KernelFn fn = nullptr;
+  ew::with_float(s.out_types[0]->elem, [&]<class T>() { fn = all ? clampf_kernel<T, true> : clampf_kernel<T, false>; });
+  if (!fn) p.unsupported(op, fmt::format("tt.clampf on {}", s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_ptr_int(const Op& op, Planner& p, Step& s) {
+  expect_operands(op, p, s, 1);
+  const int from = ir::elem_bytes(s.in_types[0]->elem), to = ir::elem_bytes(s.out_types[0]->elem);
+  KernelFn fn = nullptr;
+  if (from == 8 && to == 8) {
+    s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(*s.out_types[0])});
+    fn = copy_kernel;
+  } else if (from == 4 && to == 8) {
+    fn = int_ptr_kernel<uint32_t, uint64_t>;  // an i32 address: zero-extended
+  } else if (from == 8 && to == 4) {
+    fn = int_ptr_kernel<uint64_t, uint32_t>;
+  }
+  if (!fn) p.unsupported(op, fmt::format("{} from {} to {}", op.name, s.in_types[0]->str(), s.out_types[0]->str()));
+  s.fn = fn;
+}
+
+void lower_poison(const Op& op, Planner& p, Step& s) {
+  if (s.out_types.size() != 1) p.unsupported(op, "ub.poison has one result");
+  // Poison may be anything; zeros keep runs deterministic.
+  s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(*s.out_types[0])});
+  s.fn = zero_kernel;
+}
+
+void lower_inline_asm(const Op& op, Planner& p, Step&) { p.unsupported(op, "inline PTX cannot run on the CPU"); }
 
 }  // namespace tilescope::ops

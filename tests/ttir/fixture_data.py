@@ -5,7 +5,7 @@ A fixture argument (an entry of manifest.json "args") is either a scalar
 ``{"name", "kind": "ptr", "dtype", "shape", "gen", "role"}``. ``role`` is "in" (read only), "out"
 (starts as zeros unless ``gen`` says otherwise) or "inout". ``gen`` is one of:
 
-  zeros | ones | arange | full(V) | randn | randn*S | uniform(LO,HI) | randint(LO,HI) (HI exclusive)
+  zeros | ones | arange | arange_bits | eye | full(V) | randn | randn*S | uniform(LO,HI) | randint(LO,HI) (HI exclusive)
   | perm (a permutation of 0..n-1) | bits (the list ``arg["bits"]`` of raw bit patterns, tiled)
   | values (the list ``arg["values"]`` of numbers, tiled; strings "nan", "inf", "-inf" allowed)
 
@@ -117,6 +117,12 @@ def make_array(arg: dict, rng: np.random.Generator) -> np.ndarray:
     if gen == "arange":
         a = np.arange(n).reshape(shape)
         return from_float(a.astype(np.float32), dtype) if is_float else a.astype(st)
+    if gen == "arange_bits":  # every bit pattern 0, 1, 2, ... (all fp8 codes for a 256-element buffer)
+        ut = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(st).itemsize]
+        return np.arange(n).astype(ut).view(st).reshape(shape)
+    if gen == "eye":
+        return from_float(np.eye(shape[0], shape[1], dtype=np.float32), dtype) if is_float else \
+            np.eye(shape[0], shape[1]).astype(st)
     if gen == "perm":
         return rng.permutation(n).reshape(shape).astype(st)
     if gen == "bits":
