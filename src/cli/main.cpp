@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -208,7 +209,8 @@ class OutOfBoundsReporter : public exec::Observer {
         exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
         if (w.in_bounds) continue;
         s.buffer = w.buffer ? w.buffer->name : "no buffer (null or integer-made address)";
-        s.offset = w.offset;
+        s.offset = w.buffer ? w.offset : static_cast<int64_t>(e.addrs[i]);
+        s.size_bytes = w.buffer ? static_cast<int64_t>(w.buffer->bytes) : -1;
         s.lane = i;
         break;
       }
@@ -217,12 +219,20 @@ class OutOfBoundsReporter : public exec::Observer {
     s.programs += 1;
   }
   void print(std::ostream& os) const {
-    for (auto& [op, s] : sites_) {
+    std::vector<std::pair<const ir::Op*, const Site*>> order;
+    for (auto& [op, s] : sites_) order.emplace_back(op, &s);
+    std::sort(order.begin(), order.end(), [](auto& a, auto& b) {
+      return std::pair(a.first->pos.line, a.first->pos.col) < std::pair(b.first->pos.line, b.first->pos.col);
+    });
+    for (auto& [op, sp] : order) {
+      const Site& s = *sp;
       const char* kind = s.first.kind == exec::AccessKind::load ? "load" : s.first.kind == exec::AccessKind::store ? "store" : "atomic";
-      os << locate(m_, *op, fmt::format("out-of-bounds {} of '{}': {} lanes in {} program instances; first: program "
-                                        "({}, {}, {}) lane {} at byte offset {}",
+      std::string where = s.size_bytes < 0 ? fmt::format("address 0x{:x}", s.offset)
+                                            : fmt::format("byte offset {} of a {}-byte buffer", s.offset, s.size_bytes);
+      os << locate(m_, *op, fmt::format("out-of-bounds {} of '{}': {} lane(s) in {} program instance(s); first: "
+                                        "program ({}, {}, {}) lane {} at {}",
                                         kind, s.buffer, s.lanes, s.programs, s.first.pid[0], s.first.pid[1],
-                                        s.first.pid[2], s.lane, s.offset))
+                                        s.first.pid[2], s.lane, where))
          << "\n";
     }
   }
@@ -231,7 +241,7 @@ class OutOfBoundsReporter : public exec::Observer {
   struct Site {
     exec::AccessEvent first{};
     std::string buffer;
-    int64_t offset = 0, lane = 0, lanes = 0, programs = 0;
+    int64_t offset = 0, size_bytes = 0, lane = 0, lanes = 0, programs = 0;
   };
   const ir::Module& m_;
   std::mutex mu_;

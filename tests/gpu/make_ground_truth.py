@@ -65,6 +65,30 @@ def from_torch(t, like: np.ndarray) -> np.ndarray:
     return t.cpu().numpy().view(like.dtype).reshape(like.shape).copy()
 
 
+def launch(fx, ck, host, const, arrays):
+    import torch
+    name = fx["name"]
+    dev = {k: to_torch(v) for k, v in host.items()}
+    values = []
+    for an in fx["fn"].arg_names:
+        if an in const:
+            values.append(const[an])
+        elif an in dev:
+            values.append(dev[an])
+        else:
+            a = next(a for a in fx["args"] if a["name"] == an)
+            values.append(float(a["value"]) if a["dtype"].startswith("f") else int(a["value"]))
+    grid = tuple(fx["grid"]) + (1,) * (3 - len(fx["grid"]))
+    ck[grid](*values)
+    torch.cuda.synchronize()
+    for a in fx["args"]:
+        if a["kind"] != "ptr":
+            continue
+        arrays[f"{name}/in/{a['name']}"] = host[a["name"]]
+        if a["role"] in ("out", "inout"):
+            arrays[f"{name}/out/{a['name']}"] = from_torch(dev[a["name"]], host[a["name"]])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -141,27 +165,9 @@ def main(argv=None) -> int:
             host = fd.make_inputs(fx)
             if args.dry_run:
                 info["status"] = "compiled"
-                continue
-            dev = {k: to_torch(v) for k, v in host.items()}
-            values = []
-            for an in fx["fn"].arg_names:
-                if an in const:
-                    values.append(const[an])
-                elif an in dev:
-                    values.append(dev[an])
-                else:
-                    a = next(a for a in fx["args"] if a["name"] == an)
-                    values.append(float(a["value"]) if a["dtype"].startswith("f") else int(a["value"]))
-            grid = tuple(fx["grid"]) + (1,) * (3 - len(fx["grid"]))
-            ck[grid](*values)
-            torch.cuda.synchronize()
-            for a in fx["args"]:
-                if a["kind"] != "ptr":
-                    continue
-                arrays[f"{name}/in/{a['name']}"] = host[a["name"]]
-                if a["role"] in ("out", "inout"):
-                    arrays[f"{name}/out/{a['name']}"] = from_torch(dev[a["name"]], host[a["name"]])
-            info["status"] = "ok"
+            else:
+                launch(fx, ck, host, const, arrays)
+                info["status"] = "ok"
         except Exception as e:  # noqa: BLE001  (record and go on with the next kernel)
             info["status"] = "error"
             info["error"] = f"{type(e).__name__}: {e}"

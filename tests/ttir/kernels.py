@@ -476,8 +476,8 @@ def i64_kernel(x_ptr, y_ptr, out_ptr, stride, BLOCK: tl.constexpr):
     # i64 offsets: the row offset is computed in int64 (pid.to(int64) * stride).
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * stride + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs, cache_modifier=".cg", eviction_policy="evict_last")
-    y = tl.load(y_ptr + offs, volatile=True)
+    x = tl.load(x_ptr + offs, cache_modifier=".cg")
+    y = tl.load(y_ptr + offs, eviction_policy="evict_last") + tl.load(y_ptr + offs, volatile=True) * 0
     big = x.to(tl.int64) * 3000000000 + y
     tl.store(out_ptr + offs, big // 7 - (big >> 3) + (big % 1000003), cache_modifier=".cs")
 
