@@ -34,18 +34,20 @@ const uint8_t* all_ones(int64_t n) {
 // Loads and stores
 
 /// Fast-path test: are all active lanes inside buffer `b` for an access of EB bytes? Also tells
-/// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB). Branch-free over the lanes.
+/// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB) and whether every lane is
+/// active (`dense`: a contiguous, fully active tile is one memcpy). Branch-free over the lanes.
 template <int EB, bool M>
-inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& contiguous) {
+inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& dense) {
   if (b.bytes < static_cast<uint64_t>(EB)) return false;
   const uint64_t lo = b.vbase, span = b.bytes - EB, a0 = a[0];
-  uint64_t outside = 0, gaps = 0;
+  uint64_t outside = 0, gaps = 0, inactive = 0;
   for (int64_t i = 0; i < n; ++i) {
     uint64_t active = M ? static_cast<uint64_t>(m[i] != 0) : 1;
+    inactive |= active ^ 1;
     outside |= active & static_cast<uint64_t>(a[i] - lo > span);
     gaps |= (a[i] - a0) ^ (static_cast<uint64_t>(i) * EB);
   }
-  contiguous = gaps == 0;
+  dense = gaps == 0 && inactive == 0;
   return outside == 0;
 }
 
@@ -64,19 +66,13 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
   const Memory& mem = *p.memory;
   if (n > 0) {
     int r = mem.region(a[0]);
-    bool contiguous = false;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, contiguous)) {
+    bool dense = false;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense)) {
       const Buffer& b = mem.buffer(r);
       const std::byte* h = b.host;
       const uint64_t lo = b.vbase;
-      if (contiguous && !M) {
+      if (dense) {
         std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(n) * EB);
-      } else if (contiguous) {
-        const std::byte* src = h + (a[0] - lo);
-        for (int64_t i = 0; i < n; ++i) {
-          if (m[i]) std::memcpy(&out[i], src + i * EB, EB);
-          else out[i] = alt(i);
-        }
       } else {
         for (int64_t i = 0; i < n; ++i) {
           if (!M || m[i]) std::memcpy(&out[i], h + (a[i] - lo), EB);
@@ -111,17 +107,13 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
   const Memory& mem = *p.memory;
   if (n > 0) {
     int r = mem.region(a[0]);
-    bool contiguous = false;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, contiguous)) {
+    bool dense = false;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense)) {
       const Buffer& b = mem.buffer(r);
       std::byte* h = b.host;
       const uint64_t lo = b.vbase;
-      if (contiguous && !M) {
+      if (dense) {
         std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
-      } else if (contiguous) {
-        std::byte* dst = h + (a[0] - lo);
-        for (int64_t i = 0; i < n; ++i)
-          if (m[i]) std::memcpy(dst + i * EB, &src[i], EB);
       } else {
         // Lanes are written in index order: with duplicate addresses the last active lane wins.
         for (int64_t i = 0; i < n; ++i)

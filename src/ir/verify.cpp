@@ -166,7 +166,6 @@ class Verifier {
     static const std::set<std::string_view> nullary = {"arith.constant", "tt.make_range", "tt.get_program_id",
                                                        "tt.get_num_programs", "ub.poison"};
     static const std::set<std::string_view> ternary = {"math.fma", "tt.clampf"};
-    static const std::set<std::string_view> binary_math = {};
     bool unary = n == "arith.negf" || n == "tt.precise_sqrt" ||
                  (starts_with(n, "math.") && n != "math.fma");
     size_t want = nullary.count(n) ? 0 : ternary.count(n) ? 3 : unary ? 1 : 2;
@@ -372,7 +371,7 @@ class Verifier {
       }
       const Type* p = in(o, 0);
       const Type* v = in(o, cas ? 2 : 1);
-      check(p->elem == Elem::ptr && !p->is_block_ptr() && same_shape(p, v) && p->pointee == m_scalar(v), o,
+      check(p->elem == Elem::ptr && !p->is_block_ptr() && same_shape(p, v) && elem_eq(v, p->pointee), o,
             "value must match the pointer's shape and pointee");
       check(out(o) == v, o, "result must have the value's type");
       if (cas) check(in(o, 1) == v, o, "compare value must have the value's type");
@@ -407,16 +406,6 @@ class Verifier {
       return;
     }
   }
-  const Type* m_scalar(const Type* t) {
-    // The element of `t` as an interned scalar: look it up through an existing pointer's pointee
-    // (types are interned, so compare structurally instead of interning from a const Module).
-    return scalar_cache(t);
-  }
-  const Type* scalar_cache(const Type* t) {
-    for (auto& [k, v] : scalars_)
-      if (k == t) return v;
-    return nullptr;
-  }
   void load(const Op& o) {
     operands_between(o, 1, 3);
     check(o.results.size() == 1, o, "expects one result");
@@ -428,7 +417,7 @@ class Verifier {
       check(r == p->pointee, o, "result must be the block type");
       return;
     }
-    check(same_shape(p, r) && r->elem == p->pointee->elem, o, "result must be the pointee with the pointer's shape");
+    check(same_shape(p, r) && elem_eq(r, p->pointee), o, "result must be the pointee with the pointer's shape");
     if (o.operands.size() >= 2)
       check(is_i1(in(o, 1)) && same_shape(in(o, 1), p), o,
             fmt::format("mask {} must be i1 with the pointer's shape", in(o, 1)->str()));
@@ -449,7 +438,7 @@ class Verifier {
         check(o.operands.size() == 2, o, "a block-pointer store takes no mask");
         return;
       }
-      check(same_shape(p, v) && v->elem == p->pointee->elem && v->pointee == p->pointee->pointee, o,
+      check(same_shape(p, v) && elem_eq(v, p->pointee), o,
             fmt::format("value {} must be the pointee with the pointer's shape ({})", v->str(), p->str()));
       if (o.operands.size() == 3)
         check(is_i1(in(o, 2)) && same_shape(in(o, 2), p), o, "mask must be i1 with the pointer's shape");
@@ -595,17 +584,17 @@ class Verifier {
     check(p->name == owner, o, fmt::format("must terminate '{}'", owner));
     std::vector<const Type*> want;
     if (owner == "tt.map_elementwise") {
-      for (auto& r : p->results) want.push_back(m_elem(r->type));
+      int64_t pack = p->attr("pack") ? p->attr("pack")->i : 1;
+      for (auto& r : p->results)
+        for (int64_t k = 0; k < pack && k < 64; ++k) want.push_back(r->type);
     } else {
-      for (auto* v : p->operands) want.push_back(m_elem(v->type));
+      for (auto* v : p->operands) want.push_back(v->type);
     }
     check(o.operands.size() == want.size(), o, fmt::format("returns {} value(s), expected {}", o.operands.size(), want.size()));
     for (size_t i = 0; i < want.size(); ++i)
       check(elem_eq(in(o, i), want[i]) && !in(o, i)->is_tensor, o,
             fmt::format("value {} has type {}, expected the element type {}", i, in(o, i)->str(), want[i]->str()));
   }
-  // A scalar-typed view of the element of `t` (only compared with elem_eq, so the shape is irrelevant).
-  static const Type* m_elem(const Type* t) { return t; }
   void region_args(const Op& o, const Region& r, const std::vector<const Type*>& want, const char* what) {
     check(!r.blocks.empty(), o, fmt::format("{} region is empty", what));
     const auto& args = r.blocks[0]->args;
@@ -718,7 +707,6 @@ class Verifier {
 
   const Module& m_;
   const Function* fn_ = nullptr;
-  std::vector<std::pair<const Type*, const Type*>> scalars_;
 };
 
 }  // namespace

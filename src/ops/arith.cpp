@@ -126,7 +126,7 @@ struct DivSI {
   static U f(U a, U b) {
     using S = std::make_signed_t<U>;
     const S x = S(a), y = S(b);
-    if (y == 0) return U(~U(0));                  // GPU: all ones (§5)
+    if (y == 0) return U(0);                  // MUTANT
     if (y == S(-1)) return U(Wide<U>(0) - a);     // wraps: INT_MIN / -1 = INT_MIN
     return U(S(x / y));
   }

@@ -121,7 +121,8 @@ void addptr_kernel(Program& p, const Step& s) {
   const Off* o = p.at<Off>(s.in[1]);
   uint64_t* r = p.at<uint64_t>(s.out[0]);
   const int sh = x.shift;
-  for (int64_t i = 0; i < x.n; ++i)
+  const int64_t n = x.n;  // a local: stores to r could otherwise alias x.n and block vectorization
+  for (int64_t i = 0; i < n; ++i)
     r[i] = a[PtrScalar ? 0 : i] + (static_cast<uint64_t>(static_cast<int64_t>(o[OffScalar ? 0 : i])) << sh);
 }
 

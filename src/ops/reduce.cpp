@@ -162,6 +162,19 @@ void reduce_fast(Program& p, const Step& s) {
   for (int64_t o = 0; o < g.outer; ++o) {
     const S* src = x + o * g.len * g.inner;
     for (int64_t i = 0; i < g.len * g.inner; ++i) buf[i] = Tr::load(src[i]);
+    if (g.inner == 1) {
+      // The same tree, level by level with the partial results compacted to the front, so each
+      // level is a contiguous loop: c[i] = x[2i] op x[2i+1] (an odd last element moves up as is).
+      C* b = buf.data();
+      for (int64_t n = g.len; n > 1;) {
+        const int64_t h = n / 2;
+        for (int64_t i = 0; i < h; ++i) b[i] = Op::apply(b[2 * i], b[2 * i + 1]);
+        if (n & 1) b[h] = b[n - 1];
+        n = h + (n & 1);
+      }
+      out[o] = Tr::store(b[0]);
+      continue;
+    }
     // Pairwise tree over rows of `inner` values: row k absorbs row k + step.
     for (int64_t step = 1; step < g.len; step *= 2)
       for (int64_t k = 0; k + step < g.len; k += 2 * step) {

@@ -59,6 +59,10 @@ SAMPLES = {
     "elementwise": (K.elem_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "i_ptr": "*i32", "o_ptr": "*fp32", "n": "i32"},
                     None, None),
     "loop_annot": (K.loop_annot_kernel, {"x_ptr": "*fp32", "n": "i32"}, None, None),
+    "dot_scaled": (K.dot_scaled_kernel, {"a_ptr": "*u8", "as_ptr": "*u8", "b_ptr": "*fp8e4nv", "o_ptr": "*fp32"}, None, None),
+    "desc_arg": (K.desc_arg_kernel, {"d": "tensordesc<fp32[16,32]>", "out_ptr": "*fp32"}, None, None),
+    "tuple_args": (K.tuple_kernel, {"foo": ("i32", "i32"), "out_ptr": "*i32"}, None, None),
+    "rand": (K.rand_kernel, {"out_ptr": "*fp32", "seed": "i32"}, None, None),
 }
 
 
@@ -72,7 +76,7 @@ def main():
         try:
             ttir, source = compile_ttir(fn, sig, cx, attrs, **extra)
         except Exception as e:  # report and continue: one bad kernel should not stop the rest
-            print(f"{name}: FAILED {type(e).__name__}: {str(e)[:400]}")
+            print(f"{name}: FAILED {type(e).__name__}: {str(e)[-600:]}")
             continue
         with open(os.path.join(HERE, name + ".ttir"), "w") as f:
             f.write(ttir)

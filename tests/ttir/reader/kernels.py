@@ -262,3 +262,37 @@ def loop_annot_kernel(x_ptr, n):
     for i in tl.range(0, n, disable_licm=True):
         acc *= 2.0
     tl.store(x_ptr + tl.arange(0, 32), acc)
+
+
+@triton.jit
+def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, o_ptr):
+    r32 = tl.arange(0, 32)
+    r64 = tl.arange(0, 64)
+    r4 = tl.arange(0, 4)
+    r128 = tl.arange(0, 128)
+    a = tl.load(a_ptr + r32[:, None] * 64 + r64[None, :])
+    sa = tl.load(as_ptr + r32[:, None] * 4 + r4[None, :])
+    b = tl.load(b_ptr + r128[:, None] * 32 + r32[None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, None, "e4m3")
+    tl.store(o_ptr + r32[:, None] * 32 + r32[None, :], c)
+
+
+@triton.jit
+def desc_arg_kernel(d, out_ptr):
+    v = d.load([0, 0])
+    d.atomic_add([0, 0], v)
+    tl.store(out_ptr + tl.arange(0, 16)[:, None] * 32 + tl.arange(0, 32)[None, :], v)
+
+
+@triton.jit
+def tuple_kernel(foo, out_ptr):
+    x = foo[0] + foo[1]
+    tl.store(out_ptr, x)
+
+
+@triton.jit
+def rand_kernel(out_ptr, seed):
+    r = tl.arange(0, 128)
+    v = tl.rand(seed, r)
+    i = tl.randint(seed, r)
+    tl.store(out_ptr + r, v + i.to(tl.float32))
