@@ -169,6 +169,20 @@ def run_interpreter(kernels, w, arrs, budget, max_reps):
     return times, {k: v.numpy() for k, v in tens.items() if any(a[0] == k and a[1] == "out" for a in w["args"])}
 
 
+def _patch_interpreter_for_numpy_2_4():
+    """numpy >= 2.4 refuses int() of a 1-element 1-D array; Triton 3.6's interpreter relies on it for
+    tensor.__index__ (a loop bound such as `range(0, K, BK)` with a runtime K). Re-define that one
+    conversion so the peer can run at all; nothing else of the interpreter is touched."""
+    import numpy as np
+    from triton.runtime import interpreter as interp
+    orig = interp._patch_lang_tensor
+
+    def patched(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+    interp._patch_lang_tensor = patched
+
+
 def fmt_rate(x):
     for s, d in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if x >= d:
@@ -200,6 +214,7 @@ def main(argv=None) -> int:
     import kernels  # noqa: E402  (@triton.jit now builds interpreted functions)
     import torch
     torch.set_num_threads(os.cpu_count() or 1)
+    _patch_interpreter_for_numpy_2_4()
 
     rng = np.random.default_rng(2024)
     rows = []

@@ -17,12 +17,26 @@ namespace tilescope::exec {
 
 namespace {
 
-template <int EB> struct UIntOf;
-template <> struct UIntOf<1> { using type = uint8_t; };
-template <> struct UIntOf<2> { using type = uint16_t; };
-template <> struct UIntOf<4> { using type = uint32_t; };
-template <> struct UIntOf<8> { using type = uint64_t; };
-template <int EB> using uint_t = typename UIntOf<EB>::type;
+template <int EB>
+struct UIntOf;
+template <>
+struct UIntOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct UIntOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct UIntOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct UIntOf<8> {
+  using type = uint64_t;
+};
+template <int EB>
+using uint_t = typename UIntOf<EB>::type;
 
 const uint8_t* all_ones(int64_t n) {
   thread_local std::vector<uint8_t> ones;
@@ -52,16 +66,19 @@ inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint
 }
 
 template <int EB, bool M, Fill F>
-void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* other,
-                uint64_t fill, void* out_) {
+void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
+                const void* other, uint64_t fill, void* out_) {
   using T = uint_t<EB>;
   T* out = static_cast<T*>(out_);
   const T* o = static_cast<const T*>(other);
   const T fv = static_cast<T>(fill);
   auto alt = [&](int64_t i) -> T {
-    if constexpr (F == Fill::per_lane) return o[i];
-    else if constexpr (F == Fill::splat) return fv;
-    else return T{0};
+    if constexpr (F == Fill::per_lane)
+      return o[i];
+    else if constexpr (F == Fill::splat)
+      return fv;
+    else
+      return T{0};
   };
   const Memory& mem = *p.memory;
   if (n > 0) {
@@ -75,8 +92,10 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
         std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(n) * EB);
       } else {
         for (int64_t i = 0; i < n; ++i) {
-          if (!M || m[i]) std::memcpy(&out[i], h + (a[i] - lo), EB);
-          else out[i] = alt(i);
+          if (!M || m[i])
+            std::memcpy(&out[i], h + (a[i] - lo), EB);
+          else
+            out[i] = alt(i);
         }
       }
       report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0);
@@ -101,7 +120,8 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
 }
 
 template <int EB, bool M>
-void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* src_) {
+void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
+                 const void* src_) {
   using T = uint_t<EB>;
   const T* src = static_cast<const T*>(src_);
   const Memory& mem = *p.memory;
@@ -126,8 +146,10 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (M && !m[i]) continue;
-    if (mem.where(a[i], EB).in_bounds) std::memcpy(mem.host(a[i]), &src[i], EB);
-    else ++bad;
+    if (mem.where(a[i], EB).in_bounds)
+      std::memcpy(mem.host(a[i]), &src[i], EB);
+    else
+      ++bad;
   }
   report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, bad);
 }
@@ -136,7 +158,8 @@ template <int EB>
 LoadLanesFn pick_load_eb(bool mask, Fill fill) {
   switch (fill) {
     case Fill::zero: return mask ? load_lanes<EB, true, Fill::zero> : load_lanes<EB, false, Fill::zero>;
-    case Fill::per_lane: return mask ? load_lanes<EB, true, Fill::per_lane> : load_lanes<EB, false, Fill::per_lane>;
+    case Fill::per_lane:
+      return mask ? load_lanes<EB, true, Fill::per_lane> : load_lanes<EB, false, Fill::per_lane>;
     case Fill::splat: return mask ? load_lanes<EB, true, Fill::splat> : load_lanes<EB, false, Fill::splat>;
   }
   return nullptr;
@@ -153,9 +176,12 @@ constexpr bool is_fp(ir::Elem e) {
 
 template <ir::Elem E, class T>
 double to_double(T bits) {
-  if constexpr (E == ir::Elem::f32) return std::bit_cast<float>(static_cast<uint32_t>(bits));
-  else if constexpr (E == ir::Elem::f64) return std::bit_cast<double>(static_cast<uint64_t>(bits));
-  else return float_from_bits(E, bits);
+  if constexpr (E == ir::Elem::f32)
+    return std::bit_cast<float>(static_cast<uint32_t>(bits));
+  else if constexpr (E == ir::Elem::f64)
+    return std::bit_cast<double>(static_cast<uint64_t>(bits));
+  else
+    return float_from_bits(E, bits);
 }
 
 /// Sum of two values of format E, rounded once to nearest even. For f16 and bf16 the double sum is
@@ -174,23 +200,35 @@ T fp_add(T x, T y) {
 template <class T, Rmw K, ir::Elem E>
 T combine(T old, T v) {
   using S = std::make_signed_t<T>;
-  if constexpr (K == Rmw::and_) return old & v;
-  else if constexpr (K == Rmw::or_) return old | v;
-  else if constexpr (K == Rmw::xor_) return old ^ v;
-  else if constexpr (K == Rmw::add) return static_cast<T>(old + v);
-  else if constexpr (K == Rmw::fadd) return fp_add<E, T>(old, v);
-  else if constexpr (K == Rmw::exch) return v;
-  else if constexpr (K == Rmw::umax) return old < v ? v : old;
-  else if constexpr (K == Rmw::umin) return v < old ? v : old;
-  else if constexpr (K == Rmw::inc) return old >= v ? T{0} : static_cast<T>(old + 1);
-  else if constexpr (K == Rmw::dec) return (old == 0 || old > v) ? v : static_cast<T>(old - 1);
+  if constexpr (K == Rmw::and_)
+    return old & v;
+  else if constexpr (K == Rmw::or_)
+    return old | v;
+  else if constexpr (K == Rmw::xor_)
+    return old ^ v;
+  else if constexpr (K == Rmw::add)
+    return static_cast<T>(old + v);
+  else if constexpr (K == Rmw::fadd)
+    return fp_add<E, T>(old, v);
+  else if constexpr (K == Rmw::exch)
+    return v;
+  else if constexpr (K == Rmw::umax)
+    return old < v ? v : old;
+  else if constexpr (K == Rmw::umin)
+    return v < old ? v : old;
+  else if constexpr (K == Rmw::inc)
+    return old >= v ? T{0} : static_cast<T>(old + 1);
+  else if constexpr (K == Rmw::dec)
+    return (old == 0 || old > v) ? v : static_cast<T>(old - 1);
   else if constexpr (is_fp(E)) {
     // IEEE maxNum / minNum: a NaN operand loses to a number.
     double a = to_double<E>(old), b = to_double<E>(v);
     if (std::isnan(b)) return old;
     if (std::isnan(a)) return v;
-    if constexpr (K == Rmw::max) return b > a ? v : old;
-    else return b < a ? v : old;
+    if constexpr (K == Rmw::max)
+      return b > a ? v : old;
+    else
+      return b < a ? v : old;
   } else if constexpr (K == Rmw::max) {
     return static_cast<S>(old) < static_cast<S>(v) ? v : old;
   } else {
@@ -211,29 +249,37 @@ T rmw_at(std::byte* h, T v) {
   }
   std::atomic_ref<T> r(*reinterpret_cast<T*>(h));
   constexpr bool integer = !is_fp(E);
-  if constexpr (integer && K == Rmw::add) return r.fetch_add(v);
-  else if constexpr (integer && K == Rmw::and_) return r.fetch_and(v);
-  else if constexpr (integer && K == Rmw::or_) return r.fetch_or(v);
-  else if constexpr (integer && K == Rmw::xor_) return r.fetch_xor(v);
-  else if constexpr (K == Rmw::exch) return r.exchange(v);
+  if constexpr (integer && K == Rmw::add)
+    return r.fetch_add(v);
+  else if constexpr (integer && K == Rmw::and_)
+    return r.fetch_and(v);
+  else if constexpr (integer && K == Rmw::or_)
+    return r.fetch_or(v);
+  else if constexpr (integer && K == Rmw::xor_)
+    return r.fetch_xor(v);
+  else if constexpr (K == Rmw::exch)
+    return r.exchange(v);
   else {
     T o = r.load(std::memory_order_relaxed);
-    while (!r.compare_exchange_weak(o, combine<T, K, E>(o, v), std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    while (!r.compare_exchange_weak(o, combine<T, K, E>(o, v), std::memory_order_seq_cst,
+                                    std::memory_order_relaxed)) {
     }
     return o;
   }
 }
 
 template <class T, Rmw K, ir::Elem E>
-void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m, const void* vals_,
-                  void* old_) {
+void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
+                  const void* vals_, void* old_) {
   const T* vals = static_cast<const T*>(vals_);
   T* old = static_cast<T*>(old_);
   const Memory& mem = *p.memory;
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (m && !m[i]) {
-      if (old) old[i] = 0;  // masked-off result lanes: 0 (undefined on the GPU, uninitialised in Triton's interpreter)
+      if (old)
+        old[i] =
+            0;  // masked-off result lanes: 0 (undefined on the GPU, uninitialised in Triton's interpreter)
       continue;
     }
     if (!mem.where(a[i], sizeof(T)).in_bounds) {
@@ -307,7 +353,8 @@ AtomicLanesFn pick_fp(ir::Elem e) {
 void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
                  const uint8_t* mask, int elem_bytes, int64_t bad_lanes) {
   if (!p.observers) return;
-  AccessEvent e{kind, op, p.pid, lanes, addrs, mask ? mask : all_ones(lanes), elem_bytes, bad_lanes, p.memory};
+  AccessEvent e{kind,       op,        p.pid,   lanes, addrs, mask ? mask : all_ones(lanes),
+                elem_bytes, bad_lanes, p.memory};
   for (Observer* o : *p.observers) {
     unsigned k = o->kinds();
     if ((k & kAccess) || (bad_lanes > 0 && (k & kOutOfBounds))) o->on_access(e);
@@ -391,9 +438,10 @@ uint64_t nan_bits(ir::Elem e) {
     case Elem::bf16: return 0x7FC0;
     case Elem::f32: return 0x7FC00000u;
     case Elem::f64: return 0x7FF8000000000000ull;
-    case Elem::f8e4m3fn: return 0x7F;    // OCP E4M3: S.1111.111 is the only NaN
-    case Elem::f8e5m2: return 0x7E;      // E5M2: exponent all ones, quiet mantissa
-    case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: return 0x80;  // FNUZ: negative zero encodes NaN
+    case Elem::f8e4m3fn: return 0x7F;  // OCP E4M3: S.1111.111 is the only NaN
+    case Elem::f8e5m2: return 0x7E;    // E5M2: exponent all ones, quiet mantissa
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz: return 0x80;  // FNUZ: negative zero encodes NaN
     default: return 0;
   }
 }
@@ -426,11 +474,13 @@ TensorDesc make_desc_arg(const ir::Type& desc_type, uint64_t base, std::span<con
   const ir::Type* block = desc_type.pointee;
   int rank = block ? block->rank() : 0;
   if (desc_type.elem != ir::Elem::tensordesc || rank < 1 || rank > TensorDesc::kMaxRank)
-    throw Error(fmt::format("{} is not a tensor descriptor of rank 1 to {}", desc_type.str(), TensorDesc::kMaxRank));
+    throw Error(
+        fmt::format("{} is not a tensor descriptor of rank 1 to {}", desc_type.str(), TensorDesc::kMaxRank));
   if (static_cast<int>(shape.size()) != rank || static_cast<int>(strides.size()) != rank)
-    throw Error(fmt::format("descriptor {} needs {} shape and {} stride values, got {} and {}", desc_type.str(), rank,
-                            rank, shape.size(), strides.size()));
-  if (padding != 1 && padding != 2) throw Error(fmt::format("descriptor padding must be 1 (zero) or 2 (nan), got {}", padding));
+    throw Error(fmt::format("descriptor {} needs {} shape and {} stride values, got {} and {}",
+                            desc_type.str(), rank, rank, shape.size(), strides.size()));
+  if (padding != 1 && padding != 2)
+    throw Error(fmt::format("descriptor padding must be 1 (zero) or 2 (nan), got {}", padding));
   TensorDesc d;
   d.base = base;
   d.rank = rank;

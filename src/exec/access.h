@@ -45,18 +45,18 @@ uint8_t* scratch_mask(int64_t n);
 
 /// Where a load's masked-off (and bad) lanes get their value.
 enum class Fill : uint8_t {
-  zero,     // 0 (tt.load without `other`; GPU gives 0, reference §5 table)
-  per_lane, // `other[i]` (tt.load with `other`)
-  splat,    // one bit pattern for every lane (block-pointer / descriptor padding)
+  zero,      // 0 (tt.load without `other`; GPU gives 0, reference §5 table)
+  per_lane,  // `other[i]` (tt.load with `other`)
+  splat,     // one bit pattern for every lane (block-pointer / descriptor padding)
 };
 
 /// Load `n` lanes of `elem_bytes` each from `addrs` into `out` (slot storage). `mask` is uint8 0/1 per
 /// lane or null; `other` is per-lane bits (Fill::per_lane) and `fill` the splat bits (Fill::splat).
-using LoadLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-                             const void* other, uint64_t fill, void* out);
+using LoadLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs,
+                             const uint8_t* mask, const void* other, uint64_t fill, void* out);
 /// Store `n` lanes of `elem_bytes` each from `src` (slot storage) to `addrs`; masked-off lanes skipped.
-using StoreLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-                              const void* src);
+using StoreLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs,
+                              const uint8_t* mask, const void* src);
 /// Pick the lane kernel for an element size (1, 2, 4 or 8 bytes); null for other sizes.
 LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill);
 StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask);
@@ -68,8 +68,8 @@ enum class Rmw : uint8_t { and_, or_, xor_, add, fadd, max, min, umax, umin, exc
 
 /// Apply one atomic RMW per active lane, in lane index order, each a std::atomic_ref CAS (or fetch op)
 /// on the host address; `old` (may be null) gets the previous values, 0 for masked-off and bad lanes.
-using AtomicLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-                               const void* vals, void* old);
+using AtomicLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs,
+                               const uint8_t* mask, const void* vals, void* old);
 /// The lane kernel for `kind` on element type `e`, or null when the combination has no meaning
 /// (fadd on integers, bitwise ops on floats, ...). max/min on floats follow IEEE maxNum/minNum.
 AtomicLanesFn pick_atomic_lanes(Rmw kind, ir::Elem e);

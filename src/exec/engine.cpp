@@ -387,7 +387,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
       if (a.kind != Arg::Kind::buffer) throw Error(fmt::format("argument '{}': a tensor descriptor needs a buffer", name));
       const ir::Type* block = t.pointee;
       int rank = block ? block->rank() : 0;
-      if (rank < 1 || rank > TensorDesc::kMaxRank || i + 2 * rank >= args.size() + 1)
+      if (rank < 1 || rank > TensorDesc::kMaxRank || i + 2 * static_cast<size_t>(rank) >= args.size())
         throw Error(fmt::format("argument '{}': descriptor of rank {} needs {} shape/stride arguments after it", name,
                                 rank, 2 * rank));
       TensorDesc d;

@@ -50,8 +50,14 @@ class Verifier {
   void check(bool ok, const Op& o, const std::string& msg) {
     if (!ok) fail(o, msg);
   }
-  const Type* in(const Op& o, size_t i) { return o.operands.at(i)->type; }
-  const Type* out(const Op& o, size_t i = 0) { return o.results.at(i)->type; }
+  const Type* in(const Op& o, size_t i) {
+    if (i >= o.operands.size()) fail(o, fmt::format("expects at least {} operand(s)", i + 1));
+    return o.operands[i]->type;
+  }
+  const Type* out(const Op& o, size_t i = 0) {
+    if (i >= o.results.size()) fail(o, fmt::format("expects at least {} result(s)", i + 1));
+    return o.results[i]->type;
+  }
   void counts(const Op& o, size_t nops, size_t nres) {
     check(o.operands.size() == nops, o, fmt::format("expects {} operand(s), has {}", nops, o.operands.size()));
     check(o.results.size() == nres, o, fmt::format("expects {} result(s), has {}", nres, o.results.size()));
@@ -650,9 +656,10 @@ class Verifier {
     } else {
       check(o.operands.empty() && o.successors.size() == 1, o, "expects one successor");
     }
+    check(o.successor_operands.size() == o.successors.size(), o, "malformed successor operands");
     for (size_t s = 0; s < o.successors.size(); ++s) {
       const Block* b = o.successors[s];
-      const auto& vals = o.successor_operands.at(s);
+      const auto& vals = o.successor_operands[s];
       check(b->parent == o.parent->parent, o, "successor must be in the same region");
       check(vals.size() == b->args.size(), o,
             fmt::format("passes {} value(s) to '^{}', which takes {}", vals.size(), b->label, b->args.size()));

@@ -126,7 +126,7 @@ struct DivSI {
   static U f(U a, U b) {
     using S = std::make_signed_t<U>;
     const S x = S(a), y = S(b);
-    if (y == 0) return U(0);                  // MUTANT
+    if (y == 0) return U(~U(0));                  // GPU: all ones (§5)
     if (y == S(-1)) return U(Wide<U>(0) - a);     // wraps: INT_MIN / -1 = INT_MIN
     return U(S(x / y));
   }
@@ -407,7 +407,7 @@ void cmp_float(Program& p, const exec::Step& s) {
   const S* b = p.at<S>(s.in[1]);
   uint8_t* o = p.at<uint8_t>(s.out[0]);
   const int64_t n = s.n;
-  for (int64_t i = 0; i < n; ++i) o[i] = Pred::f(T::load(a[i]), T::load(b[i])) ? 1 : 0;
+  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(Pred::f(T::load(a[i]), T::load(b[i])));
 }
 
 // Ordered predicates are false when either operand is NaN, unordered ones true (LLVM fcmp).
@@ -464,7 +464,11 @@ void select_kernel(Program& p, const exec::Step& s) {
     const T* src = c[0] ? a : b;
     std::memcpy(o, src, sizeof(T) * n);
   } else {
-    for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+    // Mask blend rather than `c ? a : b`, which GCC keeps as a branch per lane.
+    for (int64_t i = 0; i < n; ++i) {
+      const T m = static_cast<T>(T(0) - T(c[i] & 1u));
+      o[i] = static_cast<T>((a[i] & m) | (b[i] & static_cast<T>(~m)));
+    }
   }
 }
 
@@ -572,15 +576,30 @@ void float_to_int(Program& p, const exec::Step& s) {
   constexpr int64_t imin = Signed ? (W == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (W - 1))) : 0;
   const C hi = Signed ? std::ldexp(C(1), W - 1) : std::ldexp(C(1), W);  // first value past the top
   const C lo = Signed ? -std::ldexp(C(1), W - 1) : C(0);
-  for (int64_t i = 0; i < n; ++i) {
-    const C x = Src::load(a[i]);
-    int64_t r;
-    if (x != x) r = 0;
-    else if (x >= hi) r = imax;
-    else if (x <= lo) r = imin;
-    else if constexpr (Signed) r = static_cast<int64_t>(x);
-    else r = static_cast<int64_t>(static_cast<uint64_t>(x));
-    o[i] = int_store<Dst>(r);
+  if constexpr (Dst::i1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const C x = Src::load(a[i]);
+      int64_t r;
+      if (x != x) r = 0;
+      else if (x >= hi) r = imax;
+      else if (x <= lo) r = imin;
+      else r = static_cast<int64_t>(x);
+      o[i] = int_store<Dst>(r);
+    }
+  } else {
+    // Straight-line form so the common f32 -> i32 loop vectorises: clamp into the convertible range
+    // (the largest C below `hi` converts exactly), convert, then patch the top and NaN lanes.
+    using R = std::conditional_t<Signed, std::make_signed_t<DS>, DS>;
+    const C hb = std::nextafter(hi, C(0));
+    for (int64_t i = 0; i < n; ++i) {
+      const C x = Src::load(a[i]);
+      C xc = x < lo ? lo : x;
+      xc = xc > hb ? hb : xc;
+      xc = x != x ? C(0) : xc;
+      R r = static_cast<R>(xc);
+      r = x >= hi ? static_cast<R>(imax) : r;
+      o[i] = static_cast<DS>(r);
+    }
   }
 }
 
@@ -593,16 +612,17 @@ void float_cast(Program& p, const exec::Step& s) {
   DS* o = p.at<DS>(s.out[0]);
   const int64_t n = s.n;
   for (int64_t i = 0; i < n; ++i) {
-    const auto v = Src::load(a[i]);
-    if constexpr (!Rtz && std::is_same_v<typename Dst::C, decltype(v)>) {
+    using V = typename Src::C;
+    const V v = Src::load(a[i]);
+    if constexpr (!Rtz && std::is_same_v<typename Dst::C, V>) {
       o[i] = Dst::store(v);  // the compute types match: the store is the one rounding
     } else if constexpr (!Rtz && std::is_same_v<Dst, ew::F64>) {
       o[i] = double(v);
     } else if constexpr (!Rtz && std::is_same_v<Dst, ew::F32>) {
       o[i] = static_cast<float>(v);  // f64 -> f32, RTNE
-    } else if constexpr (Rtz && std::is_same_v<Dst, ew::F16> && std::is_same_v<decltype(v), float>) {
+    } else if constexpr (Rtz && std::is_same_v<Dst, ew::F16> && std::is_same_v<V, float>) {
       o[i] = ew::f32_to_f16_rtz(v);
-    } else if constexpr (Rtz && std::is_same_v<Dst, ew::BF16> && std::is_same_v<decltype(v), float>) {
+    } else if constexpr (Rtz && std::is_same_v<Dst, ew::BF16> && std::is_same_v<V, float>) {
       o[i] = ew::f32_to_bf16_rtz(v);
     } else {
       o[i] = static_cast<DS>(exec::float_to_bits(Dst::elem, double(v),

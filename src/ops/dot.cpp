@@ -29,7 +29,15 @@
 // for b with N (b is [K/2, N] or [K, N/2]). Scales are e8m0 bytes, one per 32 elements along K:
 // a_scale [M, K/32], b_scale [N, K/32]; value 2^(s-127), 255 is NaN. Scale byte 0 gives 0 on an H200
 // (the sm_90 emulation builds the scale as a bf16 with exponent field s, so 2^-127 flushes to zero);
-// we follow that. lhs_k_pack = false did not compile for sm_90 in triton 3.6 (not measured).
+// we follow that. fp16 operands keep full fp16 precision (measured: 1.0029296875 x scale 2 gave
+// 2.005859375). lhs_k_pack = false did not compile for sm_90 in triton 3.6 (not measured). Layouts
+// and packing agree with tl.dot_scaled's docstring (triton 3.6 python/triton/language/core.py: "Fp4
+// elements are packed into uint8 inputs with the first element in lower bits", lhs_scale
+// [M, K//32], rhs_scale [N, K//32], lhs_k_pack=False packs along M). Only 2-D dot_scaled runs here.
+//
+// Sources for the tf32x3 / bf16xN terms: F32DotTC.cpp in triton-lang/triton (the BF16xN pattern as in
+// the 3.6-era file, e.g. the woct0rdho/triton-windows mirror of it); cvt.rna.tf32.f32 rounds to
+// nearest with ties away from zero (PTX ISA, cvt .rna).
 #include <Eigen/Core>
 #include <fmt/format.h>
 #include <bit>

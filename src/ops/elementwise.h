@@ -20,15 +20,20 @@ namespace tilescope::ops::ew {
 inline uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
 inline float float_of(uint32_t u) { return std::bit_cast<float>(u); }
 
+// Lane selects written as masks: GCC turns `c ? x : y` here into branches (skipping the unused
+// arm), which blocks vectorisation; `(x & m) | (y & ~m)` keeps the loops straight-line.
+inline uint32_t mask_if(bool c) { return 0u - static_cast<uint32_t>(c); }
+inline uint32_t blend(uint32_t m, uint32_t x, uint32_t y) { return (x & m) | (y & ~m); }
+
 /// f16 bits -> float (exact).
 inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;
   // Rebias by scaling: the exponent field lands in float position with bias 127 instead of 15, so
   // multiplying by 2^112 fixes the value; subnormal f16 inputs become float subnormals and scale exactly.
-  uint32_t r = bits_of(float_of(em << 13) * 0x1p112f);
-  r = em >= 0x7c00u ? ((em << 13) | 0x7f800000u) : r;  // inf / NaN (payload kept)
-  return float_of(r | sign);
+  const uint32_t scaled = bits_of(float_of(em << 13) * 0x1p112f);
+  const uint32_t special = (em << 13) | 0x7f800000u;  // inf / NaN (payload kept)
+  return float_of(blend(mask_if(em >= 0x7c00u), special, scaled) | sign);
 }
 
 /// float -> f16 bits, round to nearest even; overflow gives inf, NaN gives 0x7FFF (PTX canonical).
@@ -37,15 +42,14 @@ inline uint16_t f32_to_f16(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7fffffffu;
   // Normal results: rebias 127 -> 15 and round away the 13 low bits to nearest even (a carry into the
-  // exponent is the correct next binade, and past 65504 it reaches 0x7c00 = inf).
+  // exponent is the correct next binade; past 65504 the value reaches 0x7c00 = inf and is clamped there).
   uint32_t norm = (a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13;
+  norm = norm < 0x7c00u ? norm : 0x7c00u;
   // Subnormal results (|f| < 2^-14): adding 0.5 puts the f16 subnormal quantum 2^-24 at the float's
   // last place, so the FPU's own RTNE does the rounding.
-  uint32_t sub = bits_of(float_of(a) + 0.5f) - 0x3f000000u;
-  uint32_t r = a < 0x38800000u ? sub : norm;
-  r = a >= 0x47800000u ? 0x7c00u : r;  // |f| >= 65536 (and inf): inf
-  r = a > 0x7f800000u ? 0x7fffu : r | sign;
-  return static_cast<uint16_t>(r);
+  const uint32_t sub = bits_of(float_of(a & mask_if(a < 0x38800000u)) + 0.5f) - 0x3f000000u;
+  const uint32_t r = blend(mask_if(a < 0x38800000u), sub, norm) | sign;
+  return static_cast<uint16_t>(blend(mask_if(a > 0x7f800000u), 0x7fffu, r));
 }
 
 /// float -> f16 bits, round toward zero; finite overflow gives 65504 (reference §5), inf stays inf.
@@ -54,13 +58,12 @@ inline uint16_t f32_to_f16_rtz(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t a = x & 0x7fffffffu;
   uint32_t norm = (a - 0x38000000u) >> 13;
-  // Truncating conversion; the operand is clamped so the unselected lanes stay in range.
-  uint32_t sub = static_cast<uint32_t>(float_of(a < 0x38800000u ? a : 0u) * 0x1p24f);
-  uint32_t r = a < 0x38800000u ? sub : norm;
-  r = a >= 0x47800000u ? 0x7bffu : r;
-  r = a == 0x7f800000u ? 0x7c00u : r;
-  r = a > 0x7f800000u ? 0x7fffu : r | sign;
-  return static_cast<uint16_t>(r);
+  norm = norm < 0x7bffu ? norm : 0x7bffu;
+  // Truncating conversion; the operand is masked so the unselected lanes stay in range.
+  const uint32_t sub = static_cast<uint32_t>(float_of(a & mask_if(a < 0x38800000u)) * 0x1p24f);
+  uint32_t r = blend(mask_if(a < 0x38800000u), sub, norm);
+  r = blend(mask_if(a == 0x7f800000u), 0x7c00u, r) | sign;
+  return static_cast<uint16_t>(blend(mask_if(a > 0x7f800000u), 0x7fffu, r));
 }
 
 inline float bf16_to_f32(uint16_t h) { return float_of(static_cast<uint32_t>(h) << 16); }
@@ -68,14 +71,13 @@ inline float bf16_to_f32(uint16_t h) { return float_of(static_cast<uint32_t>(h) 
 /// float -> bf16 bits, round to nearest even (the GPU's cvt.rn.bf16.f32; §5: 255.7 -> 256).
 inline uint16_t f32_to_bf16(float f) {
   const uint32_t x = bits_of(f);
-  uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  r = (x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : r;
-  return static_cast<uint16_t>(r);
+  const uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>(blend(mask_if((x & 0x7fffffffu) > 0x7f800000u), 0x7fffu, r));
 }
 
 inline uint16_t f32_to_bf16_rtz(float f) {
   const uint32_t x = bits_of(f);
-  return (x & 0x7fffffffu) > 0x7f800000u ? 0x7fffu : static_cast<uint16_t>(x >> 16);
+  return static_cast<uint16_t>(blend(mask_if((x & 0x7fffffffu) > 0x7f800000u), 0x7fffu, x >> 16));
 }
 
 /// Decoded values of all 256 bit patterns of an fp8 format (built once).

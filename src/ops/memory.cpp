@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <span>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -222,7 +222,8 @@ BlockAux block_aux(const Op& op, Planner& p, const ir::Type* bpt) {
   const ir::Type* tile = bpt->pointee;
   x.rank = tile->rank();
   if (x.rank < 1 || x.rank > BlockPtr::kMaxRank)
-    p.unsupported(op, fmt::format("block pointers of rank {} (1 to {} supported)", x.rank, BlockPtr::kMaxRank));
+    p.unsupported(op,
+                  fmt::format("block pointers of rank {} (1 to {} supported)", x.rank, BlockPtr::kMaxRank));
   for (int d = 0; d < x.rank; ++d) x.block[d] = tile->shape[d];
   x.n = tile->numel();
   x.eb = ir::elem_bytes(tile->elem);
@@ -258,7 +259,8 @@ void advance_kernel(Program& p, const Step& s) {
   BlockPtr bp = *p.at<BlockPtr>(s.in[0]);
   for (int d = 0; d < x.rank; ++d) {
     // i32 offsets (reference §5.1: advance adds the i32 offsets), two's-complement wraparound.
-    auto sum = static_cast<uint32_t>(bp.offsets[d]) + static_cast<uint32_t>(read_int(p, s.in[1 + d], x.off_e[d]));
+    auto sum =
+        static_cast<uint32_t>(bp.offsets[d]) + static_cast<uint32_t>(read_int(p, s.in[1 + d], x.off_e[d]));
     bp.offsets[d] = static_cast<int32_t>(sum);
   }
   *p.at<BlockPtr>(s.out[0]) = bp;
@@ -330,7 +332,8 @@ struct DescAux {
 };
 
 /// Lanes of the descriptor tile at the indices in operands 1..rank.
-void desc_tile_lanes(Program& p, const Step& s, const DescAux& x, const TensorDesc& d, uint64_t* a, uint8_t* m) {
+void desc_tile_lanes(Program& p, const Step& s, const DescAux& x, const TensorDesc& d, uint64_t* a,
+                     uint8_t* m) {
   int64_t start[TensorDesc::kMaxRank];
   for (int k = 0; k < x.rank; ++k) start[k] = read_int(p, s.in[1 + k], x.idx_e[k]);
   exec::tile_lanes(d.base, x.rank, start, x.block, d.shape, d.strides, (1u << x.rank) - 1, x.eb, a, m);
@@ -353,13 +356,16 @@ void desc_store_kernel(Program& p, const Step& s) {
   uint64_t* a = exec::scratch_addrs(x.n);
   uint8_t* m = exec::scratch_mask(x.n);
   desc_tile_lanes(p, s, x, d, a, m);
-  if (x.atomic) x.atomic(p, s.op, x.n, a, m, p.slot[s.in[x.src]], nullptr);
-  else x.store(p, s.op, x.n, a, m, p.slot[s.in[x.src]]);
+  if (x.atomic)
+    x.atomic(p, s.op, x.n, a, m, p.slot[s.in[x.src]], nullptr);
+  else
+    x.store(p, s.op, x.n, a, m, p.slot[s.in[x.src]]);
 }
 
 /// Lanes of descriptor_gather/scatter: row r of the result is row x_offsets[r] of the 2-D tensor,
 /// columns y_offset .. y_offset + W - 1 (reference §1.8, §5.6: gather/scatter loop over rows).
-void desc_rows_lanes(Program& p, const Step& s, const DescAux& x, const TensorDesc& d, uint64_t* a, uint8_t* m) {
+void desc_rows_lanes(Program& p, const Step& s, const DescAux& x, const TensorDesc& d, uint64_t* a,
+                     uint8_t* m) {
   const int64_t rows = x.block[0], w = x.block[1];
   const void* xo = p.slot[s.in[1]];
   const int64_t y = read_int(p, s.in[2], x.idx_e[1]);
@@ -394,7 +400,8 @@ const ir::Type* desc_block(const Op& op, Planner& p, const Step& s) {
     p.unsupported(op, "operand 0 must be a !tt.tensordesc");
   const ir::Type* b = s.in_types[0]->pointee;
   if (b->rank() < 1 || b->rank() > TensorDesc::kMaxRank)
-    p.unsupported(op, fmt::format("descriptors of rank {} (1 to {} supported)", b->rank(), TensorDesc::kMaxRank));
+    p.unsupported(op,
+                  fmt::format("descriptors of rank {} (1 to {} supported)", b->rank(), TensorDesc::kMaxRank));
   return b;
 }
 
@@ -455,7 +462,8 @@ void lower_load(const Op& op, Planner& p, Step& s) {
   if (eb != ir::elem_bytes(et->elem)) p.unsupported(op, "result element differs from the pointee type");
   if (x.mask >= 0) {
     const ir::Type* mt = s.in_types[x.mask];
-    if (mt->elem != Elem::i1 || mt->numel() != x.n) p.unsupported(op, "mask must be i1 with the pointer's shape");
+    if (mt->elem != Elem::i1 || mt->numel() != x.n)
+      p.unsupported(op, "mask must be i1 with the pointer's shape");
   }
   if (x.other >= 0) {
     const ir::Type* ot = s.in_types[x.other];
@@ -492,7 +500,8 @@ void lower_store(const Op& op, Planner& p, Step& s) {
   if (s.in.size() == 3) {
     x.mask = 2;
     const ir::Type* mt = s.in_types[2];
-    if (mt->elem != Elem::i1 || mt->numel() != x.n) p.unsupported(op, "mask must be i1 with the pointer's shape");
+    if (mt->elem != Elem::i1 || mt->numel() != x.n)
+      p.unsupported(op, "mask must be i1 with the pointer's shape");
   }
   x.fn = exec::pick_store_lanes(eb, x.mask >= 0);
   if (!x.fn) p.unsupported(op, fmt::format("element type {}", vt->str()));
@@ -501,9 +510,10 @@ void lower_store(const Op& op, Planner& p, Step& s) {
 }
 
 void lower_atomic_rmw(const Op& op, Planner& p, Step& s) {
-  if (s.in.size() < 2 || s.in.size() > 3) p.unsupported(op, "tt.atomic_rmw takes a pointer, a value and a mask");
-  static constexpr exec::Rmw kinds[] = {exec::Rmw::and_, exec::Rmw::or_,  exec::Rmw::xor_, exec::Rmw::add,
-                                        exec::Rmw::fadd, exec::Rmw::max,  exec::Rmw::min,  exec::Rmw::umax,
+  if (s.in.size() < 2 || s.in.size() > 3)
+    p.unsupported(op, "tt.atomic_rmw takes a pointer, a value and a mask");
+  static constexpr exec::Rmw kinds[] = {exec::Rmw::and_, exec::Rmw::or_, exec::Rmw::xor_, exec::Rmw::add,
+                                        exec::Rmw::fadd, exec::Rmw::max, exec::Rmw::min,  exec::Rmw::umax,
                                         exec::Rmw::umin, exec::Rmw::exch};
   int k = enum_attr(op, p, "atomic_rmw_op", kRmwNames, 0);
   const ir::Type* pt = s.in_types[0];
@@ -514,15 +524,15 @@ void lower_atomic_rmw(const Op& op, Planner& p, Step& s) {
   x.n = pt->numel();
   if (vt->numel() != x.n || ir::elem_bytes(vt->elem) != ir::elem_bytes(et->elem))
     p.unsupported(op, "value type differs from the pointer's");
-  if (!s.out.empty() && s.out_types[0]->numel() != x.n) p.unsupported(op, "result shape differs from the pointer's");
+  if (!s.out.empty() && s.out_types[0]->numel() != x.n)
+    p.unsupported(op, "result shape differs from the pointer's");
   if (s.in.size() == 3) {
     x.mask = 2;
     if (s.in_types[2]->elem != Elem::i1 || s.in_types[2]->numel() != x.n)
       p.unsupported(op, "mask must be i1 with the pointer's shape");
   }
   x.fn = exec::pick_atomic_lanes(kinds[k - 1], vt->elem);
-  if (!x.fn)
-    p.unsupported(op, fmt::format("atomic {} on {}", kRmwNames[k - 1], ir::elem_name(vt->elem)));
+  if (!x.fn) p.unsupported(op, fmt::format("atomic {} on {}", kRmwNames[k - 1], ir::elem_name(vt->elem)));
   s.fn = atomic_rmw_kernel;
   s.aux = make_aux(x);
 }
@@ -544,13 +554,16 @@ void lower_atomic_cas(const Op& op, Planner& p, Step& s) {
 }
 
 void lower_make_tensor_ptr(const Op& op, Planner& p, Step& s) {
-  if (s.out.size() != 1 || !s.out_types[0]->is_block_ptr()) p.unsupported(op, "result must be a block pointer");
+  if (s.out.size() != 1 || !s.out_types[0]->is_block_ptr())
+    p.unsupported(op, "result must be a block pointer");
   MakeBlockAux x{};
   x.rank = s.out_types[0]->pointee->rank();
   if (x.rank < 1 || x.rank > BlockPtr::kMaxRank)
-    p.unsupported(op, fmt::format("block pointers of rank {} (1 to {} supported)", x.rank, BlockPtr::kMaxRank));
+    p.unsupported(op,
+                  fmt::format("block pointers of rank {} (1 to {} supported)", x.rank, BlockPtr::kMaxRank));
   if (static_cast<int>(s.in.size()) != 1 + 3 * x.rank)
-    p.unsupported(op, fmt::format("a rank-{} block pointer needs {} shape, stride and offset operands", x.rank, x.rank));
+    p.unsupported(op, fmt::format("a rank-{} block pointer needs {} shape, stride and offset operands",
+                                  x.rank, x.rank));
   if (!pointee_of(s.in_types[0])) p.unsupported(op, "base must be a pointer");
   need_int_scalars(op, p, s, 1, 3 * x.rank, "shape, strides and offsets");
   for (int d = 0; d < x.rank; ++d) {
@@ -581,9 +594,11 @@ void lower_make_desc(const Op& op, Planner& p, Step& s) {
   MakeDescAux x{};
   x.rank = s.out_types[0]->pointee->rank();
   if (x.rank < 1 || x.rank > TensorDesc::kMaxRank)
-    p.unsupported(op, fmt::format("descriptors of rank {} (1 to {} supported)", x.rank, TensorDesc::kMaxRank));
+    p.unsupported(op,
+                  fmt::format("descriptors of rank {} (1 to {} supported)", x.rank, TensorDesc::kMaxRank));
   if (static_cast<int>(s.in.size()) != 1 + 2 * x.rank)
-    p.unsupported(op, fmt::format("a rank-{} descriptor needs {} shape and {} stride operands", x.rank, x.rank, x.rank));
+    p.unsupported(op, fmt::format("a rank-{} descriptor needs {} shape and {} stride operands", x.rank,
+                                  x.rank, x.rank));
   if (!pointee_of(s.in_types[0])) p.unsupported(op, "base must be a pointer");
   need_int_scalars(op, p, s, 1, 2 * x.rank, "shape and strides");
   for (int k = 0; k < x.rank; ++k) {
@@ -638,11 +653,13 @@ void lower_desc_store(const Op& op, Planner& p, Step& s) {
   if (op.name == "tt.descriptor_reduce") {
     // DescriptorReduceKind (reference §1.9): add(1) min(2) max(3) inc(4) dec(5) and(6) or(7) xor(8).
     // TTIR is signless: integer min/max are signed here.
-    static constexpr exec::Rmw kinds[] = {exec::Rmw::add, exec::Rmw::min, exec::Rmw::max,  exec::Rmw::inc,
+    static constexpr exec::Rmw kinds[] = {exec::Rmw::add, exec::Rmw::min,  exec::Rmw::max, exec::Rmw::inc,
                                           exec::Rmw::dec, exec::Rmw::and_, exec::Rmw::or_, exec::Rmw::xor_};
     int k = enum_attr(op, p, "kind", kReduceNames, 0);
     x.atomic = exec::pick_atomic_lanes(kinds[k - 1], b->elem);
-    if (!x.atomic) p.unsupported(op, fmt::format("descriptor_reduce {} on {}", kReduceNames[k - 1], ir::elem_name(b->elem)));
+    if (!x.atomic)
+      p.unsupported(op,
+                    fmt::format("descriptor_reduce {} on {}", kReduceNames[k - 1], ir::elem_name(b->elem)));
   } else {
     x.store = exec::pick_store_lanes(x.eb, true);
     if (!x.store) p.unsupported(op, "element type");
@@ -675,7 +692,8 @@ static DescAux rows_aux(const Op& op, Planner& p, const Step& s, const ir::Type*
 }
 
 void lower_desc_gather(const Op& op, Planner& p, Step& s) {
-  if (s.out.size() != 1 || s.in.size() != 3) p.unsupported(op, "descriptor_gather takes a descriptor and offsets");
+  if (s.out.size() != 1 || s.in.size() != 3)
+    p.unsupported(op, "descriptor_gather takes a descriptor and offsets");
   DescAux x = rows_aux(op, p, s, s.out_types[0]);
   x.load = exec::pick_load_lanes(x.eb, true, Fill::splat);
   if (!x.load) p.unsupported(op, "element type");

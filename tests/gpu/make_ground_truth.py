@@ -29,6 +29,7 @@ leaves everything before it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -154,6 +155,7 @@ def main(argv=None) -> int:
             committed_path = os.path.join(ROOT, "tests", "ttir", f"{name}.ttir")
             committed = open(committed_path).read() if os.path.exists(committed_path) else ""
             info["ttir_matches_fixture"] = normalise(ttir) == normalise(committed)
+            info["ttir_sha256"] = hashlib.sha256(normalise(ttir).encode()).hexdigest()
             if not info["ttir_matches_fixture"]:
                 info["device_ttir"] = ttir
 

@@ -31,14 +31,17 @@ def check_outputs(fx, res, exp_for=None):
     ins = tsrun.fd.make_inputs(fx)
     sc = tsrun.fd.scalars(fx)
     expected = EXPECTED[exp_for or fx["name"]](ins, sc)
+    errors = []  # report every differing output (and row), not only the first
     for name, chk in expected.items():
         assert name in res.outputs, f"{name} was not saved\n{res.describe()}"
         got = res.outputs[name]
-        if isinstance(chk, dict):  # one check per row of a [ROWS, N] output
-            for row, c in chk.items():
-                c.check(got[row], f"{fx['name']}.{name}[{row}]")
-        else:
-            chk.check(got, f"{fx['name']}.{name}")
+        items = chk.items() if isinstance(chk, dict) else [(None, chk)]  # dict: one check per row
+        for row, c in items:
+            try:
+                c.check(got if row is None else got[row], f"{fx['name']}.{name}" + ("" if row is None else f"[{row}]"))
+            except AssertionError as e:
+                errors.append(str(e))
+    assert not errors, "\n".join(errors)
 
 
 def test_corpus_is_complete():
@@ -212,3 +215,13 @@ def test_truncated_ttir_never_crashes(tmp_path, name):
         p = cli("run", str(f), "--kernel", fx["kernel"], "--grid", "1")
         assert p.returncode > 0, f"truncated at {frac}: exit {p.returncode}\n{p.stderr}"
         assert "error" in p.stderr.lower(), p.stderr
+
+
+def test_committed_ttir_is_what_triton_prints():
+    """tests/ttir/*.ttir and manifest.json are exactly what generate.py makes from kernels.py."""
+    triton = pytest.importorskip("triton")
+    if triton.__version__ != tsrun.manifest()["triton"]:
+        pytest.skip(f"fixtures were made by triton {tsrun.manifest()['triton']}, {triton.__version__} installed")
+    p = subprocess.run([os.sys.executable, os.path.join(tsrun.TTIR_DIR, "generate.py"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr

@@ -29,6 +29,13 @@ enum class AccessKind : uint8_t { load, store, atomic };
 
 /// One memory op of one program instance. Arrays have `lanes` entries, row-major over the
 /// op's tile shape; `mask[i]` is 0 for masked-off lanes (never touched).
+/// Emitted after the op's accesses are done (src/exec/access.h). `mask` is never null (all ones
+/// when the op has no mask). `addrs` holds every lane's virtual address, masked-off lanes included
+/// (their values are whatever the kernel computed). Block-pointer boundary checks and descriptor
+/// ops (TMA: elements outside the descriptor's shape are padding, not errors) appear as masked-off
+/// lanes. `bad_lanes` counts active lanes outside the buffer they were derived from (or in region 0,
+/// null); those lanes were not dereferenced. tt.atomic_cas has no mask: all lanes are active.
+/// The arrays are only valid during the callback.
 struct AccessEvent {
   AccessKind kind;
   const ir::Op* op;

@@ -21,7 +21,8 @@ using ir::Elem;
 namespace {
 
 std::string fixture(const std::string& name) {
-  auto path = (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "ttir" / name).lexically_normal();
+  auto path =
+      (std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "ttir" / name).lexically_normal();
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::stringstream ss;
@@ -110,8 +111,9 @@ TEST(MemoryE2E, AddTailMaskedLanesAreCleanAndUntouched) {
   exec::Buffer bo{"out", Elem::f32, reinterpret_cast<std::byte*>(out.data()), n * 4u, {n}, {1}};
   int o = mem.add(bo);
   memtest::Recorder all(exec::kAccess);
-  auto stats = test::run_ttir(fixture("add_tail.ttir"), {Arg::buf(bx), Arg::buf(by), Arg::buf(o), Arg::i64(n)}, mem,
-                              {8, 1, 1}, 2, {&all});
+  auto stats =
+      test::run_ttir(fixture("add_tail.ttir"), {Arg::buf(bx), Arg::buf(by), Arg::buf(o), Arg::i64(n)}, mem,
+                     {8, 1, 1}, 2, {&all});
   for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 0.25f * i + (-3.0f + i)) << i;
   for (int i = n; i < 1024; ++i) EXPECT_EQ(out[i], -7.0f);
   EXPECT_EQ(stats.out_of_bounds, 0);
@@ -134,8 +136,8 @@ TEST(MemoryE2E, I64OffsetsAndVolatileLoads) {
   exec::Memory mem;
   int bx = test::add_buffer(mem, x, "x", Elem::i32), by = test::add_buffer(mem, y, "y", Elem::i64);
   int bo = test::add_buffer(mem, out, "out", Elem::i64);
-  auto stats = test::run_ttir(fixture("i64_offsets.ttir"), {Arg::buf(bx), Arg::buf(by), Arg::buf(bo), Arg::i64(block)},
-                              mem, {rows, 1, 1});
+  auto stats = test::run_ttir(fixture("i64_offsets.ttir"),
+                              {Arg::buf(bx), Arg::buf(by), Arg::buf(bo), Arg::i64(block)}, mem, {rows, 1, 1});
   EXPECT_EQ(stats.out_of_bounds, 0);
   for (int i = 0; i < rows * block; ++i) {
     int64_t big = int64_t{x[i]} * 3000000000 + y[i];
@@ -157,10 +159,14 @@ TEST(MemoryE2E, AtomicsFixtureMatchesSequentialReference) {
   std::vector<float> fsum(8, 0.0f), fmax(8, -1000.0f);
   exec::Memory mem;
   std::vector<Arg> args = {
-      Arg::buf(test::add_buffer(mem, x, "x", Elem::f32)),       Arg::buf(test::add_buffer(mem, xi, "xi", Elem::i32)),
-      Arg::buf(test::add_buffer(mem, cnt, "cnt", Elem::i32)),   Arg::buf(test::add_buffer(mem, fsum, "fsum", Elem::f32)),
-      Arg::buf(test::add_buffer(mem, fmax, "fmax", Elem::f32)), Arg::buf(test::add_buffer(mem, imin, "imin", Elem::i32)),
-      Arg::buf(test::add_buffer(mem, umax, "umax", Elem::i32)), Arg::buf(test::add_buffer(mem, xchg, "xchg", Elem::i32)),
+      Arg::buf(test::add_buffer(mem, x, "x", Elem::f32)),
+      Arg::buf(test::add_buffer(mem, xi, "xi", Elem::i32)),
+      Arg::buf(test::add_buffer(mem, cnt, "cnt", Elem::i32)),
+      Arg::buf(test::add_buffer(mem, fsum, "fsum", Elem::f32)),
+      Arg::buf(test::add_buffer(mem, fmax, "fmax", Elem::f32)),
+      Arg::buf(test::add_buffer(mem, imin, "imin", Elem::i32)),
+      Arg::buf(test::add_buffer(mem, umax, "umax", Elem::i32)),
+      Arg::buf(test::add_buffer(mem, xchg, "xchg", Elem::i32)),
       Arg::buf(test::add_buffer(mem, bits, "bits", Elem::i32)),
   };
   auto stats = test::run_ttir(fixture("atomics.ttir"), args, mem, {n / block, 1, 1}, 2);
@@ -194,7 +200,8 @@ TEST(MemoryE2E, SpinLockCounterMakesProgress) {
   for (int threads : {1, 2}) {
     std::vector<int32_t> lock(1, 0), count(1, 0), order(256, -1);
     exec::Memory mem;
-    int l = test::add_buffer(mem, lock, "lock", Elem::i32), c = test::add_buffer(mem, count, "count", Elem::i32);
+    int l = test::add_buffer(mem, lock, "lock", Elem::i32),
+        c = test::add_buffer(mem, count, "count", Elem::i32);
     int o = test::add_buffer(mem, order, "order", Elem::i32);
     auto stats = test::run_ttir(fixture("lock_counter.ttir"), {Arg::buf(l), Arg::buf(c), Arg::buf(o)}, mem,
                                 {64, 1, 1}, threads);
@@ -219,7 +226,10 @@ TEST(MemoryE2E, BlockPointerSourceWithNanPaddingAndAdvance) {
   std::vector<Arg> args = {Arg::buf(test::add_buffer(mem, x, "x", Elem::f32)),
                            Arg::buf(test::add_buffer(mem, y, "y", Elem::f32)),
                            Arg::buf(test::add_buffer(mem, cnt, "cnt", Elem::i32)),
-                           Arg::i64(M), Arg::i64(N), Arg::i64(N), Arg::i64(1)};
+                           Arg::i64(M),
+                           Arg::i64(N),
+                           Arg::i64(N),
+                           Arg::i64(1)};
   auto stats = test::run_ttir(fixture("block_ptr.source.ttir"), args, mem, {3, 1, 1}, 2);
   EXPECT_EQ(stats.out_of_bounds, 0);
   for (int i = 0; i < M * N; ++i) ASSERT_EQ(y[i], x[i] * 2.0f + 1.0f) << i;
@@ -236,8 +246,8 @@ TEST(MemoryE2E, DeviceTensorDescriptorPartialTiles) {
     for (int i = 0; i < M * N; ++i) a[i] = static_cast<float>(i % 61) * 0.25f;
     exec::Memory mem;
     exec::Buffer bb{"b", Elem::f32, reinterpret_cast<std::byte*>(b.data()), M * N * 4u, {M, N}, {N, 1}};
-    std::vector<Arg> args = {Arg::buf(test::add_buffer(mem, a, "a", Elem::f32)), Arg::buf(mem.add(bb)), Arg::i64(M),
-                             Arg::i64(N)};
+    std::vector<Arg> args = {Arg::buf(test::add_buffer(mem, a, "a", Elem::f32)), Arg::buf(mem.add(bb)),
+                             Arg::i64(M), Arg::i64(N)};
     auto stats = test::run_ttir(fixture(file), args, mem, {3, 2, 1}, 2);
     EXPECT_EQ(stats.out_of_bounds, 0);  // TMA masks the parts of tiles outside [M, N]
     for (int i = 0; i < M * N; ++i) ASSERT_EQ(b[i], a[i] * 3.0f - 1.0f) << i;
@@ -265,7 +275,8 @@ TEST(MemoryE2E, HostTensorDescriptorArgument) {
   for (int i = 0; i < 30; ++i) m[i] = static_cast<float>(i);
   exec::Memory mem;
   int bm = test::add_buffer(mem, m, "m", Elem::f32), bo = test::add_buffer(mem, out, "out", Elem::f32);
-  auto stats = test::run_ttir(k, {Arg::buf(bm), Arg::i64(5), Arg::i64(6), Arg::i64(6), Arg::i64(1), Arg::buf(bo)}, mem);
+  auto stats = test::run_ttir(
+      k, {Arg::buf(bm), Arg::i64(5), Arg::i64(6), Arg::i64(6), Arg::i64(1), Arg::buf(bo)}, mem);
   EXPECT_EQ(stats.out_of_bounds, 0);
   // Rows 2..5 (row 5 is outside the 5-row tensor: zero padding), columns 2..5.
   std::vector<float> want = {14, 15, 16, 17, 20, 21, 22, 23, 26, 27, 28, 29, 0, 0, 0, 0};

@@ -357,6 +357,19 @@ TEST(ArithCast, FloatToIntSaturates) {
   auto u32 = run<uint32_t>("f64", "f64", "i32", "    %z = arith.fptoui %x : tensor<2xf64> to tensor<2xi32>",
                            std::vector<double>{4294967295.9, 1e20}, std::vector<double>{0});
   EXPECT_EQ(u32, (std::vector<uint32_t>{4294967295u, 4294967295u}));
+  // Other widths and sources saturate at their own bounds.
+  auto s16 = run<int16_t>("f16", "f16", "i16", "    %z = arith.fptosi %x : tensor<4xf16> to tensor<4xi16>",
+                          std::vector<uint16_t>{h(65504.0f), h(-65504.0f), h(-3.75f), 0x7E00},
+                          std::vector<uint16_t>{0});
+  EXPECT_EQ(s16, (std::vector<int16_t>{32767, -32768, -3, 0}));
+  const int64_t kMax64 = std::numeric_limits<int64_t>::max(), kMin64 = std::numeric_limits<int64_t>::min();
+  auto s64 = run<int64_t>("f64", "f64", "i64", "    %z = arith.fptosi %x : tensor<4xf64> to tensor<4xi64>",
+                          std::vector<double>{9.3e18, -9.3e18, -9223372036854775808.0, 9007199254740993.0},
+                          std::vector<double>{0});
+  EXPECT_EQ(s64, (std::vector<int64_t>{kMax64, kMin64, kMin64, 9007199254740992}));
+  auto u64 = run<uint64_t>("f32", "f32", "i64", "    %z = arith.fptoui %x : tensor<4xf32> to tensor<4xi64>",
+                           std::vector<float>{-0.5f, 1e20f, 1.8e19f, kInf}, std::vector<float>{0});
+  EXPECT_EQ(u64, (std::vector<uint64_t>{0, ~uint64_t{0}, static_cast<uint64_t>(1.8e19f), ~uint64_t{0}}));
 }
 
 TEST(ArithCast, IntToFloatAndWidth) {

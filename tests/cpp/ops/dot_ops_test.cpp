@@ -291,3 +291,73 @@ TEST(DotOps, DotScaledFp4WithScalesTimesBf16) {
       EXPECT_NEAR(dv[m * N + n], want, std::abs(want) * 1e-6) << m << "," << n;
     }
 }
+
+TEST(DotOps, DotScaledBf16TimesScaledFp4Rhs) {
+  // b: e2m1 packed along K ([K/2, N], the even k in the low nibble), b_scale [N, K/32] e8m0.
+  // a: bf16 [16, 64] with a[m][k] = 1 where k == m or k == m + 32, so d[m][n] = B[m][n] + B[m+32][n].
+  // Packing and scales follow tt.dot_scaled's definition (the rhs side was not measured on a GPU).
+  using tilescope::ops::ew::f32_to_bf16;
+  const int64_t M = 16, N = 16, K = 64;
+  const double fp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  std::mt19937 g(12);
+  std::vector<uint8_t> b(K / 2 * N), sc(N * K / 32);
+  for (auto& x : b) x = static_cast<uint8_t>(g());
+  for (auto& x : sc) x = static_cast<uint8_t>(124 + g() % 8);
+  std::vector<uint16_t> a(M * K, f32_to_bf16(0.0f));
+  for (int64_t m = 0; m < M; ++m) {
+    a[m * K + m] = f32_to_bf16(1.0f);
+    a[m * K + m + 32] = f32_to_bf16(1.0f);
+  }
+  std::vector<float> c(M * N, 0.0f);
+  Kernel k;
+  std::string va = k.load("bf16", {M, K}), vb = k.load("i8", {K / 2, N}), vs = k.load("i8", {N, K / 32}),
+              vc = k.load("f32", {M, N});
+  std::string d = k.line(fmt::format("tt.dot_scaled {}, {} scale {}, {} lhs = bf16 rhs = e2m1 {{fastMath = false}} : {} * {}, {} -> {}",
+                                     va, vb, vs, vc, ty("bf16", {M, K}), ty("i8", {K / 2, N}), ty("i8", {N, K / 32}),
+                                     ty("f32", {M, N})));
+  k.store(d, "f32", {M, N});
+  Buf ba = Buf::of(a, Elem::bf16), bb = Buf::of(b, Elem::i8), bs = Buf::of(sc, Elem::i8), bc = Buf::of(c, Elem::f32),
+      bd = Buf::zeros<float>(M * N, Elem::f32);
+  run(k, {&ba, &bb, &bs, &bc, &bd});
+  auto B = [&](int64_t kk, int64_t n) {
+    uint8_t byte = b[(kk / 2) * N + n];
+    uint8_t nib = kk % 2 ? byte >> 4 : byte & 15;
+    return (nib & 8 ? -1 : 1) * fp4[nib & 7] * std::ldexp(1.0, sc[n * 2 + kk / 32] - 127);
+  };
+  auto dv = bd.as<float>();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double want = B(m, n) + B(m + 32, n);
+      EXPECT_NEAR(dv[m * N + n], want, std::abs(want) * 1e-6) << m << "," << n;
+    }
+}
+
+TEST(DotOps, DotScaledFp16TimesScaledE4m3MatchesH200) {
+  // Measured on an H200 (triton 3.6): lhs fp16 [32, 64] with diagonal values, rhs e4m3 (as i8) identity,
+  // rhs_scale [32, 2] = 127 (x1) except [1][0] = 128 (x2) and [2][0] = 0 (gives 0 on sm_90). The fp16
+  // values keep their full precision (no bf16 rounding).
+  using tilescope::ops::ew::f32_to_f16;
+  const int64_t M = 32, N = 32, K = 64;
+  const float vals[8] = {1.0009765625f, 1.0029296875f, 1.0029296875f, 3.0f, 1.0132789611816406e-06f, 65504.0f,
+                         9.5367431640625e-07f, 1.5f};
+  std::vector<uint16_t> a(M * K, f32_to_f16(0.0f));
+  for (int64_t i = 0; i < M; ++i) a[i * K + i] = f32_to_f16(vals[i % 8]);
+  std::vector<uint8_t> b(K * N, 0), bs(N * K / 32, 127);
+  for (int64_t i = 0; i < N; ++i) b[i * N + i] = 0x38;  // e4m3 1.0
+  bs[1 * 2 + 0] = 128;
+  bs[2 * 2 + 0] = 0;
+  std::vector<float> c(M * N, 0.0f);
+  Kernel k;
+  std::string va = k.load("f16", {M, K}), vb = k.load("i8", {K, N}), vs = k.load("i8", {N, K / 32}), vc = k.load("f32", {M, N});
+  std::string d = k.line(fmt::format("tt.dot_scaled {}, {} scale {}, {} lhs = fp16 rhs = e4m3 {{fastMath = false}} : {} * {}, {} -> {}",
+                                     va, vb, vs, vc, ty("f16", {M, K}), ty("i8", {K, N}), ty("i8", {N, K / 32}),
+                                     ty("f32", {M, N})));
+  k.store(d, "f32", {M, N});
+  Buf ba = Buf::of(a, Elem::f16), bb = Buf::of(b, Elem::i8), bsc = Buf::of(bs, Elem::i8), bc = Buf::of(c, Elem::f32),
+      bd = Buf::zeros<float>(M * N, Elem::f32);
+  run(k, {&ba, &bb, &bsc, &bc, &bd});
+  const std::vector<float> gpu = {1.0009765625f, 2.005859375f, 0.0f, 3.0f, 1.0132789611816406e-06f, 65504.0f,
+                                  9.5367431640625e-07f, 1.5f};
+  auto dv = bd.as<float>();
+  for (int64_t i = 0; i < M; ++i) EXPECT_EQ(dv[i * N + i], i < 8 ? gpu[i] : vals[i % 8]) << i;
+}

@@ -17,8 +17,8 @@ namespace {
 /// Run one tensor atomic_rmw `kind` with one lane per element of `init` (lane i -> element i) and
 /// return {old values, memory after}.
 template <class T>
-std::pair<std::vector<T>, std::vector<T>> rmw(const char* kind, Elem e, std::vector<T> init, const std::vector<T>& vals,
-                                              std::vector<uint8_t> mask = {}) {
+std::pair<std::vector<T>, std::vector<T>> rmw(const char* kind, Elem e, std::vector<T> init,
+                                              const std::vector<T>& vals, std::vector<uint8_t> mask = {}) {
   Harness h;
   const int64_t n = static_cast<int64_t>(init.size());
   int x = h.buffer("x", init.data(), n, e);
@@ -51,9 +51,9 @@ TEST(MemoryAtomic, EveryIntegerKindOnI32) {
   };
   // Hand-computed (two's complement; umax/umin compare as unsigned: -3 = 0xFFFFFFFD).
   const Case cases[] = {
-      {"and", {1, -7, 0xF0, 0}},       {"or", {7, -1, 0xFF, -6}},      {"xor", {6, 6, 0x0F, -6}},
-      {"add", {8, -8, 0x1EF, -6}},     {"max", {5, -3, 0xFF, 2}},      {"min", {3, -5, 0xF0, -8}},
-      {"umax", {5, -3, 0xFF, -8}},     {"umin", {3, -5, 0xF0, 2}},     {"exch", {3, -5, 0xFF, 2}},
+      {"and", {1, -7, 0xF0, 0}},   {"or", {7, -1, 0xFF, -6}},  {"xor", {6, 6, 0x0F, -6}},
+      {"add", {8, -8, 0x1EF, -6}}, {"max", {5, -3, 0xFF, 2}},  {"min", {3, -5, 0xF0, -8}},
+      {"umax", {5, -3, 0xFF, -8}}, {"umin", {3, -5, 0xF0, 2}}, {"exch", {3, -5, 0xFF, 2}},
   };
   for (const Case& c : cases) {
     auto [old, after] = rmw<int32_t>(c.kind, Elem::i32, init, vals);
@@ -71,9 +71,9 @@ TEST(MemoryAtomic, EveryIntegerKindOnI64) {
     I64 after;
   };
   const Case cases[] = {
-      {"and", {big, 1, 1, mn}},          {"or", {big, -1, -1, -1}},      {"xor", {0, -2, -2, mx}},
-      {"add", {2 * big, 0, 0, mx}},      {"max", {big, 1, 7, -1}},       {"min", {big, -1, -7, mn}},
-      {"umax", {big, -1, -7, -1}},       {"umin", {big, 1, 7, mn}},      {"exch", {big, 1, -7, -1}},
+      {"and", {big, 1, 1, mn}},     {"or", {big, -1, -1, -1}}, {"xor", {0, -2, -2, mx}},
+      {"add", {2 * big, 0, 0, mx}}, {"max", {big, 1, 7, -1}},  {"min", {big, -1, -7, mn}},
+      {"umax", {big, -1, -7, -1}},  {"umin", {big, 1, 7, mn}}, {"exch", {big, 1, -7, -1}},
   };
   for (const Case& c : cases) {
     auto [old, after] = rmw<int64_t>(c.kind, Elem::i64, init, vals);
@@ -83,7 +83,8 @@ TEST(MemoryAtomic, EveryIntegerKindOnI64) {
 }
 
 TEST(MemoryAtomic, FaddF32AndF64RoundOnce) {
-  auto [old32, after32] = rmw<float>("fadd", Elem::f32, {1.5f, -0.0f, 1e30f, 3.0f}, {2.25f, 0.0f, 1e30f, 0.1f});
+  auto [old32, after32] =
+      rmw<float>("fadd", Elem::f32, {1.5f, -0.0f, 1e30f, 3.0f}, {2.25f, 0.0f, 1e30f, 0.1f});
   EXPECT_EQ(old32, (std::vector<float>{1.5f, -0.0f, 1e30f, 3.0f}));
   EXPECT_EQ(after32, (std::vector<float>{3.75f, 0.0f, 2e30f, 3.0f + 0.1f}));
   EXPECT_FALSE(std::signbit(after32[1]));  // -0 + +0 = +0 (IEEE)
@@ -94,7 +95,8 @@ TEST(MemoryAtomic, FaddF32AndF64RoundOnce) {
 TEST(MemoryAtomic, FaddF16AndBf16RoundToNearestEven) {
   // f16: 1 + 0.5 = 1.5 (0x3E00); 2048 + 1 ties to 2048 (0x6800); 2048 + 3 = 2051 ties to 2052
   // (0x6802, even mantissa); 65504 + 32 = 65536 rounds to +inf (0x7C00).
-  auto [o16, a16] = rmw<uint16_t>("fadd", Elem::f16, {0x3C00, 0x6800, 0x6800, 0x7BFF}, {0x3800, 0x3C00, 0x4200, 0x5000});
+  auto [o16, a16] =
+      rmw<uint16_t>("fadd", Elem::f16, {0x3C00, 0x6800, 0x6800, 0x7BFF}, {0x3800, 0x3C00, 0x4200, 0x5000});
   EXPECT_EQ(o16, (std::vector<uint16_t>{0x3C00, 0x6800, 0x6800, 0x7BFF}));
   EXPECT_EQ(a16, (std::vector<uint16_t>{0x3E00, 0x6800, 0x6802, 0x7C00}));
   // bf16: 1 + 0.5 = 1.5 (0x3FC0); 256 + 1 ties to 256 (0x4380); 256 + 3 = 259 ties to 260 (0x4382).
@@ -300,4 +302,21 @@ TEST(MemoryAtomic, ConcurrentAddsFromManyThreadsAreAtomic) {
   std::vector<int32_t> expect(all.size());
   std::iota(expect.begin(), expect.end(), 0);
   EXPECT_EQ(all, expect);
+}
+
+TEST(MemoryAtomic, MisalignedAddressesStillApplyOnce) {
+  // An i32 atomic at byte offset 1 (the GPU would fault; tilescope applies it under a lock).
+  Harness h;
+  std::vector<uint8_t> host = {0, 1, 2, 3, 4, 5, 6, 7};  // malloc data: 16-byte aligned, so +1 is not
+  int x = h.buffer("x", host.data(), 8, Elem::i8);
+  const uint64_t a = h.mem.vaddr(x) + 1;
+  const uint32_t v = 0x01010101u;
+  uint32_t old = 0;
+  ex::pick_atomic_lanes(ex::Rmw::add, Elem::i32)(h.prog, nullptr, 1, &a, nullptr, &v, &old);
+  EXPECT_EQ(old, 0x04030201u);  // little-endian bytes 1..4
+  EXPECT_EQ(host, (std::vector<uint8_t>{0, 2, 3, 4, 5, 5, 6, 7}));
+  const uint32_t cmp = 0x05040302u, nv = 0xAABBCCDDu;
+  ex::pick_cas_lanes(4)(h.prog, nullptr, 1, &a, &cmp, &nv, &old);
+  EXPECT_EQ(old, 0x05040302u);
+  EXPECT_EQ(host, (std::vector<uint8_t>{0, 0xDD, 0xCC, 0xBB, 0xAA, 5, 6, 7}));
 }

@@ -76,7 +76,9 @@ struct Harness {
   const ir::Type* ptr_tensor(Elem pointee, std::vector<int64_t> shape) {
     return m.tensor(Elem::ptr, std::move(shape), m.scalar(pointee));
   }
-  const ir::Type* block_ptr(Elem e, std::vector<int64_t> shape) { return m.ptr(m.tensor(e, std::move(shape))); }
+  const ir::Type* block_ptr(Elem e, std::vector<int64_t> shape) {
+    return m.ptr(m.tensor(e, std::move(shape)));
+  }
   const ir::Type* desc(Elem e, std::vector<int64_t> shape) { return m.desc(m.tensor(e, std::move(shape))); }
 
   // Slots

@@ -91,7 +91,7 @@ TEST(MemoryLoad, ContiguousUnmaskedLoadCopiesAndReportsOneCleanEvent) {
   EXPECT_EQ(all.events[0].elem_bytes, 4);
   EXPECT_EQ(all.events[0].addrs, a);
   EXPECT_EQ(all.events[0].mask, std::vector<uint8_t>(16, 1));  // no mask operand: all lanes active
-  EXPECT_TRUE(oob.events.empty());  // a clean access is not an out-of-bounds event
+  EXPECT_TRUE(oob.events.empty());                             // a clean access is not an out-of-bounds event
 }
 
 TEST(MemoryLoad, MaskedOffLanesGetOtherAndAreNeverDereferenced) {
@@ -103,7 +103,8 @@ TEST(MemoryLoad, MaskedOffLanesGetOtherAndAreNeverDereferenced) {
   const uint64_t b = h.mem.vaddr(x);
   // Masked-off lanes point at null, far outside, before the start and one past the end: touching
   // any of them would be a bug (null would index buffer -1 of Memory::host).
-  int p = h.slot_of<uint64_t>(h.ptr_tensor(Elem::f32, {8}), {b + 12, b + 8, 0, b + 4, b + 4000, b - 4, b + 16, b});
+  int p = h.slot_of<uint64_t>(h.ptr_tensor(Elem::f32, {8}),
+                              {b + 12, b + 8, 0, b + 4, b + 4000, b - 4, b + 16, b});
   int m = h.slot_of<uint8_t>(h.tensor(Elem::i1, {8}), {1, 1, 0, 1, 0, 0, 0, 1});
   int o = h.slot_of<float>(h.tensor(Elem::f32, {8}), {100, 101, 102, 103, 104, 105, 106, 107});
   int r = h.slot(h.tensor(Elem::f32, {8}));

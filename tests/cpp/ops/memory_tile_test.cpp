@@ -36,8 +36,10 @@ const float kNan = std::numeric_limits<float>::quiet_NaN();
 void expect_tile(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "lane " << i << " = " << got[i];
-    else EXPECT_EQ(got[i], want[i]) << "lane " << i;
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(got[i])) << "lane " << i << " = " << got[i];
+    else
+      EXPECT_EQ(got[i], want[i]) << "lane " << i;
   }
 }
 
@@ -51,7 +53,8 @@ struct BlockFixture {
   int make(int32_t off0, int32_t off1) {
     int base = h.slot_of<uint64_t>(h.ptr(Elem::f32), {h.mem.vaddr(buf)});
     std::vector<int> in = {base};
-    for (int64_t v : {int64_t{4}, int64_t{6}, int64_t{6}, int64_t{1}}) in.push_back(h.scalar_slot<int64_t>(Elem::i64, v));
+    for (int64_t v : {int64_t{4}, int64_t{6}, int64_t{6}, int64_t{1}})
+      in.push_back(h.scalar_slot<int64_t>(Elem::i64, v));
     in.push_back(h.scalar_slot<int32_t>(Elem::i32, off0));
     in.push_back(h.scalar_slot<int32_t>(Elem::i32, off1));
     int r = h.slot(h.block_ptr(Elem::f32, {4, 4}));
@@ -246,8 +249,8 @@ TEST(MemoryDesc, DescriptorPastItsBufferIsStillCheckedAgainstMemory) {
   Harness h;
   Matrix mat(2, 4);
   int buf = h.buffer("m", mat.data(), 8, Elem::f32);
-  ex::TensorDesc td = ex::make_desc_arg(*h.desc(Elem::f32, {4, 4}), h.mem.vaddr(buf), std::vector<int64_t>{4, 4},
-                                        std::vector<int64_t>{4, 1});
+  ex::TensorDesc td = ex::make_desc_arg(*h.desc(Elem::f32, {4, 4}), h.mem.vaddr(buf),
+                                        std::vector<int64_t>{4, 4}, std::vector<int64_t>{4, 1});
   int d = h.slot_of(h.desc(Elem::f32, {4, 4}), std::vector<ex::TensorDesc>{td});
   int i0 = h.scalar_slot<int32_t>(Elem::i32, 0), i1 = h.scalar_slot<int32_t>(Elem::i32, 0);
   int r = h.slot(h.tensor(Elem::f32, {4, 4}));
@@ -260,7 +263,8 @@ TEST(MemoryDesc, DescriptorPastItsBufferIsStillCheckedAgainstMemory) {
 TEST(MemoryDesc, MakeDescArgChecksCounts) {
   ir::Module m;
   const ir::Type* t = m.desc(m.tensor(Elem::f16, {16, 32}));
-  ex::TensorDesc d = ex::make_desc_arg(*t, 0x1234, std::vector<int64_t>{100, 64}, std::vector<int64_t>{64, 1}, 2);
+  ex::TensorDesc d =
+      ex::make_desc_arg(*t, 0x1234, std::vector<int64_t>{100, 64}, std::vector<int64_t>{64, 1}, 2);
   EXPECT_EQ(d.base, 0x1234u);
   EXPECT_EQ(d.rank, 2);
   EXPECT_EQ(d.shape[0], 100);
@@ -268,7 +272,8 @@ TEST(MemoryDesc, MakeDescArgChecksCounts) {
   EXPECT_EQ(d.strides[0], 64);
   EXPECT_EQ(d.strides[1], 1);
   EXPECT_EQ(d.padding, 2);
-  EXPECT_THROW(ex::make_desc_arg(*t, 0, std::vector<int64_t>{1}, std::vector<int64_t>{1, 1}), tilescope::Error);
+  EXPECT_THROW(ex::make_desc_arg(*t, 0, std::vector<int64_t>{1}, std::vector<int64_t>{1, 1}),
+               tilescope::Error);
   EXPECT_THROW(ex::make_desc_arg(*m.scalar(Elem::f32), 0, {}, {}), tilescope::Error);
 }
 
