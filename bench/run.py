@@ -255,7 +255,8 @@ def write_results(rows, mach, total, args):
         f"- tilescope: median of {args.reps} runs of `tilescope run --time` (the launch; file reading excluded). "
         f"Interpreter: median of up to {args.interp_reps} launches, fewer when one exceeds the {args.budget:.0f} s budget.",
         "- Same kernel source (`tests/ttir/kernels.py`) and the same inputs on both sides; outputs compared.",
-        f"- Whole run: {total:.0f} s.",
+        f"- Whole run: {total:.0f} s; load average at the end (1/5/15 min): "
+        f"{' / '.join(f'{v:.1f}' for v in os.getloadavg())} (other work on the machine slows both sides).",
         "",
         "| workload | size | tilescope | rate | TRITON_INTERPRET=1 | rate | speed-up | outputs agree |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -126,17 +127,17 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   }
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> uniform;
-  for (int64_t i = 0; i < n; ++i) {
-    double v;
-    if (gen == "zeros") v = 0;
-    else if (gen == "ones") v = 1;
-    else if (gen == "full") v = full;
-    else if (gen == "arange") v = static_cast<double>(i);
-    else if (gen == "randn") v = ir::is_float(b.elem) ? normal(rng) : std::round(normal(rng) * 10);
-    else if (gen == "rand") v = ir::is_float(b.elem) ? uniform(rng) : std::floor(uniform(rng) * 100);
-    else throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)", name, gen));
-    store_double(b.data.data() + i * eb, b.elem, v);
-  }
+  bool fl = ir::is_float(b.elem);
+  std::function<double(int64_t)> value;
+  if (gen == "zeros") value = [](int64_t) { return 0.0; };
+  else if (gen == "ones") value = [](int64_t) { return 1.0; };
+  else if (gen == "full") value = [full](int64_t) { return full; };
+  else if (gen == "arange") value = [](int64_t i) { return static_cast<double>(i); };
+  else if (gen == "randn") value = [&](int64_t) { return fl ? normal(rng) : std::round(normal(rng) * 10); };
+  else if (gen == "rand") value = [&](int64_t) { return fl ? uniform(rng) : std::floor(uniform(rng) * 100); };
+  else throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)", name, gen));
+  if (gen != "zeros")  // the buffer starts zeroed
+    for (int64_t i = 0; i < n; ++i) store_double(b.data.data() + i * eb, b.elem, value(i));
   return b;
 }
 

@@ -27,13 +27,17 @@ namespace tilescope::exec {
 
 namespace {
 
-enum class Special { ieee, fn, fnuz };  // ieee: inf + NaNs at max exponent; fn: only S.1111.111 is NaN;
-                                        // fnuz: 0x80 is the only NaN, no inf, no -0
+enum class Special {
+  ieee,
+  fn,
+  fnuz
+};  // ieee: inf + NaNs at max exponent; fn: only S.1111.111 is NaN;
+    // fnuz: 0x80 is the only NaN, no inf, no -0
 struct Format {
   int ebits, mbits, bias;
   Special special;
-  uint64_t nan;     // canonical NaN bits
-  bool satfinite;   // rtne saturates (the fp8 cvt.rn.satfinite); otherwise rtne overflows to inf
+  uint64_t nan;    // canonical NaN bits
+  bool satfinite;  // rtne saturates (the fp8 cvt.rn.satfinite); otherwise rtne overflows to inf
 };
 
 bool format_of(ir::Elem e, Format& f) {
@@ -80,8 +84,9 @@ double decode(const Format& f, uint64_t bits) {
       if (bits == sign_bit) return qnan;
       break;
   }
-  double v = e == 0 ? std::ldexp(static_cast<double>(m), 1 - f.bias - f.mbits)
-                    : std::ldexp(static_cast<double>(m | (mmask + 1)), static_cast<int>(e) - f.bias - f.mbits);
+  double v = e == 0
+                 ? std::ldexp(static_cast<double>(m), 1 - f.bias - f.mbits)
+                 : std::ldexp(static_cast<double>(m | (mmask + 1)), static_cast<int>(e) - f.bias - f.mbits);
   return neg ? -v : v;
 }
 

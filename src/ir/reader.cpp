@@ -1633,15 +1633,17 @@ class Reader {
         return;
       }
       case Syntax::Barrier: {
-        // gpu.barrier / ttg.barrier all: only keywords, never operands.
-        for (;;) {
-          ws();
-          if (peek_kw("loc") || eof() || !is_ident_start(peek())) break;
-          size_t s = p_;
-          std::string w = ident();
-          if (n == "gpu.barrier") fail(s, fmt::format("unexpected '{}' after gpu.barrier", w));
-          o.attrs[w] = Attr{};
-          if (!accept(',') && !accept('|')) break;
+        // gpu.barrier takes nothing; ttg.barrier (3.7+) takes address-space keywords joined by '|'.
+        // Only known keywords are read, so a following op without a loc(...) is not swallowed.
+        static const char* kinds[] = {"all", "local", "global_read", "global_write", "tensor_read", "tensor_write"};
+        for (bool more = n != "gpu.barrier"; more;) {
+          more = false;
+          for (const char* k : kinds)
+            if (accept_kw(k)) {
+              o.attrs[k] = Attr{};
+              more = accept('|');
+              break;
+            }
         }
         ws();
         if (peek() == '{') attr_dict(o.attrs);
@@ -1921,9 +1923,7 @@ class Reader {
     b->ops.push_back(std::move(o));
   }
 
-  void func() {
-    ws();
-    size_t start = p_;
+  void func(size_t start) {
     auto f = std::make_unique<Function>();
     f->pos = pos_of(start);
     if (accept_kw("private")) f->is_public = false;
@@ -2002,8 +2002,9 @@ class Reader {
       ws();
       if (eof()) fail(s, "unterminated module: expected '}'");
       if (accept('}')) break;
+      size_t fs = p_;
       if (accept_kw("tt.func")) {
-        func();
+        func(fs);
         continue;
       }
       expected("'tt.func' or '}' in the module");

@@ -21,6 +21,8 @@
 //   NaN. Both order -0 below +0.
 // * remf is C fmod. math.fma is fused (one rounding). divf and math.* are IEEE / libm here where
 //   the GPU uses approximations (div.full, ex2.approx): a few ulp of difference is expected (§2.2).
+#include <fmt/format.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -28,8 +30,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-
-#include <fmt/format.h>
 
 #include "src/exec/value.h"
 #include "src/ops/elementwise.h"
@@ -81,7 +81,8 @@ void expect_operands(const Op& op, Planner& p, const Step& s, size_t n) {
 
 // The keyword of an enum attribute written as a keyword/string, or its integer value mapped through
 // `names` (MLIR's enum numbering, for the generic form).
-std::string enum_attr(const Op& op, const char* key, std::initializer_list<std::pair<int64_t, const char*>> names) {
+std::string enum_attr(const Op& op, const char* key,
+                      std::initializer_list<std::pair<int64_t, const char*>> names) {
   const ir::Attr* a = op.attr(key);
   if (!a) return {};
   if (a->kind == ir::Attr::Kind::Keyword || a->kind == ir::Attr::Kind::String) return a->s;
@@ -115,23 +116,58 @@ void int_binary(Program& p, const exec::Step& s) {
   }
 }
 
-struct AddI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) + Wide<U>(b)); } };
-struct SubI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) - Wide<U>(b)); } };
-struct MulI { template <class U> static U f(U a, U b) { return U(Wide<U>(a) * Wide<U>(b)); } };
-struct AndI { template <class U> static U f(U a, U b) { return U(a & b); } };
-struct OrI { template <class U> static U f(U a, U b) { return U(a | b); } };
-struct XorI { template <class U> static U f(U a, U b) { return U(a ^ b); } };
+struct AddI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(Wide<U>(a) + Wide<U>(b));
+  }
+};
+struct SubI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(Wide<U>(a) - Wide<U>(b));
+  }
+};
+struct MulI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(Wide<U>(a) * Wide<U>(b));
+  }
+};
+struct AndI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(a & b);
+  }
+};
+struct OrI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(a | b);
+  }
+};
+struct XorI {
+  template <class U>
+  static U f(U a, U b) {
+    return U(a ^ b);
+  }
+};
 struct DivSI {
   template <class U>
   static U f(U a, U b) {
     using S = std::make_signed_t<U>;
     const S x = S(a), y = S(b);
-    if (y == 0) return U(~U(0));                  // GPU: all ones (§5)
-    if (y == S(-1)) return U(Wide<U>(0) - a);     // wraps: INT_MIN / -1 = INT_MIN
+    if (y == 0) return U(~U(0));               // GPU: all ones (§5)
+    if (y == S(-1)) return U(Wide<U>(0) - a);  // wraps: INT_MIN / -1 = INT_MIN
     return U(S(x / y));
   }
 };
-struct DivUI { template <class U> static U f(U a, U b) { return b == 0 ? U(~U(0)) : U(a / b); } };
+struct DivUI {
+  template <class U>
+  static U f(U a, U b) {
+    return b == 0 ? U(~U(0)) : U(a / b);
+  }
+};
 struct RemSI {
   template <class U>
   static U f(U a, U b) {
@@ -142,14 +178,23 @@ struct RemSI {
     return U(S(x % y));
   }
 };
-struct RemUI { template <class U> static U f(U a, U b) { return b == 0 ? a : U(a % b); } };
+struct RemUI {
+  template <class U>
+  static U f(U a, U b) {
+    return b == 0 ? a : U(a % b);
+  }
+};
 struct ShlI {
   template <class U>
-  static U f(U a, U b) { return b >= 8 * sizeof(U) ? U(0) : U(Wide<U>(a) << b); }
+  static U f(U a, U b) {
+    return b >= 8 * sizeof(U) ? U(0) : U(Wide<U>(a) << b);
+  }
 };
 struct ShrUI {
   template <class U>
-  static U f(U a, U b) { return b >= 8 * sizeof(U) ? U(0) : U(a >> b); }
+  static U f(U a, U b) {
+    return b >= 8 * sizeof(U) ? U(0) : U(a >> b);
+  }
 };
 struct ShrSI {
   template <class U>
@@ -161,14 +206,30 @@ struct ShrSI {
 };
 struct MinSI {
   template <class U>
-  static U f(U a, U b) { using S = std::make_signed_t<U>; return S(a) < S(b) ? a : b; }
+  static U f(U a, U b) {
+    using S = std::make_signed_t<U>;
+    return S(a) < S(b) ? a : b;
+  }
 };
 struct MaxSI {
   template <class U>
-  static U f(U a, U b) { using S = std::make_signed_t<U>; return S(a) > S(b) ? a : b; }
+  static U f(U a, U b) {
+    using S = std::make_signed_t<U>;
+    return S(a) > S(b) ? a : b;
+  }
 };
-struct MinUI { template <class U> static U f(U a, U b) { return a < b ? a : b; } };
-struct MaxUI { template <class U> static U f(U a, U b) { return a > b ? a : b; } };
+struct MinUI {
+  template <class U>
+  static U f(U a, U b) {
+    return a < b ? a : b;
+  }
+};
+struct MaxUI {
+  template <class U>
+  static U f(U a, U b) {
+    return a > b ? a : b;
+  }
+};
 struct MulHiUI {
   template <class U>
   static U f(U a, U b) {
@@ -200,11 +261,36 @@ void float_binary(Program& p, const exec::Step& s) {
   for (int64_t i = 0; i < n; ++i) o[i] = T::store(OpT::f(T::load(a[i]), T::load(b[i])));
 }
 
-struct AddF { template <class C> static C f(C a, C b) { return a + b; } };
-struct SubF { template <class C> static C f(C a, C b) { return a - b; } };
-struct MulF { template <class C> static C f(C a, C b) { return a * b; } };
-struct DivF { template <class C> static C f(C a, C b) { return a / b; } };
-struct RemF { template <class C> static C f(C a, C b) { return std::fmod(a, b); } };
+struct AddF {
+  template <class C>
+  static C f(C a, C b) {
+    return a + b;
+  }
+};
+struct SubF {
+  template <class C>
+  static C f(C a, C b) {
+    return a - b;
+  }
+};
+struct MulF {
+  template <class C>
+  static C f(C a, C b) {
+    return a * b;
+  }
+};
+struct DivF {
+  template <class C>
+  static C f(C a, C b) {
+    return a / b;
+  }
+};
+struct RemF {
+  template <class C>
+  static C f(C a, C b) {
+    return std::fmod(a, b);
+  }
+};
 // IEEE minNum/maxNum: a NaN operand is ignored; -0 < +0.
 struct MinNumF {
   template <class C>
@@ -379,14 +465,14 @@ void cmp_int(Program& p, const exec::Step& s) {
   }
 }
 
-#define TS_ICMP(Name, expr)                   \
-  struct Name {                               \
-    template <class U>                        \
-    static bool f(U a, U b) {                 \
-      using S = std::make_signed_t<U>;        \
-      (void)sizeof(S);                        \
-      return expr;                            \
-    }                                         \
+#define TS_ICMP(Name, expr)            \
+  struct Name {                        \
+    template <class U>                 \
+    static bool f(U a, U b) {          \
+      using S = std::make_signed_t<U>; \
+      (void)sizeof(S);                 \
+      return expr;                     \
+    }                                  \
   };
 TS_ICMP(Eq, a == b)
 TS_ICMP(Ne, a != b)
@@ -411,19 +497,19 @@ void cmp_float(Program& p, const exec::Step& s) {
 }
 
 // Ordered predicates are false when either operand is NaN, unordered ones true (LLVM fcmp).
-#define TS_FCMP(Name, expr)      \
-  struct Name {                  \
-    template <class C>           \
-    static bool f(C a, C b) {    \
-      return expr;               \
-    }                            \
+#define TS_FCMP(Name, expr)   \
+  struct Name {               \
+    template <class C>        \
+    static bool f(C a, C b) { \
+      return expr;            \
+    }                         \
   };
 TS_FCMP(FOeq, a == b)
 TS_FCMP(FOgt, a > b)
 TS_FCMP(FOge, a >= b)
 TS_FCMP(FOlt, a < b)
 TS_FCMP(FOle, a <= b)
-TS_FCMP(FOne, a < b || a > b)
+TS_FCMP(FOne, a<b || a> b)
 TS_FCMP(FOrd, a == a && b == b)
 TS_FCMP(FUeq, !(a < b || a > b))
 TS_FCMP(FUgt, !(a <= b))
@@ -433,8 +519,18 @@ TS_FCMP(FUle, !(a > b))
 TS_FCMP(FUne, a != b)
 TS_FCMP(FUno, a != a || b != b)
 #undef TS_FCMP
-struct FFalse { template <class C> static bool f(C, C) { return false; } };
-struct FTrue { template <class C> static bool f(C, C) { return true; } };
+struct FFalse {
+  template <class C>
+  static bool f(C, C) {
+    return false;
+  }
+};
+struct FTrue {
+  template <class C>
+  static bool f(C, C) {
+    return true;
+  }
+};
 
 template <class Pred>
 KernelFn int_cmp_kernel(Elem e) {
@@ -489,16 +585,21 @@ void select_bytes_kernel(Program& p, const exec::Step& s) {
 template <class T, bool Signed>
 inline int64_t int_value(typename T::S x) {
   using U = typename T::S;
-  if constexpr (T::i1) return Signed ? -int64_t(x & 1u) : int64_t(x & 1u);
-  else if constexpr (Signed) return int64_t(std::make_signed_t<U>(x));
-  else return int64_t(uint64_t(x));
+  if constexpr (T::i1)
+    return Signed ? -int64_t(x & 1u) : int64_t(x & 1u);
+  else if constexpr (Signed)
+    return int64_t(std::make_signed_t<U>(x));
+  else
+    return int64_t(uint64_t(x));
 }
 
 template <class T>
 inline typename T::S int_store(int64_t v) {
   using U = typename T::S;
-  if constexpr (T::i1) return U(v & 1);
-  else return U(uint64_t(v));
+  if constexpr (T::i1)
+    return U(v & 1);
+  else
+    return U(uint64_t(v));
 }
 
 template <class Src, class Dst, bool Signed>
@@ -519,7 +620,8 @@ uint64_t int_to_format(Elem e, uint64_t mag, bool neg) {
   switch (e) {
     case Elem::f16: p = 11; break;
     case Elem::bf16: p = 8; break;
-    case Elem::f8e5m2: case Elem::f8e5m2fnuz: p = 3; break;
+    case Elem::f8e5m2:
+    case Elem::f8e5m2fnuz: p = 3; break;
     default: p = 4; break;
   }
   const int k = 64 - std::countl_zero(mag);
@@ -547,9 +649,12 @@ void int_to_float(Program& p, const exec::Step& s) {
   for (int64_t i = 0; i < n; ++i) {
     if constexpr (exact) {
       C v;
-      if constexpr (Src::i1) v = Signed ? -C(a[i] & 1u) : C(a[i] & 1u);
-      else if constexpr (Signed) v = static_cast<C>(std::make_signed_t<SS>(a[i]));
-      else v = static_cast<C>(a[i]);
+      if constexpr (Src::i1)
+        v = Signed ? -C(a[i] & 1u) : C(a[i] & 1u);
+      else if constexpr (Signed)
+        v = static_cast<C>(std::make_signed_t<SS>(a[i]));
+      else
+        v = static_cast<C>(a[i]);
       o[i] = Dst::store(v);
     } else {
       const int64_t v = int_value<Src, Signed>(a[i]);
@@ -571,19 +676,25 @@ void float_to_int(Program& p, const exec::Step& s) {
   const int64_t n = s.n;
   constexpr int W = Dst::bits;
   // Bounds of the destination as values in C (powers of two are exact).
-  constexpr int64_t imax = Signed ? (W == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (W - 1)) - 1)
-                                  : (W == 64 ? -1 : (int64_t{1} << W) - 1);  // -1: all ones for u64
-  constexpr int64_t imin = Signed ? (W == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (W - 1))) : 0;
+  constexpr int64_t imax = Signed
+                               ? (W == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (W - 1)) - 1)
+                               : (W == 64 ? -1 : (int64_t{1} << W) - 1);  // -1: all ones for u64
+  constexpr int64_t imin =
+      Signed ? (W == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (W - 1))) : 0;
   const C hi = Signed ? std::ldexp(C(1), W - 1) : std::ldexp(C(1), W);  // first value past the top
   const C lo = Signed ? -std::ldexp(C(1), W - 1) : C(0);
   if constexpr (Dst::i1) {
     for (int64_t i = 0; i < n; ++i) {
       const C x = Src::load(a[i]);
       int64_t r;
-      if (x != x) r = 0;
-      else if (x >= hi) r = imax;
-      else if (x <= lo) r = imin;
-      else r = static_cast<int64_t>(x);
+      if (x != x)
+        r = 0;
+      else if (x >= hi)
+        r = imax;
+      else if (x <= lo)
+        r = imin;
+      else
+        r = static_cast<int64_t>(x);
       o[i] = int_store<Dst>(r);
     }
   } else {
@@ -625,8 +736,8 @@ void float_cast(Program& p, const exec::Step& s) {
     } else if constexpr (Rtz && std::is_same_v<Dst, ew::BF16> && std::is_same_v<V, float>) {
       o[i] = ew::f32_to_bf16_rtz(v);
     } else {
-      o[i] = static_cast<DS>(exec::float_to_bits(Dst::elem, double(v),
-                                                 Rtz ? exec::Rounding::rtz : exec::Rounding::rtne));
+      o[i] = static_cast<DS>(
+          exec::float_to_bits(Dst::elem, double(v), Rtz ? exec::Rounding::rtz : exec::Rounding::rtne));
     }
   }
 }
@@ -669,17 +780,23 @@ uint64_t scalar_bits(const Op& op, Planner& p, const ir::Attr& a, Elem e) {
   using K = ir::Attr::Kind;
   if (ir::is_int(e)) {
     int64_t v;
-    if (a.kind == K::Int) v = a.i;
-    else if (a.kind == K::Bool) v = a.b ? 1 : 0;
-    else p.unsupported(op, "integer constant needs an integer value");
+    if (a.kind == K::Int)
+      v = a.i;
+    else if (a.kind == K::Bool)
+      v = a.b ? 1 : 0;
+    else
+      p.unsupported(op, "integer constant needs an integer value");
     if (e == Elem::i1) return uint64_t(v) & 1u;
     return uint64_t(v);
   }
   if (ir::is_float(e)) {
     double f;
-    if (a.kind == K::Float) f = a.f;
-    else if (a.kind == K::Int) f = static_cast<double>(a.i);
-    else p.unsupported(op, "float constant needs a float value");
+    if (a.kind == K::Float)
+      f = a.f;
+    else if (a.kind == K::Int)
+      f = static_cast<double>(a.i);
+    else
+      p.unsupported(op, "float constant needs a float value");
     // A NaN keeps its exact bits when the reader had them (`0x7FC00000 : f32`); any other value is
     // exact in the double and encodes exactly.
     if (std::isnan(f) && a.kind == K::Float && a.fbits != 0) return a.fbits;
@@ -706,7 +823,8 @@ void lower_constant(const Op& op, Planner& p, Step& s) {
     const ir::DenseAttr& d = a->dense;
     const size_t need = static_cast<size_t>(d.splat ? eb : numel * eb);
     if (d.bytes.size() != need)
-      p.unsupported(op, fmt::format("dense constant holds {} bytes, {} expects {}", d.bytes.size(), t.str(), need));
+      p.unsupported(
+          op, fmt::format("dense constant holds {} bytes, {} expects {}", d.bytes.size(), t.str(), need));
     if (d.splat) {
       for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, d.bytes.data(), eb);
     } else {
@@ -725,24 +843,42 @@ void lower_int_binary(const Op& op, Planner& p, Step& s) {
   const Elem e = s.out_types[0]->elem;
   const std::string_view n = op.name;
   KernelFn fn = nullptr;
-  if (n == "arith.addi") fn = int_binary_kernel<AddI>(e);
-  else if (n == "arith.subi") fn = int_binary_kernel<SubI>(e);
-  else if (n == "arith.muli") fn = int_binary_kernel<MulI>(e);
-  else if (n == "arith.divsi") fn = int_binary_kernel<DivSI>(e);
-  else if (n == "arith.divui") fn = int_binary_kernel<DivUI>(e);
-  else if (n == "arith.remsi") fn = int_binary_kernel<RemSI>(e);
-  else if (n == "arith.remui") fn = int_binary_kernel<RemUI>(e);
-  else if (n == "arith.andi") fn = int_binary_kernel<AndI>(e);
-  else if (n == "arith.ori") fn = int_binary_kernel<OrI>(e);
-  else if (n == "arith.xori") fn = int_binary_kernel<XorI>(e);
-  else if (n == "arith.shli") fn = int_binary_kernel<ShlI>(e);
-  else if (n == "arith.shrsi") fn = int_binary_kernel<ShrSI>(e);
-  else if (n == "arith.shrui") fn = int_binary_kernel<ShrUI>(e);
-  else if (n == "arith.minsi") fn = int_binary_kernel<MinSI>(e);
-  else if (n == "arith.maxsi") fn = int_binary_kernel<MaxSI>(e);
-  else if (n == "arith.minui") fn = int_binary_kernel<MinUI>(e);
-  else if (n == "arith.maxui") fn = int_binary_kernel<MaxUI>(e);
-  else if (n == "tt.mulhiui") fn = int_binary_kernel<MulHiUI>(e);
+  if (n == "arith.addi")
+    fn = int_binary_kernel<AddI>(e);
+  else if (n == "arith.subi")
+    fn = int_binary_kernel<SubI>(e);
+  else if (n == "arith.muli")
+    fn = int_binary_kernel<MulI>(e);
+  else if (n == "arith.divsi")
+    fn = int_binary_kernel<DivSI>(e);
+  else if (n == "arith.divui")
+    fn = int_binary_kernel<DivUI>(e);
+  else if (n == "arith.remsi")
+    fn = int_binary_kernel<RemSI>(e);
+  else if (n == "arith.remui")
+    fn = int_binary_kernel<RemUI>(e);
+  else if (n == "arith.andi")
+    fn = int_binary_kernel<AndI>(e);
+  else if (n == "arith.ori")
+    fn = int_binary_kernel<OrI>(e);
+  else if (n == "arith.xori")
+    fn = int_binary_kernel<XorI>(e);
+  else if (n == "arith.shli")
+    fn = int_binary_kernel<ShlI>(e);
+  else if (n == "arith.shrsi")
+    fn = int_binary_kernel<ShrSI>(e);
+  else if (n == "arith.shrui")
+    fn = int_binary_kernel<ShrUI>(e);
+  else if (n == "arith.minsi")
+    fn = int_binary_kernel<MinSI>(e);
+  else if (n == "arith.maxsi")
+    fn = int_binary_kernel<MaxSI>(e);
+  else if (n == "arith.minui")
+    fn = int_binary_kernel<MinUI>(e);
+  else if (n == "arith.maxui")
+    fn = int_binary_kernel<MaxUI>(e);
+  else if (n == "tt.mulhiui")
+    fn = int_binary_kernel<MulHiUI>(e);
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -752,15 +888,24 @@ void lower_float_binary(const Op& op, Planner& p, Step& s) {
   const Elem e = s.out_types[0]->elem;
   const std::string_view n = op.name;
   KernelFn fn = nullptr;
-  if (n == "arith.addf") fn = float_binary_kernel<AddF>(e);
-  else if (n == "arith.subf") fn = float_binary_kernel<SubF>(e);
-  else if (n == "arith.mulf") fn = float_binary_kernel<MulF>(e);
-  else if (n == "arith.divf" || n == "tt.precise_divf") fn = float_binary_kernel<DivF>(e);
-  else if (n == "arith.remf") fn = float_binary_kernel<RemF>(e);
-  else if (n == "arith.minnumf") fn = float_binary_kernel<MinNumF>(e);
-  else if (n == "arith.maxnumf") fn = float_binary_kernel<MaxNumF>(e);
-  else if (n == "arith.minimumf") fn = float_binary_kernel<MinimumF>(e);
-  else if (n == "arith.maximumf") fn = float_binary_kernel<MaximumF>(e);
+  if (n == "arith.addf")
+    fn = float_binary_kernel<AddF>(e);
+  else if (n == "arith.subf")
+    fn = float_binary_kernel<SubF>(e);
+  else if (n == "arith.mulf")
+    fn = float_binary_kernel<MulF>(e);
+  else if (n == "arith.divf" || n == "tt.precise_divf")
+    fn = float_binary_kernel<DivF>(e);
+  else if (n == "arith.remf")
+    fn = float_binary_kernel<RemF>(e);
+  else if (n == "arith.minnumf")
+    fn = float_binary_kernel<MinNumF>(e);
+  else if (n == "arith.maxnumf")
+    fn = float_binary_kernel<MaxNumF>(e);
+  else if (n == "arith.minimumf")
+    fn = float_binary_kernel<MinimumF>(e);
+  else if (n == "arith.maximumf")
+    fn = float_binary_kernel<MaximumF>(e);
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -770,20 +915,24 @@ void lower_float_unary(const Op& op, Planner& p, Step& s) {
   const Elem e = s.out_types[0]->elem;
   std::string_view n = op.name;
   KernelFn fn = nullptr;
-  if (n == "arith.negf") fn = float_unary_kernel<NegF>(e);
-  else if (n == "tt.precise_sqrt") fn = float_unary_kernel<Sqrt>(e);
+  if (n == "arith.negf")
+    fn = float_unary_kernel<NegF>(e);
+  else if (n == "tt.precise_sqrt")
+    fn = float_unary_kernel<Sqrt>(e);
   else if (n.starts_with("math.")) {
     n.remove_prefix(5);
 #define TS_CASE(str, F) else if (n == str) fn = float_unary_kernel<F>(e);
-    if (false) {}
-    TS_CASE("exp", Exp) TS_CASE("exp2", Exp2) TS_CASE("log", Log) TS_CASE("log2", Log2)
-    TS_CASE("sqrt", Sqrt) TS_CASE("rsqrt", Rsqrt) TS_CASE("absf", AbsF) TS_CASE("floor", Floor)
-    TS_CASE("ceil", Ceil) TS_CASE("erf", Erf) TS_CASE("sin", Sin) TS_CASE("cos", Cos)
-    TS_CASE("tan", Tan) TS_CASE("tanh", Tanh) TS_CASE("expm1", Expm1) TS_CASE("log1p", Log1p)
-    TS_CASE("log10", Log10) TS_CASE("cbrt", Cbrt) TS_CASE("trunc", Trunc) TS_CASE("round", Round)
-    TS_CASE("roundeven", RoundEven) TS_CASE("sinh", Sinh) TS_CASE("cosh", Cosh) TS_CASE("asin", Asin)
-    TS_CASE("acos", Acos) TS_CASE("atan", Atan) TS_CASE("asinh", Asinh) TS_CASE("acosh", Acosh)
-    TS_CASE("atanh", Atanh)
+    if (false) {
+    }
+    TS_CASE("exp", Exp)
+    TS_CASE("exp2", Exp2) TS_CASE("log", Log) TS_CASE("log2", Log2) TS_CASE("sqrt", Sqrt)
+        TS_CASE("rsqrt", Rsqrt) TS_CASE("absf", AbsF) TS_CASE("floor", Floor) TS_CASE("ceil", Ceil)
+            TS_CASE("erf", Erf) TS_CASE("sin", Sin) TS_CASE("cos", Cos) TS_CASE("tan", Tan)
+                TS_CASE("tanh", Tanh) TS_CASE("expm1", Expm1) TS_CASE("log1p", Log1p) TS_CASE("log10", Log10)
+                    TS_CASE("cbrt", Cbrt) TS_CASE("trunc", Trunc) TS_CASE("round", Round)
+                        TS_CASE("roundeven", RoundEven) TS_CASE("sinh", Sinh) TS_CASE("cosh", Cosh)
+                            TS_CASE("asin", Asin) TS_CASE("acos", Acos) TS_CASE("atan", Atan)
+                                TS_CASE("asinh", Asinh) TS_CASE("acosh", Acosh) TS_CASE("atanh", Atanh)
 #undef TS_CASE
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
@@ -811,29 +960,53 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
   const Elem e = s.in_types[0]->elem;
   KernelFn fn = nullptr;
   if (op.name == "arith.cmpi") {
-    const std::string pred = enum_attr(op, "predicate", {{0, "eq"}, {1, "ne"}, {2, "slt"}, {3, "sle"},
-                                                         {4, "sgt"}, {5, "sge"}, {6, "ult"}, {7, "ule"},
-                                                         {8, "ugt"}, {9, "uge"}});
+    const std::string pred = enum_attr(op, "predicate",
+                                       {{0, "eq"},
+                                        {1, "ne"},
+                                        {2, "slt"},
+                                        {3, "sle"},
+                                        {4, "sgt"},
+                                        {5, "sge"},
+                                        {6, "ult"},
+                                        {7, "ule"},
+                                        {8, "ugt"},
+                                        {9, "uge"}});
     // Pointers compare as unsigned 64-bit addresses (eq/ne in practice).
     const Elem ie = e == Elem::ptr ? Elem::i64 : e;
 #define TS_CASE(str, P) else if (pred == str) fn = int_cmp_kernel<P>(ie);
-    if (false) {}
-    TS_CASE("eq", Eq) TS_CASE("ne", Ne) TS_CASE("slt", Slt) TS_CASE("sle", Sle) TS_CASE("sgt", Sgt)
-    TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule) TS_CASE("ugt", Ugt) TS_CASE("uge", Uge)
-    else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
+    if (false) {
+    }
+    TS_CASE("eq", Eq)
+    TS_CASE("ne", Ne) TS_CASE("slt", Slt) TS_CASE("sle", Sle) TS_CASE("sgt", Sgt) TS_CASE("sge", Sge)
+        TS_CASE("ult", Ult) TS_CASE("ule", Ule) TS_CASE("ugt", Ugt)
+            TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
 #undef TS_CASE
   } else {
-    const std::string pred = enum_attr(
-        op, "predicate",
-        {{0, "false"}, {1, "oeq"}, {2, "ogt"}, {3, "oge"}, {4, "olt"}, {5, "ole"}, {6, "one"}, {7, "ord"},
-         {8, "ueq"}, {9, "ugt"}, {10, "uge"}, {11, "ult"}, {12, "ule"}, {13, "une"}, {14, "uno"}, {15, "true"}});
+    const std::string pred = enum_attr(op, "predicate",
+                                       {{0, "false"},
+                                        {1, "oeq"},
+                                        {2, "ogt"},
+                                        {3, "oge"},
+                                        {4, "olt"},
+                                        {5, "ole"},
+                                        {6, "one"},
+                                        {7, "ord"},
+                                        {8, "ueq"},
+                                        {9, "ugt"},
+                                        {10, "uge"},
+                                        {11, "ult"},
+                                        {12, "ule"},
+                                        {13, "une"},
+                                        {14, "uno"},
+                                        {15, "true"}});
 #define TS_CASE(str, P) else if (pred == str) fn = float_cmp_kernel<P>(e);
-    if (false) {}
-    TS_CASE("false", FFalse) TS_CASE("oeq", FOeq) TS_CASE("ogt", FOgt) TS_CASE("oge", FOge) TS_CASE("olt", FOlt)
-    TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt)
-    TS_CASE("uge", FUge) TS_CASE("ult", FUlt) TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno)
-    TS_CASE("true", FTrue)
-    else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+    if (false) {
+    }
+    TS_CASE("false", FFalse)
+    TS_CASE("oeq", FOeq) TS_CASE("ogt", FOgt) TS_CASE("oge", FOge) TS_CASE("olt", FOlt) TS_CASE("ole", FOle)
+        TS_CASE("one", FOne) TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt) TS_CASE(
+            "uge", FUge) TS_CASE("ult", FUlt) TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno)
+            TS_CASE("true", FTrue) else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
 #undef TS_CASE
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.in_types[0]->str()));
@@ -878,9 +1051,7 @@ void lower_cast(const Op& op, Planner& p, Step& s) {
   if (n == "arith.extsi" || n == "arith.extui" || n == "arith.trunci" || n == "arith.index_cast") {
     const bool sgn = n != "arith.extui";
     ew::with_int(a, [&]<class S>() {
-      ew::with_int(b, [&]<class D>() {
-        fn = sgn ? int_cast<S, D, true> : int_cast<S, D, false>;
-      });
+      ew::with_int(b, [&]<class D>() { fn = sgn ? int_cast<S, D, true> : int_cast<S, D, false>; });
     });
   } else if (n == "arith.sitofp" || n == "arith.uitofp") {
     const bool sgn = n == "arith.sitofp";
@@ -893,7 +1064,8 @@ void lower_cast(const Op& op, Planner& p, Step& s) {
       ew::with_int(b, [&]<class D>() { fn = sgn ? float_to_int<S, D, true> : float_to_int<S, D, false>; });
     });
   } else if (n == "arith.extf" || n == "arith.truncf") {
-    ew::with_float(a, [&]<class S>() { ew::with_float(b, [&]<class D>() { fn = float_cast<S, D, false>; }); });
+    ew::with_float(a,
+                   [&]<class S>() { ew::with_float(b, [&]<class D>() { fn = float_cast<S, D, false>; }); });
   }
   if (!fn) bad();
   s.fn = fn;
@@ -903,13 +1075,15 @@ void lower_fp_to_fp(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 1);
   const Elem a = s.in_types[0]->elem, b = s.out_types[0]->elem;
   const std::string r = enum_attr(op, "rounding", {{0, "rtz"}, {1, "rtne"}});
-  if (!r.empty() && r != "rtz" && r != "rtne") p.unsupported(op, fmt::format("unknown rounding mode '{}'", r));
+  if (!r.empty() && r != "rtz" && r != "rtne")
+    p.unsupported(op, fmt::format("unknown rounding mode '{}'", r));
   const bool rtz = r == "rtz";
   KernelFn fn = nullptr;
   ew::with_float(a, [&]<class S>() {
     ew::with_float(b, [&]<class D>() { fn = rtz ? float_cast<S, D, true> : float_cast<S, D, false>; });
   });
-  if (!fn) p.unsupported(op, fmt::format("tt.fp_to_fp from {} to {}", s.in_types[0]->str(), s.out_types[0]->str()));
+  if (!fn)
+    p.unsupported(op, fmt::format("tt.fp_to_fp from {} to {}", s.in_types[0]->str(), s.out_types[0]->str()));
   s.fn = fn;
 }
 
@@ -917,7 +1091,8 @@ void lower_bitcast(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 1);
   const ir::Type& from = *s.in_types[0];
   const ir::Type& to = *s.out_types[0];
-  if (ir::elem_bits(from.elem) != ir::elem_bits(to.elem) || exec::storage_bytes(from) != exec::storage_bytes(to))
+  if (ir::elem_bits(from.elem) != ir::elem_bits(to.elem) ||
+      exec::storage_bytes(from) != exec::storage_bytes(to))
     p.unsupported(op, fmt::format("tt.bitcast between different widths ({} -> {})", from.str(), to.str()));
   s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(to)});
   s.fn = copy_kernel;
@@ -930,7 +1105,8 @@ void lower_clampf(const Op& op, Planner& p, Step& s) {
     p.unsupported(op, fmt::format("unknown propagateNan '{}'", nan));
   const bool all = nan == "all";
   KernelFn fn = nullptr;
-  ew::with_float(s.out_types[0]->elem, [&]<class T>() { fn = all ? clampf_kernel<T, true> : clampf_kernel<T, false>; });
+  ew::with_float(s.out_types[0]->elem,
+                 [&]<class T>() { fn = all ? clampf_kernel<T, true> : clampf_kernel<T, false>; });
   if (!fn) p.unsupported(op, fmt::format("tt.clampf on {}", s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -947,7 +1123,8 @@ void lower_ptr_int(const Op& op, Planner& p, Step& s) {
   } else if (from == 8 && to == 4) {
     fn = int_ptr_kernel<uint64_t, uint32_t>;
   }
-  if (!fn) p.unsupported(op, fmt::format("{} from {} to {}", op.name, s.in_types[0]->str(), s.out_types[0]->str()));
+  if (!fn)
+    p.unsupported(op, fmt::format("{} from {} to {}", op.name, s.in_types[0]->str(), s.out_types[0]->str()));
   s.fn = fn;
 }
 
@@ -958,6 +1135,8 @@ void lower_poison(const Op& op, Planner& p, Step& s) {
   s.fn = zero_kernel;
 }
 
-void lower_inline_asm(const Op& op, Planner& p, Step&) { p.unsupported(op, "inline PTX cannot run on the CPU"); }
+void lower_inline_asm(const Op& op, Planner& p, Step&) {
+  p.unsupported(op, "inline PTX cannot run on the CPU");
+}
 
 }  // namespace tilescope::ops

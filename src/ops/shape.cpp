@@ -159,6 +159,9 @@ struct StridedK {
 // ---------------------------------------------------------------------------------------------
 // cat, join, split
 
+// tt.cat is documented as free to reorder elements (tl.cat requires can_reorder=True), so only the
+// multiset of values is specified; we concatenate along dim 0 (lhs rows, then rhs rows), the order
+// a user reading the Python would expect.
 template <int B>
 struct CatK {  // concatenation along dim 0: in row-major storage, lhs bytes then rhs bytes
   static void run(Program& p, const Step& s) {

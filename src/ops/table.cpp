@@ -131,6 +131,7 @@ constexpr OpDef kOps[] = {
     {"tt.return", S::Return, nullptr, nullptr},
     {"tt.func", S::GenericOnly, nullptr, nullptr},
     {"tt.make_tensor_descriptor", S::MakeDesc, nullptr, lower_make_desc},
+    {"tt.reinterpret_tensor_descriptor", S::Cast, nullptr, nullptr},  // 3.2-3.4 only (reference §1.8)
     {"tt.descriptor_load", S::Arrow, nullptr, lower_desc_load},
     {"tt.descriptor_store", S::NoResult, nullptr, lower_desc_store},
     {"tt.descriptor_reduce", S::NoResult, nullptr, lower_desc_store},

@@ -340,7 +340,7 @@ TEST(ReaderForms, RegionsWithImplicitTerminators) {
 }
 
 TEST(ReaderForms, CustomFormsAndKeywords) {
-  std::string t = kernel("%x: tensor<4xf32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<4xi1>, %s: i64, %i: i32", R"(
+  std::string t = kernel("%x: tensor<4xf32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<4xi1>, %s: i64, %i: i32, %cb: i1", R"(
     %a = tt.load %p, %m evictionPolicy = evict_first cacheModifier = ca : tensor<4x!tt.ptr<f32>>
     %b = tt.reshape %x allow_reorder efficient_layout : tensor<4xf32> -> tensor<2x2xf32>
     %c = tt.clampf %a, %x, %x, propagateNan = all : tensor<4xf32>
@@ -350,7 +350,7 @@ TEST(ReaderForms, CustomFormsAndKeywords) {
     %g = tt.splat %i : i32 -> tensor<1x1xi32>
     %u = tt.unsplat %g : tensor<1x1xi32>
     %y = arith.select %m, %a, %x : tensor<4xi1>, tensor<4xf32>
-    %z = arith.select %m, %a, %x : tensor<4xf32>
+    %z = arith.select %cb, %a, %x : tensor<4xf32>
     %f = arith.cmpf une, %a, %x : tensor<4xf32>
     %bc = tt.bitcast %a : tensor<4xf32> -> tensor<4xi32>
     gpu.barrier
@@ -369,7 +369,8 @@ TEST(ReaderForms, CustomFormsAndKeywords) {
   EXPECT_EQ(def_of(m, "c")->attr("propagateNan")->s, "all");
   EXPECT_EQ(def_of(m, "d")->result()->type->str(), "!tt.ptr<f32>");
   EXPECT_EQ(def_of(m, "u")->result()->type->str(), "i32");
-  EXPECT_EQ(def_of(m, "z")->operands[0]->type->str(), "tensor<4xi1>");
+  EXPECT_EQ(def_of(m, "z")->operands[0]->type->str(), "i1");  // one type: scalar condition
+  EXPECT_EQ(def_of(m, "y")->operands[0]->type->str(), "tensor<4xi1>");
   EXPECT_EQ(def_of(m, "f")->attr("predicate")->s, "une");
   int prints = 0;
   walk(m.entry()->body, [&](const Op& o) {
@@ -413,7 +414,7 @@ TEST(ReaderErrors, LocatedMessages) {
       {"missing predicate", kernel(A, "    %0 = arith.cmpi %x, %x : i32"), "%0 =", "leading keyword"},
       {"bad axis", kernel(A, "    %0 = tt.get_program_id w : i32"), "w :", "expected program axis x, y or z"},
       {"generic-only op", kernel(A, "    %0 = tt.reduce %x : i32"), "%0 =", "only written in the generic form"},
-      {"bad block redefinition", kernel(A, "    cf.br ^bb1\n  ^bb1:\n    cf.br ^bb1\n  ^bb1:"), "^bb1:\n    cf.br ^bb1\n  ^bb1:" ,
+      {"bad block redefinition", kernel(A, "    cf.br ^bb1\n  ^bb1:\n    cf.br ^bb1\n  ^bb1:"), "^bb1:\n    tt.return",
        "redefinition of block"},
       {"dense count", kernel(A, "    %0 = arith.constant dense<[1, 2, 3]> : tensor<4xi32>"), "dense<",
        "dense attribute has 3 elements"},
@@ -538,4 +539,35 @@ TEST(VerifyErrors, ShapeAndTypeRules) {
       EXPECT_EQ(err.rfind(where(c.text, c.marker), 0), 0u) << err;
     }
   }
+}
+
+TEST(ReaderForms, ModuleAttributesGenericBranchesAndOldOps) {
+  std::string t = R"(#loop = #llvm.loop_annotation<licm = #llvm.licm<disable = true>>
+module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {
+  tt.func public @k(%c: i1, %x: i32, %p: !tt.ptr<i8>) {
+    "cf.cond_br"(%c, %x, %x) [^bb1, ^bb2] <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (i1, i32, i32) -> ()
+  ^bb1(%a: i32):
+    %d = tt.reinterpret_tensor_descriptor %p : !tt.ptr<i8> to !tt.tensordesc<tensor<128xf32>>
+    "cf.br"(%a)[^bb2] : (i32) -> ()
+  ^bb2(%b: i32):
+    tt.return
+  }
+}
+)";
+  Module m = read(t, "t.ttir");
+  verify(m);
+  const Function& f = *m.entry();
+  EXPECT_EQ(f.pos.line, 3);
+  EXPECT_EQ(f.pos.col, 3);
+  const Op& cb = *f.body.blocks[0]->ops.back();
+  EXPECT_EQ(cb.name, "cf.cond_br");
+  EXPECT_EQ(cb.operands.size(), 1u);
+  ASSERT_EQ(cb.successors.size(), 2u);
+  EXPECT_EQ(cb.successor_operands[0].size(), 1u);
+  EXPECT_EQ(cb.successor_operands[1][0]->name, "x");
+  const Op& br = *f.body.blocks[1]->ops.back();
+  EXPECT_EQ(br.successors[0], f.body.blocks[2].get());
+  EXPECT_EQ(br.successor_operands[0][0]->name, "a");
+  EXPECT_EQ(f.body.blocks[1]->ops[0]->result()->type->str(), "!tt.tensordesc<tensor<128xf32>>");
+  EXPECT_EQ(find_op("tt.reinterpret_tensor_descriptor")->lower, nullptr);  // recognised, not executable
 }

@@ -80,7 +80,8 @@ TEST(ArithConvert, F16FromDoubleRoundsOnce) {
   const double mid = (1.0 + (1.0 + 0x1p-10)) / 2;  // between 1 and the next f16
   const double x = mid + 0x1p-40;
   EXPECT_EQ(float_to_bits(Elem::f16, x), half_bits(static_cast<_Float16>(1.0 + 0x1p-10)));
-  EXPECT_EQ(float_to_bits(Elem::f16, x), half_bits(static_cast<_Float16>(x)));  // GCC: one rounding from double
+  EXPECT_EQ(float_to_bits(Elem::f16, x),
+            half_bits(static_cast<_Float16>(x)));  // GCC: one rounding from double
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> d(-70000, 70000);
   for (int i = 0; i < 200000; ++i) {
@@ -152,7 +153,8 @@ TEST(ArithConvert, ReferenceSection5Rows) {
   // f32 rtz from double: overflow goes to FLT_MAX.
   EXPECT_EQ(float_to_bits(Elem::f32, 1e39, Rounding::rtz), std::bit_cast<uint32_t>(3.40282347e38f));
   EXPECT_EQ(float_to_bits(Elem::f32, 1.0 + 0x1p-30, Rounding::rtz), std::bit_cast<uint32_t>(1.0f));
-  EXPECT_EQ(float_to_bits(Elem::f32, -(1.0 + 0x1p-23 - 0x1p-30), Rounding::rtz), std::bit_cast<uint32_t>(-1.0f));
+  EXPECT_EQ(float_to_bits(Elem::f32, -(1.0 + 0x1p-23 - 0x1p-30), Rounding::rtz),
+            std::bit_cast<uint32_t>(-1.0f));
 }
 
 struct Fp8Ref {
@@ -223,8 +225,10 @@ TEST(ArithConvert, StorageBytes) {
   EXPECT_EQ(tilescope::exec::storage_bytes(*m.tensor(Elem::f16, {4, 8})), 64);
   EXPECT_EQ(tilescope::exec::storage_bytes(*m.scalar(Elem::i1)), 1);
   const auto* blk = m.tensor(Elem::f32, {16, 16});
-  EXPECT_EQ(tilescope::exec::storage_bytes(*m.ptr(blk)), static_cast<int64_t>(sizeof(tilescope::exec::BlockPtr)));
-  EXPECT_EQ(tilescope::exec::storage_bytes(*m.desc(blk)), static_cast<int64_t>(sizeof(tilescope::exec::TensorDesc)));
+  EXPECT_EQ(tilescope::exec::storage_bytes(*m.ptr(blk)),
+            static_cast<int64_t>(sizeof(tilescope::exec::BlockPtr)));
+  EXPECT_EQ(tilescope::exec::storage_bytes(*m.desc(blk)),
+            static_cast<int64_t>(sizeof(tilescope::exec::TensorDesc)));
   EXPECT_EQ(tilescope::exec::storage_bytes(*m.tensor(Elem::ptr, {128}, m.scalar(Elem::f32))), 1024);
 }
 

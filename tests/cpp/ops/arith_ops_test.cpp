@@ -1,6 +1,7 @@
 // The elementwise op families (arith, math, tt casts, extern_elementwise) run end to end: a small
 // TTIR kernel loads its operands, applies the op under test and stores the result. Expected values
 // come from the reference §5 table (measured on an H200), C/C++ std math, GCC's _Float16, or by hand.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -10,8 +11,6 @@
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/cpp/harness.h"
 #include "tilescope/ir/diag.h"
@@ -26,8 +25,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // A kernel `k(a, b, out)` over N lanes: %x = a[i], %y = b[i]; `body` must define %z of type tensor<N x to>.
-std::string kernel(const std::string& ta, const std::string& tb, const std::string& to, const std::string& body,
-                   int n) {
+std::string kernel(const std::string& ta, const std::string& tb, const std::string& to,
+                   const std::string& body, int n) {
   return fmt::format(R"(module {{
   tt.func public @k(%a: !tt.ptr<{ta}>, %b: !tt.ptr<{tb}>, %out: !tt.ptr<{to}>) attributes {{noinline = false}} {{
     %r = tt.make_range {{end = {n} : i32, start = 0 : i32}} : tensor<{n}xi32>
@@ -49,16 +48,16 @@ std::string kernel(const std::string& ta, const std::string& tb, const std::stri
 }
 
 Elem elem_named(const std::string& t) {
-  for (Elem e : {Elem::i1, Elem::i8, Elem::i16, Elem::i32, Elem::i64, Elem::f16, Elem::bf16, Elem::f32, Elem::f64,
-                 Elem::f8e4m3fn, Elem::f8e5m2})
+  for (Elem e : {Elem::i1, Elem::i8, Elem::i16, Elem::i32, Elem::i64, Elem::f16, Elem::bf16, Elem::f32,
+                 Elem::f64, Elem::f8e4m3fn, Elem::f8e5m2})
     if (t == ir::elem_name(e)) return e;
   return Elem::none;
 }
 
 // Runs the op body over vectors a, b (padded to a power of two by repeating the last lane).
 template <class O, class A, class B>
-std::vector<O> run(const std::string& ta, const std::string& tb, const std::string& to, const std::string& body,
-                   std::vector<A> a, std::vector<B> b) {
+std::vector<O> run(const std::string& ta, const std::string& tb, const std::string& to,
+                   const std::string& body, std::vector<A> a, std::vector<B> b) {
   const size_t len = std::max(a.size(), b.size());
   size_t n = 1;
   while (n < len) n *= 2;
@@ -69,7 +68,8 @@ std::vector<O> run(const std::string& ta, const std::string& tb, const std::stri
   const int ia = test::add_buffer(mem, a, "a", elem_named(ta));
   const int ib = test::add_buffer(mem, b, "b", elem_named(tb));
   const int io = test::add_buffer(mem, out, "out", elem_named(to));
-  test::run_ttir(kernel(ta, tb, to, body, static_cast<int>(n)), {Arg::buf(ia), Arg::buf(ib), Arg::buf(io)}, mem);
+  test::run_ttir(kernel(ta, tb, to, body, static_cast<int>(n)), {Arg::buf(ia), Arg::buf(ib), Arg::buf(io)},
+                 mem);
   out.resize(len);
   return out;
 }
@@ -105,7 +105,8 @@ TEST(ArithInt, WrapDivRemPerGpu) {
   // §5: -7 // 2 = -3, 7 // -2 = -3 (truncation); -7 % 2 = -1, 7 % -2 = 1; x/0 = -1, x%0 = x;
   // INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
   std::vector<int32_t> a{-7, 7, 5, kMin, kMin, 0, -5}, b{2, -2, 0, -1, 1, 0, 0};
-  EXPECT_EQ(binary<int32_t>("arith.divsi", "i32", a, b), (std::vector<int32_t>{-3, -3, -1, kMin, kMin, -1, -1}));
+  EXPECT_EQ(binary<int32_t>("arith.divsi", "i32", a, b),
+            (std::vector<int32_t>{-3, -3, -1, kMin, kMin, -1, -1}));
   EXPECT_EQ(binary<int32_t>("arith.remsi", "i32", a, b), (std::vector<int32_t>{-1, 1, 5, 0, 0, 0, -5}));
   // Unsigned: -7 is 4294967289.
   EXPECT_EQ(binary<int32_t>("arith.divui", "i32", {-7, 7, 5}, {2, 2, 0}),
@@ -116,7 +117,8 @@ TEST(ArithInt, WrapDivRemPerGpu) {
 TEST(ArithInt, NarrowAndWideWidths) {
   // i8 wraps at 8 bits; i16 0xFFFF * 0xFFFF must not go through signed int (wraps to 1).
   EXPECT_EQ(binary<int8_t>("arith.addi", "i8", {127, -128}, {1, -1}), (std::vector<int8_t>{-128, 127}));
-  EXPECT_EQ(binary<int16_t>("arith.muli", "i16", {-1, 300}, {-1, 300}), (std::vector<int16_t>{1, int16_t(90000 - 65536)}));
+  EXPECT_EQ(binary<int16_t>("arith.muli", "i16", {-1, 300}, {-1, 300}),
+            (std::vector<int16_t>{1, int16_t(90000 - 65536)}));
   EXPECT_EQ(binary<int8_t>("arith.divsi", "i8", {-128, 100}, {-1, 0}), (std::vector<int8_t>{-128, -1}));
   const int64_t kMin64 = std::numeric_limits<int64_t>::min();
   EXPECT_EQ(binary<int64_t>("arith.divsi", "i64", {kMin64, -9}, {-1, 4}), (std::vector<int64_t>{kMin64, -2}));
@@ -146,7 +148,8 @@ TEST(ArithInt, MulhiAbsi) {
   EXPECT_EQ(binary<int64_t>("tt.mulhiui", "i64", {-1, int64_t{1} << 40}, {-1, int64_t{1} << 40}),
             (std::vector<int64_t>{-2, int64_t{1} << 16}));
   auto r = run<int32_t>("i32", "i32", "i32", "    %z = math.absi %x : tensor<4xi32>",
-                        std::vector<int32_t>{-5, 5, 0, std::numeric_limits<int32_t>::min()}, std::vector<int32_t>{0});
+                        std::vector<int32_t>{-5, 5, 0, std::numeric_limits<int32_t>::min()},
+                        std::vector<int32_t>{0});
   EXPECT_EQ(r, (std::vector<int32_t>{5, 5, 0, std::numeric_limits<int32_t>::min()}));
 }
 
@@ -162,7 +165,8 @@ TEST(ArithInt, I1Logic) {
     %c10 = arith.constant dense<10> : tensor<4xi32>
     %w = arith.muli %v, %c10 : tensor<4xi32>
     %z = arith.addi %u, %w : tensor<4xi32>)";
-  auto r = run<int32_t>("i32", "i32", "i32", body, std::vector<int32_t>{0, 1, 0, 1}, std::vector<int32_t>{0, 0, 1, 1});
+  auto r = run<int32_t>("i32", "i32", "i32", body, std::vector<int32_t>{0, 1, 0, 1},
+                        std::vector<int32_t>{0, 0, 1, 1});
   // lanes: (F,F): s=0,t=0 -> 0; (T,F): s=1 -> -1; (F,T): -1; (T,T): s=0, t=1 -> 10.
   EXPECT_EQ(r, (std::vector<int32_t>{0, -1, -1, 10}));
 }
@@ -171,8 +175,10 @@ TEST(ArithInt, I1Logic) {
 // Floats
 
 TEST(ArithFloat, F32BinariesAndNaNRules) {
-  EXPECT_EQ(binary<float>("arith.addf", "f32", {1.5f, 1e30f}, {2.25f, 1e30f}), (std::vector<float>{3.75f, 2e30f}));
-  EXPECT_EQ(binary<float>("arith.divf", "f32", {1.0f, -1.0f}, {3.0f, 0.0f}), (std::vector<float>{1.0f / 3.0f, -kInf}));
+  EXPECT_EQ(binary<float>("arith.addf", "f32", {1.5f, 1e30f}, {2.25f, 1e30f}),
+            (std::vector<float>{3.75f, 2e30f}));
+  EXPECT_EQ(binary<float>("arith.divf", "f32", {1.0f, -1.0f}, {3.0f, 0.0f}),
+            (std::vector<float>{1.0f / 3.0f, -kInf}));
   EXPECT_EQ(binary<float>("tt.precise_divf", "f32", {1.0f}, {3.0f})[0], 1.0f / 3.0f);
   // §5: -3e9 % 3.0 = 0.0 (C fmod, not -0.0), -1.5 % 3.0 = -1.5.
   auto rem = binary<float>("arith.remf", "f32", {-3e9f, -1.5f, 7.5f}, {3.0f, 3.0f, -2.0f});
@@ -184,7 +190,8 @@ TEST(ArithFloat, F32BinariesAndNaNRules) {
   EXPECT_EQ(mn[0], 0.0f);
   EXPECT_EQ(mn[1], 1.0f);
   EXPECT_TRUE(std::isnan(mn[2]));
-  EXPECT_EQ(binary<float>("arith.maxnumf", "f32", {kNaN, 3.0f}, {0.0f, 2.0f}), (std::vector<float>{0.0f, 3.0f}));
+  EXPECT_EQ(binary<float>("arith.maxnumf", "f32", {kNaN, 3.0f}, {0.0f, 2.0f}),
+            (std::vector<float>{0.0f, 3.0f}));
   auto mx = binary<float>("arith.maximumf", "f32", {kNaN, 0.0f, 1.0f}, {0.0f, kNaN, 2.0f});
   EXPECT_TRUE(std::isnan(mx[0]));
   EXPECT_TRUE(std::isnan(mx[1]));
@@ -221,7 +228,8 @@ TEST(ArithFloat, F16AndBf16RoundOncePerOp) {
 TEST(ArithFloat, FmaIsFused) {
   // (1 + 2^-23)(1 - 2^-23) - 1 = -2^-46 exactly; an unfused x*y+z gives 0.
   const std::string body = "    %z = math.fma %x, %x, %y : tensor<1xf32>";
-  auto r = run<float>("f32", "f32", "f32", body, std::vector<float>{1.0f + 0x1p-23f}, std::vector<float>{-1.0f});
+  auto r =
+      run<float>("f32", "f32", "f32", body, std::vector<float>{1.0f + 0x1p-23f}, std::vector<float>{-1.0f});
   EXPECT_EQ(r[0], std::fma(1.0f + 0x1p-23f, 1.0f + 0x1p-23f, -1.0f));
   EXPECT_NE(r[0], 0.0f);
 }
@@ -230,40 +238,52 @@ TEST(ArithFloat, MathUnaryMatchesLibm) {
   std::vector<float> xs{0.5f, 2.5f, 0.125f, 0.75f, 3.5f, 0.9f, 1.5f, 0.3f};
   const std::string T = tensor_of(xs.size(), "f32");
   auto un = [&](const std::string& op) {
-    return run<float>("f32", "f32", "f32", fmt::format("    %z = {} %x : {}", op, T), xs, std::vector<float>{0});
+    return run<float>("f32", "f32", "f32", fmt::format("    %z = {} %x : {}", op, T), xs,
+                      std::vector<float>{0});
   };
   struct Case {
     const char* op;
     float (*f)(float);
   } cases[] = {
-      {"math.exp", [](float x) { return std::exp(x); }},   {"math.exp2", [](float x) { return std::exp2(x); }},
-      {"math.log", [](float x) { return std::log(x); }},   {"math.log2", [](float x) { return std::log2(x); }},
-      {"math.sqrt", [](float x) { return std::sqrt(x); }}, {"math.rsqrt", [](float x) { return 1.0f / std::sqrt(x); }},
-      {"math.erf", [](float x) { return std::erf(x); }},   {"math.sin", [](float x) { return std::sin(x); }},
-      {"math.cos", [](float x) { return std::cos(x); }},   {"math.tanh", [](float x) { return std::tanh(x); }},
-      {"math.floor", [](float x) { return std::floor(x); }}, {"math.ceil", [](float x) { return std::ceil(x); }},
-      {"math.round", [](float x) { return std::round(x); }}, {"math.roundeven", [](float x) { return std::nearbyint(x); }},
-      {"math.atanh", [](float x) { return std::atanh(x); }}, {"math.asin", [](float x) { return std::asin(x); }},
-      {"tt.precise_sqrt", [](float x) { return std::sqrt(x); }}, {"arith.negf", [](float x) { return -x; }},
+      {"math.exp", [](float x) { return std::exp(x); }},
+      {"math.exp2", [](float x) { return std::exp2(x); }},
+      {"math.log", [](float x) { return std::log(x); }},
+      {"math.log2", [](float x) { return std::log2(x); }},
+      {"math.sqrt", [](float x) { return std::sqrt(x); }},
+      {"math.rsqrt", [](float x) { return 1.0f / std::sqrt(x); }},
+      {"math.erf", [](float x) { return std::erf(x); }},
+      {"math.sin", [](float x) { return std::sin(x); }},
+      {"math.cos", [](float x) { return std::cos(x); }},
+      {"math.tanh", [](float x) { return std::tanh(x); }},
+      {"math.floor", [](float x) { return std::floor(x); }},
+      {"math.ceil", [](float x) { return std::ceil(x); }},
+      {"math.round", [](float x) { return std::round(x); }},
+      {"math.roundeven", [](float x) { return std::nearbyint(x); }},
+      {"math.atanh", [](float x) { return std::atanh(x); }},
+      {"math.asin", [](float x) { return std::asin(x); }},
+      {"tt.precise_sqrt", [](float x) { return std::sqrt(x); }},
+      {"arith.negf", [](float x) { return -x; }},
   };
   for (const Case& c : cases) {
     auto r = un(c.op);
     for (size_t i = 0; i < xs.size(); ++i) {
       const float want = c.f(xs[i]);
-      if (std::isnan(want)) EXPECT_TRUE(std::isnan(r[i])) << c.op << " " << xs[i];
-      else EXPECT_EQ(r[i], want) << c.op << " " << xs[i];
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(r[i])) << c.op << " " << xs[i];
+      else
+        EXPECT_EQ(r[i], want) << c.op << " " << xs[i];
     }
   }
   EXPECT_EQ(un("math.roundeven")[4], 4.0f);  // ties to even: 3.5 -> 4, 2.5 -> 2
   EXPECT_EQ(un("math.roundeven")[1], 2.0f);
   EXPECT_EQ(un("math.round")[1], 3.0f);  // ties away from zero
   // f64 goes through double libm; f16 through float with one rounding.
-  auto d = run<double>("f64", "f64", "f64", "    %z = math.exp %x : tensor<2xf64>", std::vector<double>{1.0, -2.0},
-                       std::vector<double>{0});
+  auto d = run<double>("f64", "f64", "f64", "    %z = math.exp %x : tensor<2xf64>",
+                       std::vector<double>{1.0, -2.0}, std::vector<double>{0});
   EXPECT_EQ(d[0], std::exp(1.0));
   EXPECT_EQ(d[1], std::exp(-2.0));
-  auto hh = run<uint16_t>("f16", "f16", "f16", "    %z = math.sqrt %x : tensor<1xf16>", std::vector<uint16_t>{h(2.0f)},
-                          std::vector<uint16_t>{0});
+  auto hh = run<uint16_t>("f16", "f16", "f16", "    %z = math.sqrt %x : tensor<1xf16>",
+                          std::vector<uint16_t>{h(2.0f)}, std::vector<uint16_t>{0});
   EXPECT_EQ(hh[0], h(std::sqrt(2.0f)));
 }
 
@@ -272,8 +292,8 @@ TEST(ArithFloat, Compare) {
   std::vector<float> a{1, 2, 1, kNaN, 1, -0.0f}, b{2, 1, 1, 1, kNaN, 0.0f};
   auto cmp = [&](const std::string& pred) {
     return run<int8_t>("f32", "f32", "i8",
-                       fmt::format("    %c = arith.cmpf {}, %x, %y : {}\n    %z = arith.extui %c : {} to {}", pred,
-                                   tensor_of(6, "f32"), tensor_of(6, "i1"), tensor_of(6, "i8")),
+                       fmt::format("    %c = arith.cmpf {}, %x, %y : {}\n    %z = arith.extui %c : {} to {}",
+                                   pred, tensor_of(6, "f32"), tensor_of(6, "i1"), tensor_of(6, "i8")),
                        a, b);
   };
   using V = std::vector<int8_t>;
@@ -299,8 +319,8 @@ TEST(ArithInt, Compare) {
   std::vector<int32_t> a{-1, 1, 5}, b{1, -1, 5};
   auto cmp = [&](const std::string& pred) {
     return run<int8_t>("i32", "i32", "i8",
-                       fmt::format("    %c = arith.cmpi {}, %x, %y : {}\n    %z = arith.extui %c : {} to {}", pred,
-                                   tensor_of(3, "i32"), tensor_of(3, "i1"), tensor_of(3, "i8")),
+                       fmt::format("    %c = arith.cmpi {}, %x, %y : {}\n    %z = arith.extui %c : {} to {}",
+                                   pred, tensor_of(3, "i32"), tensor_of(3, "i1"), tensor_of(3, "i8")),
                        a, b);
   };
   using V = std::vector<int8_t>;
@@ -320,7 +340,8 @@ TEST(ArithSelect, TensorAndScalarCondition) {
   const std::string body = R"(    %c0 = arith.constant dense<0> : tensor<4xi32>
     %p = arith.cmpi sgt, %x, %c0 : tensor<4xi32>
     %z = arith.select %p, %x, %y : tensor<4xi1>, tensor<4xi32>)";
-  EXPECT_EQ(run<int32_t>("i32", "i32", "i32", body, std::vector<int32_t>{3, -1, 0, 9}, std::vector<int32_t>{7, 8, 9, 10}),
+  EXPECT_EQ(run<int32_t>("i32", "i32", "i32", body, std::vector<int32_t>{3, -1, 0, 9},
+                         std::vector<int32_t>{7, 8, 9, 10}),
             (std::vector<int32_t>{3, 8, 9, 9}));
   const std::string scalar = R"(    %t = arith.constant true
     %f = arith.constant false
@@ -339,9 +360,10 @@ TEST(ArithCast, FloatToIntSaturates) {
   // §5: f.to(i32) for 3e9, -3e9, NaN, +inf, -inf -> INT_MAX, INT_MIN, 0, INT_MAX, INT_MIN.
   const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
   std::vector<float> xs{3e9f, -3e9f, kNaN, kInf, -kInf, -2.9f, 2.9f, 2147483520.0f};
-  auto r = run<int32_t>("f32", "f32", "i32",
-                        fmt::format("    %z = arith.fptosi %x : {} to {}", tensor_of(8, "f32"), tensor_of(8, "i32")), xs,
-                        std::vector<float>{0});
+  auto r = run<int32_t>(
+      "f32", "f32", "i32",
+      fmt::format("    %z = arith.fptosi %x : {} to {}", tensor_of(8, "f32"), tensor_of(8, "i32")), xs,
+      std::vector<float>{0});
   EXPECT_EQ(r, (std::vector<int32_t>{kMax, kMin, 0, kMax, kMin, -2, 2, 2147483520}));
   // §5: f.to(i64).to(i32) for +inf, -inf -> -1, 0.
   auto w = run<int32_t>("f32", "f32", "i32",
@@ -412,7 +434,8 @@ TEST(ArithCast, FloatToFloat) {
   EXPECT_EQ(b[2], 65536.0f);
   EXPECT_TRUE(std::isnan(b[3]));
   // §5: f.to(f16, rtz) 3e9 -> 65504, 70000 -> 65504; f.to(f16) 70000 -> inf, 1e-8 -> 0.
-  auto z = run<uint16_t>("f32", "f32", "f16", "    %z = tt.fp_to_fp %x, rounding = rtz : tensor<2xf32> -> tensor<2xf16>",
+  auto z = run<uint16_t>("f32", "f32", "f16",
+                         "    %z = tt.fp_to_fp %x, rounding = rtz : tensor<2xf32> -> tensor<2xf16>",
                          std::vector<float>{3e9f, 70000.0f}, std::vector<float>{0});
   EXPECT_EQ(from_h(z[0]), 65504.0f);
   EXPECT_EQ(from_h(z[1]), 65504.0f);
@@ -486,7 +509,8 @@ TEST(ArithClampf, PropagateNan) {
 }
 
 TEST(ArithPoison, Zeros) {
-  auto r = run<int32_t>("i32", "i32", "i32", "    %p = ub.poison : tensor<2xi32>\n    %z = arith.addi %p, %x : tensor<2xi32>",
+  auto r = run<int32_t>("i32", "i32", "i32",
+                        "    %p = ub.poison : tensor<2xi32>\n    %z = arith.addi %p, %x : tensor<2xi32>",
                         std::vector<int32_t>{4, 5}, std::vector<int32_t>{0});
   EXPECT_EQ(r, (std::vector<int32_t>{4, 5}));
 }
@@ -494,7 +518,8 @@ TEST(ArithPoison, Zeros) {
 TEST(ArithExtern, LibdeviceFunctions) {
   auto ext = [](const std::string& sym, const std::string& ta, const std::string& to, int nargs) {
     return fmt::format(
-        "    %z = tt.extern_elementwise {} {{libname = \"\", libpath = \"\", pure = true, symbol = \"{}\"}} : ({}) -> "
+        "    %z = tt.extern_elementwise {} {{libname = \"\", libpath = \"\", pure = true, symbol = \"{}\"}} "
+        ": ({}) -> "
         "tensor<4x{}>",
         nargs == 1 ? "%x" : "%x, %y", sym,
         nargs == 1 ? fmt::format("tensor<4x{}>", ta) : fmt::format("tensor<4x{}>, tensor<4x{}>", ta, ta), to);
@@ -509,10 +534,10 @@ TEST(ArithExtern, LibdeviceFunctions) {
   EXPECT_EQ(pw[2], std::pow(2.0f, 0.5f));
   auto isn = run<int32_t>("f32", "f32", "i32", ext("__nv_isnanf", "f32", "i32", 1), xs, ys);
   EXPECT_EQ(isn, (std::vector<int32_t>{0, 0, 0, 1}));
-  auto rd = run<float>("f32", "f32", "f32", ext("__nv_fdiv_rd", "f32", "f32", 2), std::vector<float>{1, -1, 1, 6},
-                       std::vector<float>{3, 3, 4, 3});
-  auto ru = run<float>("f32", "f32", "f32", ext("__nv_fdiv_ru", "f32", "f32", 2), std::vector<float>{1, -1, 1, 6},
-                       std::vector<float>{3, 3, 4, 3});
+  auto rd = run<float>("f32", "f32", "f32", ext("__nv_fdiv_rd", "f32", "f32", 2),
+                       std::vector<float>{1, -1, 1, 6}, std::vector<float>{3, 3, 4, 3});
+  auto ru = run<float>("f32", "f32", "f32", ext("__nv_fdiv_ru", "f32", "f32", 2),
+                       std::vector<float>{1, -1, 1, 6}, std::vector<float>{3, 3, 4, 3});
   // 1/3 is inexact: rd and ru bracket it one ulp apart; exact quotients are unchanged.
   EXPECT_LT(rd[0], 1.0 / 3.0);
   EXPECT_GT(ru[0], 1.0 / 3.0);
@@ -520,8 +545,9 @@ TEST(ArithExtern, LibdeviceFunctions) {
   EXPECT_LT(rd[1], -1.0 / 3.0);
   EXPECT_EQ(rd[2], 0.25f);
   EXPECT_EQ(ru[3], 2.0f);
-  auto dbl = run<double>("f64", "f64", "f64", ext("__nv_dadd_rz", "f64", "f64", 2), std::vector<double>{1, -1, 1e308, 1},
-                         std::vector<double>{0x1p-60, -0x1p-60, 1e308, 2});
+  auto dbl =
+      run<double>("f64", "f64", "f64", ext("__nv_dadd_rz", "f64", "f64", 2),
+                  std::vector<double>{1, -1, 1e308, 1}, std::vector<double>{0x1p-60, -0x1p-60, 1e308, 2});
   EXPECT_EQ(dbl[0], 1.0);
   EXPECT_EQ(dbl[1], -1.0);
   EXPECT_EQ(dbl[2], std::numeric_limits<double>::max());  // rz overflow: largest finite
@@ -529,11 +555,11 @@ TEST(ArithExtern, LibdeviceFunctions) {
   auto f2i = run<int32_t>("f32", "f32", "i32", ext("__nv_float2int_rd", "f32", "i32", 1),
                           std::vector<float>{-1.5f, 2.5f, 3e9f, kNaN}, ys);
   EXPECT_EQ(f2i, (std::vector<int32_t>{-2, 2, std::numeric_limits<int32_t>::max(), 0}));
-  auto mh = run<int32_t>("i32", "i32", "i32", ext("__nv_umulhi", "i32", "i32", 2), std::vector<int32_t>{-1, 3, 0, 1},
-                         std::vector<int32_t>{-1, 5, 7, 1});
+  auto mh = run<int32_t>("i32", "i32", "i32", ext("__nv_umulhi", "i32", "i32", 2),
+                         std::vector<int32_t>{-1, 3, 0, 1}, std::vector<int32_t>{-1, 5, 7, 1});
   EXPECT_EQ(mh, (std::vector<int32_t>{-2, 0, 0, 0}));
-  auto pc = run<int32_t>("i32", "i32", "i32", ext("__nv_popc", "i32", "i32", 1), std::vector<int32_t>{0, 7, -1, 256},
-                         std::vector<int32_t>{0});
+  auto pc = run<int32_t>("i32", "i32", "i32", ext("__nv_popc", "i32", "i32", 1),
+                         std::vector<int32_t>{0, 7, -1, 256}, std::vector<int32_t>{0});
   EXPECT_EQ(pc, (std::vector<int32_t>{0, 3, 32, 1}));
   // erfinv inverts erf (checked through std::erf, an independent implementation).
   auto ei = run<double>("f64", "f64", "f64", ext("__nv_erfinv", "f64", "f64", 1),
@@ -543,10 +569,11 @@ TEST(ArithExtern, LibdeviceFunctions) {
 }
 
 TEST(ArithErrors, UnknownExternAndInlineAsmAreLocated) {
-  const std::string bad_ext = kernel("f32", "f32", "f32",
-                                     "    %z = tt.extern_elementwise %x {libname = \"\", libpath = \"\", pure = true, "
-                                     "symbol = \"__nv_nosuchf\"} : (tensor<4xf32>) -> tensor<4xf32>",
-                                     4);
+  const std::string bad_ext =
+      kernel("f32", "f32", "f32",
+             "    %z = tt.extern_elementwise %x {libname = \"\", libpath = \"\", pure = true, "
+             "symbol = \"__nv_nosuchf\"} : (tensor<4xf32>) -> tensor<4xf32>",
+             4);
   std::vector<float> v(4);
   exec::Memory mem;
   int b = test::add_buffer(mem, v, "a", Elem::f32);
@@ -554,13 +581,15 @@ TEST(ArithErrors, UnknownExternAndInlineAsmAreLocated) {
     test::run_ttir(bad_ext, {Arg::buf(b), Arg::buf(b), Arg::buf(b)}, mem);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unsupported extern function '__nv_nosuchf'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unsupported extern function '__nv_nosuchf'"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("test.ttir:"), std::string::npos) << e.what();
   }
-  const std::string bad_asm = kernel("i32", "i32", "i32",
-                                     "    %z = tt.elementwise_inline_asm \"mov.b32 $0, $1;\" {constraints = \"=r,r\", "
-                                     "packed_element = 1 : i32, pure = true} %x : tensor<4xi32> -> tensor<4xi32>",
-                                     4);
+  const std::string bad_asm =
+      kernel("i32", "i32", "i32",
+             "    %z = tt.elementwise_inline_asm \"mov.b32 $0, $1;\" {constraints = \"=r,r\", "
+             "packed_element = 1 : i32, pure = true} %x : tensor<4xi32> -> tensor<4xi32>",
+             4);
   try {
     test::run_ttir(bad_asm, {Arg::buf(b), Arg::buf(b), Arg::buf(b)}, mem);
     FAIL() << "expected an error";
@@ -568,10 +597,11 @@ TEST(ArithErrors, UnknownExternAndInlineAsmAreLocated) {
     EXPECT_NE(std::string(e.what()).find("inline PTX cannot run on the CPU"), std::string::npos) << e.what();
   }
   // Wrong operand types for a known symbol.
-  const std::string bad_sig = kernel("f64", "f64", "f64",
-                                     "    %z = tt.extern_elementwise %x {libname = \"\", libpath = \"\", pure = true, "
-                                     "symbol = \"__nv_tanhf\"} : (tensor<4xf64>) -> tensor<4xf64>",
-                                     4);
+  const std::string bad_sig =
+      kernel("f64", "f64", "f64",
+             "    %z = tt.extern_elementwise %x {libname = \"\", libpath = \"\", pure = true, "
+             "symbol = \"__nv_tanhf\"} : (tensor<4xf64>) -> tensor<4xf64>",
+             4);
   std::vector<double> w(4);
   int bw = test::add_buffer(mem, w, "w", Elem::f64);
   EXPECT_THROW(test::run_ttir(bad_sig, {Arg::buf(bw), Arg::buf(bw), Arg::buf(bw)}, mem), Error);

@@ -229,3 +229,23 @@ TEST(ReduceOps, MapElementwisePackGroupsArgumentsPerOperand) {
   EXPECT_EQ(o.as<float>(), (std::vector<float>{21, -8, 43, -26, 6, 6, 10, 6}));
   EXPECT_EQ(o1.as<float>(), (std::vector<float>{10, 20, 30, 40, 5, 6, 7, 8}));
 }
+
+TEST(ReduceOps, I1ReductionsUseOneBitMeanings) {
+  // On i1, addi is xor and muli is and; as a signed 1-bit number true is -1, so maxsi is and, minsi is or.
+  Kernel k;
+  std::string x8 = k.load("i8", {4});
+  std::string z = k.line("arith.constant 0 : i8");
+  std::string zs = k.line("tt.splat " + z + " : i8 -> tensor<4xi8>");
+  std::string x = k.line("arith.cmpi ne, " + x8 + ", " + zs + " : tensor<4xi8>");
+  for (const char* op : {"arith.addi", "arith.muli", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.xori"}) {
+    std::string r = reduce1(k, x, "i1", {4}, 0, op);
+    k.store(k.line("arith.extui " + r + " : i1 to i8"), "i8", {});
+  }
+  Buf in = Buf::of<int8_t>({1, 0, 1, 1}, Elem::i8);
+  std::vector<Buf> outs(6, Buf::zeros<int8_t>(1, Elem::i8));
+  std::vector<Buf*> bufs{&in};
+  for (auto& o : outs) bufs.push_back(&o);
+  run(k, bufs);
+  const int8_t want[6] = {1, 0, 0, 1, 1, 1};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(outs[i].as<int8_t>()[0], want[i]) << i;
+}
