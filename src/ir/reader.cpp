@@ -4,6 +4,8 @@
 // `"name"(ops) <{props}> ({regions}) {attrs} : (T...) -> R` is read for every op. Locations follow
 // reference §3.2. Every error is a tilescope::Error "file:line:col: message"; nothing the text says can
 // crash the reader or make it loop (recursion is bounded by kMaxDepth).
+#include "tilescope/ir/reader.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -17,7 +19,6 @@
 
 #include "src/exec/value.h"
 #include "src/ops/table.h"
-#include "tilescope/ir/reader.h"
 
 namespace tilescope::ir {
 
@@ -286,12 +287,19 @@ class Reader {
 
   // ---------------------------------------------------------------- types
   const Type* scalar_named(const std::string& n) {
-    static const std::pair<const char*, Elem> names[] = {
-        {"i1", Elem::i1},         {"i8", Elem::i8},         {"i16", Elem::i16},
-        {"i32", Elem::i32},       {"i64", Elem::i64},       {"f16", Elem::f16},
-        {"bf16", Elem::bf16},     {"f32", Elem::f32},       {"f64", Elem::f64},
-        {"f8E4M3FN", Elem::f8e4m3fn}, {"f8E5M2", Elem::f8e5m2}, {"f8E4M3FNUZ", Elem::f8e4m3fnuz},
-        {"f8E5M2FNUZ", Elem::f8e5m2fnuz}};
+    static const std::pair<const char*, Elem> names[] = {{"i1", Elem::i1},
+                                                         {"i8", Elem::i8},
+                                                         {"i16", Elem::i16},
+                                                         {"i32", Elem::i32},
+                                                         {"i64", Elem::i64},
+                                                         {"f16", Elem::f16},
+                                                         {"bf16", Elem::bf16},
+                                                         {"f32", Elem::f32},
+                                                         {"f64", Elem::f64},
+                                                         {"f8E4M3FN", Elem::f8e4m3fn},
+                                                         {"f8E5M2", Elem::f8e5m2},
+                                                         {"f8E4M3FNUZ", Elem::f8e4m3fnuz},
+                                                         {"f8E5M2FNUZ", Elem::f8e5m2fnuz}};
     for (auto& [s, e] : names)
       if (n == s) return m_.scalar(e);
     return nullptr;
@@ -524,7 +532,8 @@ class Reader {
     } else if (is_float(e)) {
       if (n->is_hex) {
         bits = static_cast<uint64_t>(n->i);
-        if (elem_bits(e) < 64 && (bits >> elem_bits(e)) != 0) fail(off, "hex literal too wide for the element");
+        if (elem_bits(e) < 64 && (bits >> elem_bits(e)) != 0)
+          fail(off, "hex literal too wide for the element");
       } else {
         bits = float_bits(e, n->is_float ? n->f : static_cast<double>(n->i));
       }
@@ -600,7 +609,8 @@ class Reader {
       } else if (static_cast<int64_t>(bytes.size()) == eb * numel) {
         a.dense.splat = false;
       } else {
-        fail(hs, fmt::format("hex dense literal has {} bytes, expected {} or {}", bytes.size(), eb, eb * numel));
+        fail(hs,
+             fmt::format("hex dense literal has {} bytes, expected {} or {}", bytes.size(), eb, eb * numel));
       }
       if (e == Elem::i1)
         for (auto& b : bytes) b &= 1;
@@ -613,7 +623,8 @@ class Reader {
     } else if (static_cast<int64_t>(lits.size()) == numel) {
       a.dense.splat = false;
     } else {
-      fail(s, fmt::format("dense attribute has {} elements, its type {} has {}", lits.size(), t->str(), numel));
+      fail(s,
+           fmt::format("dense attribute has {} elements, its type {} has {}", lits.size(), t->str(), numel));
     }
     for (auto& l : lits) dense_elem(&l.n, l.boolv, l.off, e, a.dense.bytes);
     return a;
@@ -629,8 +640,10 @@ class Reader {
       p_ = ts;
       a.kind = Attr::Kind::String;
       while (!eof() && t_[p_] != '>') {
-        if (t_[p_] == '<') skip_group();
-        else ++p_;
+        if (t_[p_] == '<')
+          skip_group();
+        else
+          ++p_;
       }
       a.s = "array<" + std::string(t_.substr(ts, p_ - ts)) + ">";
       expect('>');
@@ -640,9 +653,12 @@ class Reader {
     if (accept(':')) {
       do {
         ws();
-        if (accept_kw("true")) a.ints.push_back(1);
-        else if (accept_kw("false")) a.ints.push_back(0);
-        else a.ints.push_back(parse_int("an array element"));
+        if (accept_kw("true"))
+          a.ints.push_back(1);
+        else if (accept_kw("false"))
+          a.ints.push_back(0);
+        else
+          a.ints.push_back(parse_int("an array element"));
       } while (accept(','));
     }
     expect('>', " closing array<");
@@ -849,7 +865,8 @@ class Reader {
     for (int hops = 0; locs_[n].k == LocNode::K::Alias; ++hops) {
       if (hops > 64) fail(locs_[n].off, "location alias cycle");
       auto it = loc_alias_.find(locs_[n].s);
-      if (it == loc_alias_.end()) fail(locs_[n].off, fmt::format("undefined location alias '#{}'", locs_[n].s));
+      if (it == loc_alias_.end())
+        fail(locs_[n].off, fmt::format("undefined location alias '#{}'", locs_[n].s));
       n = it->second;
     }
     return n;
@@ -859,7 +876,8 @@ class Reader {
     n = deref(n);
     const LocNode& l = locs_[n];
     switch (l.k) {
-      case LocNode::K::Unknown: case LocNode::K::Alias: return;
+      case LocNode::K::Unknown:
+      case LocNode::K::Alias: return;
       case LocNode::K::File: out.push_back({l.s, l.line, l.col, name}); return;
       case LocNode::K::Name:
         if (!l.kids.empty()) frames(l.kids[0], out, name.empty() ? l.s : name, depth + 1);
@@ -919,7 +937,8 @@ class Reader {
       if (r.idx < 0 && f->second.size() > 1) return f->second[0];
       return f->second[idx];
     }
-    fail(r.off, fmt::format("use of undefined value '%{}{}'", r.name, r.idx >= 0 ? fmt::format("#{}", r.idx) : ""));
+    fail(r.off,
+         fmt::format("use of undefined value '%{}{}'", r.name, r.idx >= 0 ? fmt::format("#{}", r.idx) : ""));
   }
   void define(const std::string& name, std::vector<Value*> vals, size_t off) {
     for (auto& sc : scopes_)
@@ -1098,7 +1117,7 @@ class Reader {
       while (q < t_.size() && (t_[q] == ' ' || t_[q] == '\t' || t_[q] == '\n' || t_[q] == '\r')) ++q;
     };
     skip();
-    if (q < t_.size() && t_[q] == ':' ) {
+    if (q < t_.size() && t_[q] == ':') {
       ++q;
       skip();
       while (q < t_.size() && is_digit(t_[q])) ++q;
@@ -1224,13 +1243,15 @@ class Reader {
         }
         fail(it.off, fmt::format("unexpected keyword '{}' in '{}'", it.word, o.name));
       } else if (it.k == Item::K::KwValue) {
-        std::string key = it.word == "cacheModifier" ? "cache" : it.word == "evictionPolicy" ? "evict" : it.word;
+        std::string key = it.word == "cacheModifier"    ? "cache"
+                          : it.word == "evictionPolicy" ? "evict"
+                                                        : it.word;
         o.attrs[key] = it.val;
       }
     }
     if (pos != positional.end() && k < pos->second.size())
-      fail(op_off_, fmt::format("'{}' expects {} leading keyword(s) ({})", o.name,
-                                                    pos->second.size(), fmt::join(pos->second, ", ")));
+      fail(op_off_, fmt::format("'{}' expects {} leading keyword(s) ({})", o.name, pos->second.size(),
+                                fmt::join(pos->second, ", ")));
   }
   std::vector<Ref> operands_of(const std::vector<Item>& its) {
     std::vector<Ref> v;
@@ -1272,7 +1293,8 @@ class Reader {
           Attr a = parse_attr();
           if (a.kind == Attr::Kind::Bool) {
             a.kind = Attr::Kind::Bool;
-          } else if (a.kind != Attr::Kind::Int && a.kind != Attr::Kind::Float && a.kind != Attr::Kind::Dense) {
+          } else if (a.kind != Attr::Kind::Int && a.kind != Attr::Kind::Float &&
+                     a.kind != Attr::Kind::Dense) {
             fail(s, "arith.constant expects an integer, float, boolean or dense value");
           } else if (!a.type) {
             fail(s, "arith.constant value needs a type (`: i32`)");
@@ -1338,18 +1360,22 @@ class Reader {
         auto its = items(o);
         for (auto& it : its)
           if (it.k == Item::K::String) {
-            if (!is_asm || o.attrs.count("asm_string")) fail(it.off, fmt::format("unexpected string in '{}'", n));
+            if (!is_asm || o.attrs.count("asm_string"))
+              fail(it.off, fmt::format("unexpected string in '{}'", n));
             Attr a;
             a.kind = Attr::Kind::String;
             a.s = it.word;
             o.attrs["asm_string"] = a;
           }
-        if (is_asm && !o.attrs.count("asm_string")) fail(op_off_, "tt.elementwise_inline_asm needs an asm string");
+        if (is_asm && !o.attrs.count("asm_string"))
+          fail(op_off_, "tt.elementwise_inline_asm needs an asm string");
         apply_keywords(o, its);
         auto ops = operands_of(its);
         std::vector<const Type*> lhs;
-        if (accept(':')) lhs = type_list();
-        else if (!is_asm || !ops.empty()) expected("':' and the operand type");
+        if (accept(':'))
+          lhs = type_list();
+        else if (!is_asm || !ops.empty())
+          expected("':' and the operand type");
         expect_arrow();
         auto rhs = type_list();
         if (!is_asm && ops.empty()) fail(op_off_, fmt::format("'{}' expects an operand", n));
@@ -1362,7 +1388,8 @@ class Reader {
         }
         // Written types go to the leading operands (cat/join/histogram/descriptor_load write one).
         if (lhs.size() > ops.size()) fail(op_off_, "more operand types than operands");
-        for (size_t i = 0; i < ops.size(); ++i) o.operands.push_back(use(ops[i], i < lhs.size() ? lhs[i] : nullptr));
+        for (size_t i = 0; i < ops.size(); ++i)
+          o.operands.push_back(use(ops[i], i < lhs.size() ? lhs[i] : nullptr));
         if (n == "tt.split") {
           if (rhs.size() != 1) fail(op_off_, "tt.split takes one result type");
           res = {rhs[0], rhs[0]};
@@ -1490,8 +1517,10 @@ class Reader {
         const Ref* b = take(false);
         const Ref* bs = take(true);
         const Ref* c = take(false);
-        if (!a || !b || !c || i != seq.size()) fail(op_off_, "tt.dot_scaled expects a [scale s], b [scale s], c");
-        if (!o.attrs.count("lhs") || !o.attrs.count("rhs")) fail(op_off_, "tt.dot_scaled needs lhs = .. rhs = ..");
+        if (!a || !b || !c || i != seq.size())
+          fail(op_off_, "tt.dot_scaled expects a [scale s], b [scale s], c");
+        if (!o.attrs.count("lhs") || !o.attrs.count("rhs"))
+          fail(op_off_, "tt.dot_scaled needs lhs = .. rhs = ..");
         Attr fa, fb;
         fa.kind = fb.kind = Attr::Kind::Bool;
         fa.b = as != nullptr;
@@ -1566,7 +1595,8 @@ class Reader {
           while (accept(',')) ops.push_back(value_ref());
           expect(':', " before the types of tt.print operands");
           auto ts = type_list();
-          if (ts.size() != ops.size()) fail(op_off_, fmt::format("{} operands but {} types", ops.size(), ts.size()));
+          if (ts.size() != ops.size())
+            fail(op_off_, fmt::format("{} operands but {} types", ops.size(), ts.size()));
           for (size_t i = 0; i < ops.size(); ++i) o.operands.push_back(use(ops[i], ts[i]));
         }
         return;
@@ -1608,7 +1638,8 @@ class Reader {
         auto in = paren_types();
         expect_arrow();
         res = result_types();
-        if (in.size() != ops.size()) fail(op_off_, fmt::format("{} operands but {} types", ops.size(), in.size()));
+        if (in.size() != ops.size())
+          fail(op_off_, fmt::format("{} operands but {} types", ops.size(), in.size()));
         for (size_t i = 0; i < ops.size(); ++i) o.operands.push_back(use(ops[i], in[i]));
         return;
       }
@@ -1628,14 +1659,16 @@ class Reader {
           expect(':', " before the types of returned values");
           ts = type_list();
         }
-        if (ts.size() != ops.size()) fail(op_off_, fmt::format("{} operands but {} types", ops.size(), ts.size()));
+        if (ts.size() != ops.size())
+          fail(op_off_, fmt::format("{} operands but {} types", ops.size(), ts.size()));
         for (size_t i = 0; i < ops.size(); ++i) o.operands.push_back(use(ops[i], ts[i]));
         return;
       }
       case Syntax::Barrier: {
         // gpu.barrier takes nothing; ttg.barrier (3.7+) takes address-space keywords joined by '|'.
         // Only known keywords are read, so a following op without a loc(...) is not swallowed.
-        static const char* kinds[] = {"all", "local", "global_read", "global_write", "tensor_read", "tensor_write"};
+        static const char* kinds[] = {"all",          "local",       "global_read",
+                                      "global_write", "tensor_read", "tensor_write"};
         for (bool more = n != "gpu.barrier"; more;) {
           more = false;
           for (const char* k : kinds)
@@ -1681,7 +1714,8 @@ class Reader {
     expect(':', " before successor operand types");
     auto ts = type_list();
     expect(')', " closing successor operands");
-    if (ts.size() != ops.size()) fail(ops[0].off, fmt::format("{} operands but {} types", ops.size(), ts.size()));
+    if (ts.size() != ops.size())
+      fail(ops[0].off, fmt::format("{} operands but {} types", ops.size(), ts.size()));
     for (size_t i = 0; i < ops.size(); ++i) v.push_back(use(ops[i], ts[i]));
     return v;
   }
@@ -1749,7 +1783,8 @@ class Reader {
     Block* b = r.blocks.back().get();
     if (!b->ops.empty()) {
       Syntax sx = b->ops.back()->def->syntax;
-      if (sx == Syntax::Return || sx == Syntax::Branch || sx == Syntax::CondBranch || sx == Syntax::Condition) return;
+      if (sx == Syntax::Return || sx == Syntax::Branch || sx == Syntax::CondBranch || sx == Syntax::Condition)
+        return;
     }
     auto y = std::make_unique<Op>();
     y->name = "scf.yield";
@@ -1796,7 +1831,8 @@ class Reader {
     auto in = paren_types();
     expect_arrow();
     res = result_types();
-    if (in.size() != args.size()) fail(op_off_, fmt::format("{} while arguments but {} types", args.size(), in.size()));
+    if (in.size() != args.size())
+      fail(op_off_, fmt::format("{} while arguments but {} types", args.size(), in.size()));
     for (size_t i = 0; i < args.size(); ++i) {
       o.operands.push_back(use(inits[i], in[i]));
       args[i].type = in[i];
@@ -1828,7 +1864,7 @@ class Reader {
       expect('>', " closing properties");
     }
     ws();
-    if (peek() == '(' ) {
+    if (peek() == '(') {
       ++p_;
       do {
         o.regions.push_back(std::make_unique<Region>());
@@ -1842,7 +1878,8 @@ class Reader {
     auto in = paren_types();
     expect_arrow();
     res = result_types();
-    if (in.size() != ops.size()) fail(op_off_, fmt::format("{} operands but {} operand types", ops.size(), in.size()));
+    if (in.size() != ops.size())
+      fail(op_off_, fmt::format("{} operands but {} operand types", ops.size(), in.size()));
     std::vector<Value*> vals;
     for (size_t i = 0; i < ops.size(); ++i) vals.push_back(use(ops[i], in[i]));
     if (o.successors.empty()) {
@@ -1852,8 +1889,10 @@ class Reader {
     // Branches: operandSegmentSizes splits [own operands, successor 0 operands, ...].
     const Attr* seg = o.attr("operandSegmentSizes");
     std::vector<int64_t> sizes;
-    if (seg && seg->kind == Attr::Kind::IntArray) sizes = seg->ints;
-    else if (o.successors.size() == 1) sizes = {0, static_cast<int64_t>(vals.size())};
+    if (seg && seg->kind == Attr::Kind::IntArray)
+      sizes = seg->ints;
+    else if (o.successors.size() == 1)
+      sizes = {0, static_cast<int64_t>(vals.size())};
     if (sizes.size() == o.successors.size() && o.name == "cf.cond_br") sizes.insert(sizes.begin(), 1);
     int64_t total = 0;
     for (int64_t s : sizes) total += s;
@@ -1899,8 +1938,10 @@ class Reader {
     size_t saved = op_off_;
     op_off_ = start;
     std::vector<const Type*> res;
-    if (is_generic) generic(*o, res);
-    else custom(*o, res, names.size());
+    if (is_generic)
+      generic(*o, res);
+    else
+      custom(*o, res, names.size());
     op_off_ = saved;
     size_t total = 0;
     for (auto& r : names) total += r.count;
@@ -1926,9 +1967,12 @@ class Reader {
   void func(size_t start) {
     auto f = std::make_unique<Function>();
     f->pos = pos_of(start);
-    if (accept_kw("private")) f->is_public = false;
-    else if (accept_kw("nested")) f->is_public = false;
-    else accept_kw("public");
+    if (accept_kw("private"))
+      f->is_public = false;
+    else if (accept_kw("nested"))
+      f->is_public = false;
+    else
+      accept_kw("public");
     f->name = symbol();
     for (auto& g : m_.functions)
       if (g->name == f->name) fail(start, fmt::format("redefinition of function '@{}'", f->name));

@@ -46,7 +46,9 @@ class Verifier {
   }
 
  private:
-  [[noreturn]] void fail(const Op& o, const std::string& msg) { fail_at(m_, o, fmt::format("'{}': {}", o.name, msg)); }
+  [[noreturn]] void fail(const Op& o, const std::string& msg) {
+    fail_at(m_, o, fmt::format("'{}': {}", o.name, msg));
+  }
   void check(bool ok, const Op& o, const std::string& msg) {
     if (!ok) fail(o, msg);
   }
@@ -59,7 +61,8 @@ class Verifier {
     return o.results[i]->type;
   }
   void counts(const Op& o, size_t nops, size_t nres) {
-    check(o.operands.size() == nops, o, fmt::format("expects {} operand(s), has {}", nops, o.operands.size()));
+    check(o.operands.size() == nops, o,
+          fmt::format("expects {} operand(s), has {}", nops, o.operands.size()));
     check(o.results.size() == nres, o, fmt::format("expects {} result(s), has {}", nres, o.results.size()));
   }
   void operands_between(const Op& o, size_t lo, size_t hi) {
@@ -71,7 +74,8 @@ class Verifier {
     check(a && a->kind == kind, o, fmt::format("missing or malformed attribute '{}'", k));
     return a;
   }
-  void keyword_in(const Op& o, const char* k, std::initializer_list<std::string_view> allowed, bool required) {
+  void keyword_in(const Op& o, const char* k, std::initializer_list<std::string_view> allowed,
+                  bool required) {
     const Attr* a = o.attr(k);
     if (!a) {
       check(!required, o, fmt::format("missing '{}'", k));
@@ -89,8 +93,8 @@ class Verifier {
     if (!t->is_tensor) return;
     int64_t n = t->numel();
     check(n > 0 && n <= kMaxTensorNumel && (n & (n - 1)) == 0, o,
-          fmt::format("tensor {} has {} elements; Triton requires a power of two no larger than {}", t->str(), n,
-                      kMaxTensorNumel));
+          fmt::format("tensor {} has {} elements; Triton requires a power of two no larger than {}", t->str(),
+                      n, kMaxTensorNumel));
   }
   bool is_terminator(const Op& o) {
     Syntax s = o.def->syntax;
@@ -131,7 +135,8 @@ class Verifier {
       case Syntax::Unsplat:
         counts(o, 1, 1);
         check(in(o, 0)->is_tensor && in(o, 0)->numel() == 1, o, "operand must be a one-element tensor");
-        check(!out(o)->is_tensor && elem_eq(out(o), in(o, 0)), o, "result must be the operand's element type");
+        check(!out(o)->is_tensor && elem_eq(out(o), in(o, 0)), o,
+              "result must be the operand's element type");
         break;
       case Syntax::Dot: dot(o); break;
       case Syntax::DotScaled: dot_scaled(o); break;
@@ -156,10 +161,14 @@ class Verifier {
       case Syntax::CondBranch: branch(o); break;
       case Syntax::Barrier: counts(o, 0, 0); break;
       case Syntax::GenericOnly:
-        if (n == "tt.reduce") reduce(o, false);
-        else if (n == "tt.scan") reduce(o, true);
-        else if (n == "tt.map_elementwise") map_elementwise(o);
-        else fail(o, "cannot appear inside a function");
+        if (n == "tt.reduce")
+          reduce(o, false);
+        else if (n == "tt.scan")
+          reduce(o, true);
+        else if (n == "tt.map_elementwise")
+          map_elementwise(o);
+        else
+          fail(o, "cannot appear inside a function");
         break;
     }
     for (auto& r : o.regions) region(*r, &o);
@@ -172,13 +181,13 @@ class Verifier {
     static const std::set<std::string_view> nullary = {"arith.constant", "tt.make_range", "tt.get_program_id",
                                                        "tt.get_num_programs", "ub.poison"};
     static const std::set<std::string_view> ternary = {"math.fma", "tt.clampf"};
-    bool unary = n == "arith.negf" || n == "tt.precise_sqrt" ||
-                 (starts_with(n, "math.") && n != "math.fma");
+    bool unary = n == "arith.negf" || n == "tt.precise_sqrt" || (starts_with(n, "math.") && n != "math.fma");
     size_t want = nullary.count(n) ? 0 : ternary.count(n) ? 3 : unary ? 1 : 2;
     counts(o, want, 1);
     const Type* t = out(o);
     for (auto* v : o.operands)
-      check(v->type == t, o, fmt::format("operand type {} differs from result type {}", v->type->str(), t->str()));
+      check(v->type == t, o,
+            fmt::format("operand type {} differs from result type {}", v->type->str(), t->str()));
     if (n == "arith.constant") {
       const Attr* a = o.attr("value");
       check(a && a->type == t, o, "value attribute type must equal the result type");
@@ -219,22 +228,24 @@ class Verifier {
     } else {
       check(float_like(t), o, "needs float operands");
       keyword_in(o, "predicate",
-                 {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une",
-                  "uno", "true"},
+                 {"false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule",
+                  "une", "uno", "true"},
                  true);
     }
   }
   void select(const Op& o) {
     counts(o, 3, 1);
     const Type* c = in(o, 0);
-    check(is_i1(c) && (!c->is_tensor || same_shape(c, out(o))), o, "condition must be i1, scalar or of the result shape");
+    check(is_i1(c) && (!c->is_tensor || same_shape(c, out(o))), o,
+          "condition must be i1, scalar or of the result shape");
     check(in(o, 1) == out(o) && in(o, 2) == out(o), o, "both values must have the result type");
   }
   void cast(const Op& o) {
     counts(o, 1, 1);
     const Type* a = in(o, 0);
     const Type* b = out(o);
-    check(same_shape(a, b), o, fmt::format("operand {} and result {} must have the same shape", a->str(), b->str()));
+    check(same_shape(a, b), o,
+          fmt::format("operand {} and result {} must have the same shape", a->str(), b->str()));
     const std::string& n = o.name;
     int wa = elem_bits(a->elem), wb = elem_bits(b->elem);
     if (n == "arith.extsi" || n == "arith.extui") {
@@ -278,7 +289,8 @@ class Verifier {
       check(o.results.size() == 1, o, "expects one result");
       const Type* s = in(o, 0);
       check(s->is_tensor && s->rank() == 1 && int_like(s), o, "operand must be a 1-D integer tensor");
-      check(out(o)->is_tensor && out(o)->rank() == 1 && int_like(out(o)), o, "result must be a 1-D integer tensor");
+      check(out(o)->is_tensor && out(o)->rank() == 1 && int_like(out(o)), o,
+            "result must be a 1-D integer tensor");
       if (o.operands.size() == 2)
         check(is_i1(in(o, 1)) && same_shape(in(o, 1), s), o, "mask must be i1 with the operand's shape");
       return;
@@ -314,9 +326,11 @@ class Verifier {
     const Type* s = in(o, 0);
     const Type* r = out(o);
     if (n == "tt.int_to_ptr") {
-      check(same_shape(s, r) && s->elem == Elem::i64 && r->elem == Elem::ptr, o, "needs i64 to pointer, same shape");
+      check(same_shape(s, r) && s->elem == Elem::i64 && r->elem == Elem::ptr, o,
+            "needs i64 to pointer, same shape");
     } else if (n == "tt.ptr_to_int") {
-      check(same_shape(s, r) && s->elem == Elem::ptr && r->elem == Elem::i64, o, "needs pointer to i64, same shape");
+      check(same_shape(s, r) && s->elem == Elem::ptr && r->elem == Elem::i64, o,
+            "needs pointer to i64, same shape");
     } else if (n == "tt.bitcast") {
       check(same_shape(s, r), o, "operand and result must have the same shape");
       check(elem_bits(s->elem) == elem_bits(r->elem) && s->elem != Elem::tensordesc, o,
@@ -340,7 +354,8 @@ class Verifier {
       check(s->is_tensor && a->i >= 0 && a->i <= s->rank(), o, "axis out of range");
       std::vector<int64_t> want = s->shape;
       want.insert(want.begin() + a->i, 1);
-      check(r->is_tensor && r->shape == want && elem_eq(s, r), o, fmt::format("result must be {}", shape_str(want)));
+      check(r->is_tensor && r->shape == want && elem_eq(s, r), o,
+            fmt::format("result must be {}", shape_str(want)));
     } else if (n == "tt.reshape") {
       check(s->is_tensor && r->is_tensor && s->numel() == r->numel() && elem_eq(s, r), o,
             fmt::format("cannot reshape {} to {}", s->str(), r->str()));
@@ -362,7 +377,8 @@ class Verifier {
     counts(o, 2, 1);
     const Type* p = in(o, 0);
     const Type* off = in(o, 1);
-    check(p->elem == Elem::ptr && !p->is_block_ptr(), o, "first operand must be a pointer or tensor of pointers");
+    check(p->elem == Elem::ptr && !p->is_block_ptr(), o,
+          "first operand must be a pointer or tensor of pointers");
     check(int_like(off) && same_shape(p, off), o, "offset must be an integer of the pointer's shape");
     check(out(o) == p, o, "result type must be the pointer type");
   }
@@ -370,7 +386,8 @@ class Verifier {
     const std::string& n = o.name;
     if (n == "tt.atomic_rmw" || n == "tt.atomic_cas") {
       bool cas = n == "tt.atomic_cas";
-      if (cas) counts(o, 3, 1);
+      if (cas)
+        counts(o, 3, 1);
       else {
         operands_between(o, 2, 3);
         check(o.results.size() == 1, o, "expects one result");
@@ -381,9 +398,11 @@ class Verifier {
             "value must match the pointer's shape and pointee");
       check(out(o) == v, o, "result must have the value's type");
       if (cas) check(in(o, 1) == v, o, "compare value must have the value's type");
-      if (!cas && o.operands.size() == 3) check(is_i1(in(o, 2)) && same_shape(in(o, 2), p), o, "mask must be i1");
+      if (!cas && o.operands.size() == 3)
+        check(is_i1(in(o, 2)) && same_shape(in(o, 2), p), o, "mask must be i1");
       if (!cas)
-        keyword_in(o, "atomic_rmw_op", {"and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch"}, true);
+        keyword_in(o, "atomic_rmw_op",
+                   {"and", "or", "xor", "add", "fadd", "max", "min", "umax", "umin", "exch"}, true);
       keyword_in(o, "sem", {"relaxed", "acquire", "release", "acq_rel"}, true);
       keyword_in(o, "scope", {"gpu", "cta", "sys"}, true);
       return;
@@ -408,7 +427,8 @@ class Verifier {
       return;
     }
     if (n == "tt.descriptor_gather") {
-      check(!o.operands.empty() && in(o, 0)->elem == Elem::tensordesc, o, "first operand must be a descriptor");
+      check(!o.operands.empty() && in(o, 0)->elem == Elem::tensordesc, o,
+            "first operand must be a descriptor");
       return;
     }
   }
@@ -423,11 +443,13 @@ class Verifier {
       check(r == p->pointee, o, "result must be the block type");
       return;
     }
-    check(same_shape(p, r) && elem_eq(r, p->pointee), o, "result must be the pointee with the pointer's shape");
+    check(same_shape(p, r) && elem_eq(r, p->pointee), o,
+          "result must be the pointee with the pointer's shape");
     if (o.operands.size() >= 2)
       check(is_i1(in(o, 1)) && same_shape(in(o, 1), p), o,
             fmt::format("mask {} must be i1 with the pointer's shape", in(o, 1)->str()));
-    if (o.operands.size() == 3) check(in(o, 2) == r, o, fmt::format("other {} must have type {}", in(o, 2)->str(), r->str()));
+    if (o.operands.size() == 3)
+      check(in(o, 2) == r, o, fmt::format("other {} must have type {}", in(o, 2)->str(), r->str()));
     keyword_in(o, "cache", {"none", "ca", "cg", "wb", "cs", "wt", "cv"}, false);
     keyword_in(o, "evict", {"evict_normal", "evict_first", "evict_last"}, false);
   }
@@ -456,8 +478,10 @@ class Verifier {
       check(o.operands.size() >= 2 && in(o, 0)->elem == Elem::tensordesc && in(o, 0)->pointee, o,
             "first operand must be a tensor descriptor");
       const Type* blk = in(o, 0)->pointee;
-      check(o.operands.size() == 2 + static_cast<size_t>(blk->rank()), o, fmt::format("expects {} indices", blk->rank()));
-      for (size_t i = 1; i + 1 < o.operands.size(); ++i) check(scalar_i32(in(o, i)), o, "indices must be i32");
+      check(o.operands.size() == 2 + static_cast<size_t>(blk->rank()), o,
+            fmt::format("expects {} indices", blk->rank()));
+      for (size_t i = 1; i + 1 < o.operands.size(); ++i)
+        check(scalar_i32(in(o, i)), o, "indices must be i32");
       const Type* src = o.operands.back()->type;
       check(src->is_tensor && elem_eq(src, blk) && src->numel() == blk->numel(), o,
             "stored value must match the descriptor's block");
@@ -479,8 +503,9 @@ class Verifier {
     const Type* c = in(o, 2);
     check(out(o) == c, o, "result must have the accumulator's type");
     int r = a->rank();
-    check(a->is_tensor && b->is_tensor && c->is_tensor && (r == 2 || r == 3) && b->rank() == r && c->rank() == r, o,
-          "operands must be 2-D (or batched 3-D) tensors of equal rank");
+    check(a->is_tensor && b->is_tensor && c->is_tensor && (r == 2 || r == 3) && b->rank() == r &&
+              c->rank() == r,
+          o, "operands must be 2-D (or batched 3-D) tensors of equal rank");
     int k = r - 2;
     int64_t M = a->shape[k], K = a->shape[k + 1], K2 = b->shape[k], N = b->shape[k + 1];
     check(K == K2, o, fmt::format("inner dimensions differ: {} * {}", a->str(), b->str()));
@@ -490,7 +515,8 @@ class Verifier {
     if (int_like(a)) {
       check(int_like(b) && int_like(c), o, "integer dot needs integer operands and accumulator");
     } else {
-      check(float_like(a) && float_like(b) && float_like(c), o, "float dot needs float operands and accumulator");
+      check(float_like(a) && float_like(b) && float_like(c), o,
+            "float dot needs float operands and accumulator");
     }
     keyword_in(o, "inputPrecision", {"tf32", "tf32x3", "ieee", "bf16x3", "bf16x6"}, false);
   }
@@ -510,14 +536,17 @@ class Verifier {
     const Type* blk = out(o)->pointee;
     size_t r = static_cast<size_t>(blk->rank());
     if (o.name == "tt.make_tensor_ptr") {
-      check(o.operands.size() == 1 + 3 * r, o, fmt::format("expects base, {} shape, {} strides, {} offsets", r, r, r));
+      check(o.operands.size() == 1 + 3 * r, o,
+            fmt::format("expects base, {} shape, {} strides, {} offsets", r, r, r));
       const Type* base = in(o, 0);
-      check(base->elem == Elem::ptr && !base->is_tensor && base->pointee && base->pointee->elem == blk->elem, o,
-            "base must be a pointer to the block's element");
+      check(base->elem == Elem::ptr && !base->is_tensor && base->pointee && base->pointee->elem == blk->elem,
+            o, "base must be a pointer to the block's element");
       for (size_t i = 1; i <= 2 * r; ++i) check(scalar_i64(in(o, i)), o, "shape and strides must be i64");
-      for (size_t i = 1 + 2 * r; i < o.operands.size(); ++i) check(scalar_i32(in(o, i)), o, "offsets must be i32");
+      for (size_t i = 1 + 2 * r; i < o.operands.size(); ++i)
+        check(scalar_i32(in(o, i)), o, "offsets must be i32");
     } else {
-      check(o.operands.size() == 1 + r && in(o, 0) == out(o), o, "expects the block pointer and one offset per dim");
+      check(o.operands.size() == 1 + r && in(o, 0) == out(o), o,
+            "expects the block pointer and one offset per dim");
       for (size_t i = 1; i < o.operands.size(); ++i) check(scalar_i32(in(o, i)), o, "offsets must be i32");
     }
   }
@@ -525,7 +554,8 @@ class Verifier {
     check(o.results.size() == 1 && out(o)->elem == Elem::tensordesc, o, "result must be a tensor descriptor");
     const Type* blk = out(o)->pointee;
     size_t r = static_cast<size_t>(blk->rank());
-    check(o.operands.size() == 1 + 2 * r, o, fmt::format("expects base, {} shape and {} stride operands", r, r));
+    check(o.operands.size() == 1 + 2 * r, o,
+          fmt::format("expects base, {} shape and {} stride operands", r, r));
     const Type* base = in(o, 0);
     check(base->elem == Elem::ptr && !base->is_tensor && base->pointee && base->pointee->elem == blk->elem, o,
           "base must be a pointer to the block's element");
@@ -541,8 +571,9 @@ class Verifier {
     const auto& args = f->args();
     check(args.size() == o.operands.size(), o, fmt::format("'@{}' takes {} arguments", c->s, args.size()));
     for (size_t i = 0; i < args.size(); ++i)
-      check(args[i]->type == in(o, i), o, fmt::format("argument {} has type {}, '@{}' expects {}", i,
-                                                      in(o, i)->str(), c->s, args[i]->type->str()));
+      check(args[i]->type == in(o, i), o,
+            fmt::format("argument {} has type {}, '@{}' expects {}", i, in(o, i)->str(), c->s,
+                        args[i]->type->str()));
     check(o.results.size() == f->result_types.size(), o, "result count differs from the callee's");
     for (size_t i = 0; i < o.results.size(); ++i)
       check(out(o, i) == f->result_types[i], o, "result type differs from the callee's");
@@ -564,7 +595,9 @@ class Verifier {
     for (size_t i = from; i < o.operands.size(); ++i) v.push_back(o.operands[i]->type);
     return v;
   }
-  const Op* parent_op(const Op& o) { return o.parent && o.parent->parent ? o.parent->parent->parent : nullptr; }
+  const Op* parent_op(const Op& o) {
+    return o.parent && o.parent->parent ? o.parent->parent->parent : nullptr;
+  }
   void ret(const Op& o) {
     check(o.results.empty(), o, "has no results");
     const Op* p = parent_op(o);
@@ -596,18 +629,22 @@ class Verifier {
     } else {
       for (auto* v : p->operands) want.push_back(v->type);
     }
-    check(o.operands.size() == want.size(), o, fmt::format("returns {} value(s), expected {}", o.operands.size(), want.size()));
+    check(o.operands.size() == want.size(), o,
+          fmt::format("returns {} value(s), expected {}", o.operands.size(), want.size()));
     for (size_t i = 0; i < want.size(); ++i)
       check(elem_eq(in(o, i), want[i]) && !in(o, i)->is_tensor, o,
-            fmt::format("value {} has type {}, expected the element type {}", i, in(o, i)->str(), want[i]->str()));
+            fmt::format("value {} has type {}, expected the element type {}", i, in(o, i)->str(),
+                        want[i]->str()));
   }
   void region_args(const Op& o, const Region& r, const std::vector<const Type*>& want, const char* what) {
     check(!r.blocks.empty(), o, fmt::format("{} region is empty", what));
     const auto& args = r.blocks[0]->args;
-    check(args.size() == want.size(), o, fmt::format("{} region has {} arguments, expected {}", what, args.size(), want.size()));
+    check(args.size() == want.size(), o,
+          fmt::format("{} region has {} arguments, expected {}", what, args.size(), want.size()));
     for (size_t i = 0; i < want.size(); ++i)
-      check(args[i]->type == want[i], o, fmt::format("{} region argument {} has type {}, expected {}", what, i,
-                                                     args[i]->type->str(), want[i]->str()));
+      check(args[i]->type == want[i], o,
+            fmt::format("{} region argument {} has type {}, expected {}", what, i, args[i]->type->str(),
+                        want[i]->str()));
   }
   void for_op(const Op& o) {
     check(o.operands.size() >= 3 && o.regions.size() == 1, o, "malformed scf.for");
@@ -622,8 +659,10 @@ class Verifier {
     check(o.regions[0]->blocks.size() == 1, o, "body must be a single block");
   }
   void if_op(const Op& o) {
-    check(o.operands.size() == 1 && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o, "condition must be an i1 scalar");
-    check(o.regions.size() == 1 || o.regions.size() == 2, o, "expects a then region and an optional else region");
+    check(o.operands.size() == 1 && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o,
+          "condition must be an i1 scalar");
+    check(o.regions.size() == 1 || o.regions.size() == 2, o,
+          "expects a then region and an optional else region");
     check(o.results.empty() || o.regions.size() == 2, o, "an scf.if with results needs an else region");
     for (auto& r : o.regions) region_args(o, *r, {}, "scf.if");
   }
@@ -640,18 +679,22 @@ class Verifier {
     const Op* p = parent_op(o);
     check(p && p->name == "scf.while" && o.parent->parent == p->regions[0].get(), o,
           "must terminate the before region of scf.while");
-    check(!o.operands.empty() && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o, "condition must be an i1 scalar");
+    check(!o.operands.empty() && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o,
+          "condition must be an i1 scalar");
     types_equal_from(o, 1, result_types(*p), "scf.while result");
   }
   void types_equal_from(const Op& o, size_t from, const std::vector<const Type*>& want, const char* what) {
     auto got = operand_types(o, from);
-    check(got.size() == want.size(), o, fmt::format("{} {} value(s) expected, {} given", want.size(), what, got.size()));
+    check(got.size() == want.size(), o,
+          fmt::format("{} {} value(s) expected, {} given", want.size(), what, got.size()));
     for (size_t i = 0; i < want.size(); ++i)
-      check(got[i] == want[i], o, fmt::format("value {} has type {}, {} expects {}", i, got[i]->str(), what, want[i]->str()));
+      check(got[i] == want[i], o,
+            fmt::format("value {} has type {}, {} expects {}", i, got[i]->str(), what, want[i]->str()));
   }
   void branch(const Op& o) {
     if (o.def->syntax == Syntax::CondBranch) {
-      check(o.operands.size() == 1 && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o, "condition must be an i1 scalar");
+      check(o.operands.size() == 1 && is_i1(in(o, 0)) && !in(o, 0)->is_tensor, o,
+            "condition must be an i1 scalar");
       check(o.successors.size() == 2, o, "expects two successors");
     } else {
       check(o.operands.empty() && o.successors.size() == 1, o, "expects one successor");
@@ -661,8 +704,9 @@ class Verifier {
       const Block* b = o.successors[s];
       const auto& vals = o.successor_operands[s];
       check(b->parent == o.parent->parent, o, "successor must be in the same region");
-      check(vals.size() == b->args.size(), o,
-            fmt::format("passes {} value(s) to '^{}', which takes {}", vals.size(), b->label, b->args.size()));
+      check(
+          vals.size() == b->args.size(), o,
+          fmt::format("passes {} value(s) to '^{}', which takes {}", vals.size(), b->label, b->args.size()));
       for (size_t i = 0; i < vals.size(); ++i)
         check(vals[i]->type == b->args[i]->type, o,
               fmt::format("value {} for '^{}' has type {}, expected {}", i, b->label, vals[i]->type->str(),
@@ -677,16 +721,19 @@ class Verifier {
     const Attr* ax = need(o, "axis", Attr::Kind::Int);
     const Type* s0 = in(o, 0);
     check(s0->is_tensor, o, "operands must be tensors");
-    for (auto* v : o.operands) check(v->type->is_tensor && v->type->shape == s0->shape, o, "operands must share a shape");
-    check(ax->i >= 0 && ax->i < s0->rank(), o, fmt::format("axis {} out of range for rank {}", ax->i, s0->rank()));
+    for (auto* v : o.operands)
+      check(v->type->is_tensor && v->type->shape == s0->shape, o, "operands must share a shape");
+    check(ax->i >= 0 && ax->i < s0->rank(), o,
+          fmt::format("axis {} out of range for rank {}", ax->i, s0->rank()));
     std::vector<int64_t> want = s0->shape;
     if (!scan) want.erase(want.begin() + ax->i);
     for (size_t i = 0; i < o.results.size(); ++i) {
       const Type* r = out(o, i);
       bool ok = elem_eq(r, in(o, i)) &&
                 (want.empty() && !scan ? !r->is_tensor : (r->is_tensor && r->shape == want));
-      check(ok, o, fmt::format("result {} has type {}, expected {} of {}", i, r->str(),
-                               want.empty() ? "a scalar" : shape_str(want), elem_name(in(o, i)->elem)));
+      check(ok, o,
+            fmt::format("result {} has type {}, expected {} of {}", i, r->str(),
+                        want.empty() ? "a scalar" : shape_str(want), elem_name(in(o, i)->elem)));
     }
     const Region& r = *o.regions[0];
     check(!r.blocks.empty() && r.blocks[0]->args.size() == 2 * o.operands.size(), o,
@@ -701,7 +748,8 @@ class Verifier {
     check(!o.operands.empty() && !o.results.empty() && o.regions.size() == 1, o, "malformed map_elementwise");
     int64_t pack = 1;
     if (const Attr* p = o.attr("pack")) {
-      check(p->kind == Attr::Kind::Int && p->i >= 1 && (p->i & (p->i - 1)) == 0, o, "pack must be a power of two");
+      check(p->kind == Attr::Kind::Int && p->i >= 1 && (p->i & (p->i - 1)) == 0, o,
+            "pack must be a power of two");
       pack = p->i;
     }
     const Type* s0 = in(o, 0);

@@ -13,13 +13,13 @@
 // * shifts: an amount >= the bit width (taken as unsigned) gives 0 for shli/shrui and the sign fill
 //   for shrsi. LLVM calls this poison; PTX `shl/shr` clamp the amount to the register width, which is
 //   what the GPU computes for a runtime amount. (§5 does not measure it: documented choice.)
-// * fptosi/fptoui saturate to the destination range, NaN -> 0 (§5: f->i32 3e9 -> INT_MAX, NaN -> 0).
-//   §5 measured `f.to(u8)` 256.0 -> 256 on the GPU because the i8 lives in a wider register and is not
-//   re-truncated before `extui`; our i8 storage cannot hold 256, so we saturate to the i8 range
-//   (256.0 -> 255, -1.5 -> 0 as on the GPU).
+// * fptosi/fptoui are PTX cvt.rzi: truncate, saturate to the destination range; NaN gives 0, or
+//   1 << (N-1) from an f64 source or into a 64-bit destination (f32 NaN -> i64 is INT64_MIN). An i8
+//   result is converted at 16 bits and keeps the low byte (f.to(int8) of 3e9 stores -1). See float_to_int.
 // * minnumf/maxnumf are IEEE minNum/maxNum (a NaN operand is ignored); minimumf/maximumf propagate
 //   NaN. Both order -0 below +0.
-// * remf is C fmod. math.fma is fused (one rounding). divf and math.* are IEEE / libm here where
+// * remf is LLVM NVPTX's frem expansion fma(-trunc(x / y), y, x), x when |y| is inf (see RemF; not C
+//   fmod). math.fma is fused (one rounding). divf and math.* are IEEE / libm here where
 //   the GPU uses approximations (div.full, ex2.approx): a few ulp of difference is expected (§2.2).
 #include <fmt/format.h>
 
@@ -285,10 +285,20 @@ struct DivF {
     return a / b;
   }
 };
+// arith.remf as the GPU computes it, which is not C fmod. Triton lowers remf to LLVM `frem`; PTX has no
+// remainder instruction and LLVM's NVPTX backend expands it (llvm/lib/Target/NVPTX/NVPTXISelLowering.cpp,
+// `lowerFREM`, FREM is Custom for f32/f64):
+//   r = x - trunc(x / y) * y, the mul and sub flagged contractable (one fma), and r = x when |y| == inf.
+// The select is dropped only under unsafe-fp-math or `ninf`, which Triton does not set. The division is
+// a plain FDIV: div.rn.f32 (getDivF32Level() is 2 without unsafe-fp-math) or div.rn.f64. f16 and bf16
+// FREM are Promote: extend to f32, run the f32 expansion, round back once (the lane traits do that).
+// Measured on the H200 (tests/gpu/data, edge_float row 4): -3e9 % 3 = +0 (fmod: -0) and
+// 3e38 % 10 = -1.0141205e31 (fmod: 2; the quotient 3e37 is inexact); the fma matters for the latter.
 struct RemF {
   template <class C>
   static C f(C a, C b) {
-    return std::fmod(a, b);
+    if (std::isinf(b)) return a;
+    return std::fma(-std::trunc(a / b), b, a);
   }
 };
 // IEEE minNum/maxNum: a NaN operand is ignored; -0 < +0.
@@ -665,7 +675,18 @@ void int_to_float(Program& p, const exec::Step& s) {
   }
 }
 
-// float -> int, saturating, NaN -> 0 (GPU cvt.rzi semantics, §5).
+// float -> int (arith.fptosi / fptoui) as the GPU's `cvt.rzi.{s,u}N.{f32,f64}` computes it. LLVM calls
+// an out-of-range or NaN source poison; the NVPTX backend selects cvt, whose result is defined:
+// * rounded toward zero, then "clamped to the destination range by default" (PTX ISA, cvt, saturation);
+// * NaN gives 0 if the source is not .f64 and the destination is not .s64/.u64, otherwise
+//   1 << (N-1), i.e. INT_MIN / 2^(N-1) (PTX ISA, cvt, "Integer Notes"). Measured on the H200
+//   (tests/gpu/data, edge_f2i): f32 NaN -> i32 0, -> u32 0, -> i16 0, -> i64 0x8000000000000000.
+// * i8: PTX has no 8-bit registers, so LLVM promotes the result type and converts with cvt.rzi.s16 /
+//   cvt.rzi.u16 (saturating at 16 bits); storing the i8 keeps the low byte. Measured (edge_f2i i8_ptr):
+//   3e9 -> -1 (low byte of 32767), 256.0 -> 0, 65504 -> -1, -32769 -> 0. A later extsi/extui on the GPU
+//   reads the whole 16-bit register (f.to(uint8).to(int32) of 256.0 is 256, reference §5); our i8
+//   storage holds only the byte a store would write.
+// f16/bf16/fp8 sources behave as f32 (cvt from .f16/.bf16, or an exact extension to f32 first).
 template <class Src, class Dst, bool Signed>
 void float_to_int(Program& p, const exec::Step& s) {
   using SS = typename Src::S;
@@ -674,8 +695,8 @@ void float_to_int(Program& p, const exec::Step& s) {
   const SS* a = p.at<SS>(s.in[0]);
   DS* o = p.at<DS>(s.out[0]);
   const int64_t n = s.n;
-  constexpr int W = Dst::bits;
-  // Bounds of the destination as values in C (powers of two are exact).
+  constexpr int W = Dst::bits == 8 ? 16 : Dst::bits;  // the width cvt converts at
+  // Bounds of the cvt destination as values in C (powers of two are exact).
   constexpr int64_t imax = Signed
                                ? (W == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (W - 1)) - 1)
                                : (W == 64 ? -1 : (int64_t{1} << W) - 1);  // -1: all ones for u64
@@ -698,9 +719,11 @@ void float_to_int(Program& p, const exec::Step& s) {
       o[i] = int_store<Dst>(r);
     }
   } else {
+    constexpr uint64_t nan_bits = ew::cvt_nan_to_int(std::is_same_v<Src, ew::F64>, W);
     // Straight-line form so the common f32 -> i32 loop vectorises: clamp into the convertible range
     // (the largest C below `hi` converts exactly), convert, then patch the top and NaN lanes.
-    using R = std::conditional_t<Signed, std::make_signed_t<DS>, DS>;
+    using U = std::conditional_t<W == 16, uint16_t, DS>;  // the cvt register (16 bits for i8)
+    using R = std::conditional_t<Signed, std::make_signed_t<U>, U>;
     const C hb = std::nextafter(hi, C(0));
     for (int64_t i = 0; i < n; ++i) {
       const C x = Src::load(a[i]);
@@ -709,7 +732,8 @@ void float_to_int(Program& p, const exec::Step& s) {
       xc = x != x ? C(0) : xc;
       R r = static_cast<R>(xc);
       r = x >= hi ? static_cast<R>(imax) : r;
-      o[i] = static_cast<DS>(r);
+      r = x != x ? static_cast<R>(nan_bits) : r;
+      o[i] = static_cast<DS>(static_cast<U>(r));  // i8: the low byte of the 16-bit result
     }
   }
 }

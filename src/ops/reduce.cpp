@@ -110,6 +110,9 @@ Fast fast_kind(const std::string& name) {
 template <class Tr, Fast K>
 struct FloatOp {
   using C = typename Tr::C;
+  // max/min are associative and commutative (NaN and +-0 rules included), so any order gives
+  // the tree's result; sums and products keep the tree order.
+  static constexpr bool kOrderFree = K != Fast::addf && K != Fast::mulf;
   static C round(C v) {
     if constexpr (std::is_same_v<typename Tr::S, C>) return v;
     else return Tr::load(Tr::store(v));
@@ -130,6 +133,7 @@ struct FloatOp {
 template <class U, bool I1, Fast K>
 struct IntOp {
   using C = U;
+  static constexpr bool kOrderFree = true;  // wrapping integer ops are associative and commutative
   using Sg = std::make_signed_t<U>;
   static C apply(C a, C b) {
     if constexpr (I1) {
@@ -172,6 +176,21 @@ void reduce_fast(Program& p, const Step& s) {
   buf.resize(static_cast<size_t>(g.len * g.inner));
   for (int64_t o = 0; o < g.outer; ++o) {
     const S* src = x + o * g.len * g.inner;
+    if constexpr (Op::kOrderFree) {
+      if (g.inner == 1 && g.len >= 16) {
+        // Order does not matter: 16 independent accumulators over contiguous data vectorise.
+        C acc[16];
+        for (int j = 0; j < 16; ++j) acc[j] = Tr::load(src[j]);
+        int64_t i = 16;
+        for (; i + 16 <= g.len; i += 16)
+          for (int j = 0; j < 16; ++j) acc[j] = Op::apply(acc[j], Tr::load(src[i + j]));
+        for (; i < g.len; ++i) acc[0] = Op::apply(acc[0], Tr::load(src[i]));
+        for (int w = 8; w >= 1; w /= 2)
+          for (int j = 0; j < w; ++j) acc[j] = Op::apply(acc[j], acc[j + w]);
+        out[o] = Tr::store(acc[0]);
+        continue;
+      }
+    }
     for (int64_t i = 0; i < g.len * g.inner; ++i) buf[i] = Tr::load(src[i]);
     if (g.inner == 1) {
       // The same tree, level by level with the partial results compacted to the front, so each

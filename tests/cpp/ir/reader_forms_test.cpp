@@ -320,7 +320,7 @@ TEST(ReaderForms, RegionsWithImplicitTerminators) {
   EXPECT_EQ(ifr.regions.size(), 2u);
   EXPECT_EQ(ifr.result()->type->str(), "i32");
   const Op& ifn = *ops[3];
-  ASSERT_EQ(ifn.regions.size(), 1u);  // no else written: none created
+  ASSERT_EQ(ifn.regions.size(), 1u);                                    // no else written: none created
   EXPECT_EQ(ifn.regions[0]->blocks[0]->ops.back()->name, "scf.yield");  // implicit terminator
   const Op& loop = *ops[4];
   EXPECT_EQ(loop.name, "scf.for");
@@ -340,7 +340,8 @@ TEST(ReaderForms, RegionsWithImplicitTerminators) {
 }
 
 TEST(ReaderForms, CustomFormsAndKeywords) {
-  std::string t = kernel("%x: tensor<4xf32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<4xi1>, %s: i64, %i: i32, %cb: i1", R"(
+  std::string t =
+      kernel("%x: tensor<4xf32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<4xi1>, %s: i64, %i: i32, %cb: i1", R"(
     %a = tt.load %p, %m evictionPolicy = evict_first cacheModifier = ca : tensor<4x!tt.ptr<f32>>
     %b = tt.reshape %x allow_reorder efficient_layout : tensor<4xf32> -> tensor<2x2xf32>
     %c = tt.clampf %a, %x, %x, propagateNan = all : tensor<4xf32>
@@ -400,22 +401,25 @@ TEST(ReaderErrors, LocatedMessages) {
   const std::string A = "%x: i32, %f: f32, %p: !tt.ptr<i32>";
   std::vector<ErrorCase> cases = {
       {"undefined value", kernel(A, "    %0 = arith.addi %y, %x : i32"), "%y", "use of undefined value '%y'"},
-      {"type mismatch", kernel(A, "    %0 = arith.addi %x, %f : i32"), "%f, %x" == std::string() ? "" : "%f :",
-       "'%f' has type f32, but the op expects i32"},
+      {"type mismatch", kernel(A, "    %0 = arith.addi %x, %f : i32"),
+       "%f, %x" == std::string() ? "" : "%f :", "'%f' has type f32, but the op expects i32"},
       {"redefinition", kernel(A, "    %x = arith.addi %x, %x : i32"), "%x = ", "redefinition of '%x'"},
-      {"unknown op", kernel(A, "    %0 = tt.frobnicate %x : i32"), "tt.frobnicate", "unknown op 'tt.frobnicate'"},
+      {"unknown op", kernel(A, "    %0 = tt.frobnicate %x : i32"), "tt.frobnicate",
+       "unknown op 'tt.frobnicate'"},
       {"unknown block", kernel(A, "    cf.br ^bb7\n  ^bb1:"), "^bb7", "use of undefined block '^bb7'"},
       {"undefined alias", kernel(A, "    %0 = arith.addi %x, %x : i32 loc(#loc9)"), "#loc9",
        "undefined location alias '#loc9'"},
       {"unterminated string", kernel(A, "    tt.print \"abc : %x : i32"), "\"abc", "unterminated string"},
       {"unsupported type", kernel("%x: tensor<4xi4>", ""), "i4>", "unsupported type 'i4'"},
       {"ttgir encoding", kernel("%x: tensor<4xi32, #blocked>", ""), ", #blocked", "tensor encodings"},
-      {"result count", kernel(A, "    %a:2 = arith.addi %x, %x : i32"), "%a:2", "has 1 result(s) but 2 name(s)"},
+      {"result count", kernel(A, "    %a:2 = arith.addi %x, %x : i32"), "%a:2",
+       "has 1 result(s) but 2 name(s)"},
       {"missing predicate", kernel(A, "    %0 = arith.cmpi %x, %x : i32"), "%0 =", "leading keyword"},
       {"bad axis", kernel(A, "    %0 = tt.get_program_id w : i32"), "w :", "expected program axis x, y or z"},
-      {"generic-only op", kernel(A, "    %0 = tt.reduce %x : i32"), "%0 =", "only written in the generic form"},
-      {"bad block redefinition", kernel(A, "    cf.br ^bb1\n  ^bb1:\n    cf.br ^bb1\n  ^bb1:"), "^bb1:\n    tt.return",
-       "redefinition of block"},
+      {"generic-only op", kernel(A, "    %0 = tt.reduce %x : i32"),
+       "%0 =", "only written in the generic form"},
+      {"bad block redefinition", kernel(A, "    cf.br ^bb1\n  ^bb1:\n    cf.br ^bb1\n  ^bb1:"),
+       "^bb1:\n    tt.return", "redefinition of block"},
       {"dense count", kernel(A, "    %0 = arith.constant dense<[1, 2, 3]> : tensor<4xi32>"), "dense<",
        "dense attribute has 3 elements"},
       {"int range", kernel(A, "    %0 = arith.constant 300 : i8"), "300", "does not fit i8"},
@@ -423,7 +427,8 @@ TEST(ReaderErrors, LocatedMessages) {
       {"empty input", "", "", "no module found"},
       {"missing brace", "module {\n  tt.func public @k() {\n    tt.return\n", "{\n    tt.return",
        "unterminated region"},
-      {"load of non-pointer", kernel(A, "    %0 = tt.load %x : i32"), "i32\n", "tt.load needs a pointer type"},
+      {"load of non-pointer", kernel(A, "    %0 = tt.load %x : i32"), "i32\n",
+       "tt.load needs a pointer type"},
       {"stray token", kernel(A, "    %0 = arith.addi %x, %x : i32 )"), ")\n", "expected"},
   };
   for (auto& c : cases) {
@@ -473,29 +478,35 @@ TEST(ReaderErrors, ReadFileMissing) {
 
 TEST(VerifyErrors, ShapeAndTypeRules) {
   const std::string A =
-      "%x: i32, %f: f32, %v: tensor<2xi32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<2xi1>, %a: tensor<4x8xf32>, "
+      "%x: i32, %f: f32, %v: tensor<2xi32>, %p: tensor<4x!tt.ptr<f32>>, %m: tensor<2xi1>, %a: "
+      "tensor<4x8xf32>, "
       "%b: tensor<4x8xf32>";
   std::vector<ErrorCase> cases = {
-      {"broadcast rank", kernel(A, "    %0 = tt.broadcast %v : tensor<2xi32> -> tensor<4x2xi32>"), "%0 =",
-       "equal rank"},
-      {"broadcast dims", kernel(A, "    %0 = tt.broadcast %v : tensor<2xi32> -> tensor<4xi32>"), "%0 =",
-       "cannot broadcast [2] to [4]"},
-      {"expand_dims", kernel(A, "    %0 = tt.expand_dims %v {axis = 0 : i32} : tensor<2xi32> -> tensor<2x1xi32>"),
+      {"broadcast rank", kernel(A, "    %0 = tt.broadcast %v : tensor<2xi32> -> tensor<4x2xi32>"),
+       "%0 =", "equal rank"},
+      {"broadcast dims", kernel(A, "    %0 = tt.broadcast %v : tensor<2xi32> -> tensor<4xi32>"),
+       "%0 =", "cannot broadcast [2] to [4]"},
+      {"expand_dims",
+       kernel(A, "    %0 = tt.expand_dims %v {axis = 0 : i32} : tensor<2xi32> -> tensor<2x1xi32>"),
        "%0 =", "result must be [1x2]"},
-      {"reshape numel", kernel(A, "    %0 = tt.reshape %v : tensor<2xi32> -> tensor<4xi32>"), "%0 =",
-       "cannot reshape"},
-      {"dot shapes", kernel(A, "    %0 = tt.dot %a, %b, %a : tensor<4x8xf32> * tensor<4x8xf32> -> tensor<4x8xf32>"),
+      {"reshape numel", kernel(A, "    %0 = tt.reshape %v : tensor<2xi32> -> tensor<4xi32>"),
+       "%0 =", "cannot reshape"},
+      {"dot shapes",
+       kernel(A, "    %0 = tt.dot %a, %b, %a : tensor<4x8xf32> * tensor<4x8xf32> -> tensor<4x8xf32>"),
        "%0 =", "inner dimensions differ"},
       {"not power of two",
-       kernel(A, "    %0 = tt.make_range {end = 3 : i32, start = 0 : i32} : tensor<3xi32>"), "%0 =",
-       "power of two"},
-      {"too large", kernel(A, "    %0 = tt.splat %x : i32 -> tensor<2097152xi32>"), "%0 =", "no larger than 1048576"},
-      {"splat element", kernel(A, "    %0 = tt.splat %x : i32 -> tensor<4xf32>"), "%0 =", "scalar and a tensor"},
-      {"load mask", kernel(A, "    %0 = tt.load %p, %m : tensor<4x!tt.ptr<f32>>"), "%0 =",
-       "mask tensor<2xi1> must be i1 with the pointer's shape"},
+       kernel(A, "    %0 = tt.make_range {end = 3 : i32, start = 0 : i32} : tensor<3xi32>"),
+       "%0 =", "power of two"},
+      {"too large", kernel(A, "    %0 = tt.splat %x : i32 -> tensor<2097152xi32>"),
+       "%0 =", "no larger than 1048576"},
+      {"splat element", kernel(A, "    %0 = tt.splat %x : i32 -> tensor<4xf32>"),
+       "%0 =", "scalar and a tensor"},
+      {"load mask", kernel(A, "    %0 = tt.load %p, %m : tensor<4x!tt.ptr<f32>>"),
+       "%0 =", "mask tensor<2xi1> must be i1 with the pointer's shape"},
       {"predicate", kernel(A, "    %0 = arith.cmpi foo, %x, %x : i32"), "%0 =", "invalid predicate 'foo'"},
       {"int op on float", kernel(A, "    %0 = arith.addi %f, %f : f32"), "%0 =", "needs integer operands"},
-      {"store value", kernel(A, "    tt.store %p, %a : tensor<4x!tt.ptr<f32>>"), "tt.store", "must be the pointee"},
+      {"store value", kernel(A, "    tt.store %p, %a : tensor<4x!tt.ptr<f32>>"), "tt.store",
+       "must be the pointee"},
       {"yield type", kernel(A, R"(    %c1 = arith.constant 1 : i32
     %0 = scf.for %i = %x to %x step %c1 iter_args(%s = %x) -> (i32) : i32 {
       scf.yield %f : f32
@@ -511,14 +522,18 @@ TEST(VerifyErrors, ShapeAndTypeRules) {
       tt.reduce.return %s : f32
     }) : (tensor<4x8xf32>) -> tensor<8xf32>)"),
        "%0 =", "expected [4] of f32"},
-      {"unknown callee", kernel(A, "    tt.call @nope(%x) : (i32) -> ()"), "tt.call", "unknown callee '@nope'"},
+      {"unknown callee", kernel(A, "    tt.call @nope(%x) : (i32) -> ()"), "tt.call",
+       "unknown callee '@nope'"},
       {"branch args", kernel(A, "    cf.br ^bb1(%x : i32)\n  ^bb1:"), "cf.br", "passes 1 value(s) to '^bb1'"},
-      {"no terminator", "module {\n  tt.func public @k(%x: i32) {\n    %0 = arith.addi %x, %x : i32\n  }\n}\n",
+      {"no terminator",
+       "module {\n  tt.func public @k(%x: i32) {\n    %0 = arith.addi %x, %x : i32\n  }\n}\n",
        "%0 =", "block does not end with a terminator"},
       {"return types", "module {\n  tt.func public @k(%x: i32) -> f32 {\n    tt.return %x : i32\n  }\n}\n",
        "tt.return", "function's result expects f32"},
-      {"fp_to_fp downcast", kernel(A, "    %0 = tt.fp_to_fp %f : f32 -> f16"), "%0 =", "needs a rounding mode"},
-      {"trans order", kernel(A, "    %0 = tt.trans %a {order = array<i32: 0, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>"),
+      {"fp_to_fp downcast", kernel(A, "    %0 = tt.fp_to_fp %f : f32 -> f16"),
+       "%0 =", "needs a rounding mode"},
+      {"trans order",
+       kernel(A, "    %0 = tt.trans %a {order = array<i32: 0, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>"),
        "%0 =", "order must be a permutation"},
   };
   for (auto& c : cases) {
@@ -570,4 +585,44 @@ module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {
   EXPECT_EQ(br.successor_operands[0][0]->name, "a");
   EXPECT_EQ(f.body.blocks[1]->ops[0]->result()->type->str(), "!tt.tensordesc<tensor<128xf32>>");
   EXPECT_EQ(find_op("tt.reinterpret_tensor_descriptor")->lower, nullptr);  // recognised, not executable
+}
+
+// Numeric SSA names as Triton <= 3.4 printed them (reference §3.3, test/Triton/vecadd.mlir shape).
+TEST(ReaderForms, NumericNamesOldStyle) {
+  std::string t = R"(#loc = loc("/path/test.py":7:0)
+module {
+  tt.func public @test(%arg0: !tt.ptr<f32> {tt.divisibility = 16 : i32} loc("/path/test.py":7:0), %arg4: i32 loc("/path/test.py":7:0)) attributes {noinline = false} {
+    %c0_i32 = arith.constant 0 : i32 loc(#loc1)
+    %c32_i32 = arith.constant 32 : i32 loc(#loc1)
+    %cst = arith.constant dense<0.000000e+00> : tensor<256xf32> loc(#loc1)
+    %8 = tt.splat %arg0 : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>> loc(#loc2)
+    %15:3 = scf.for %arg6 = %c0_i32 to %arg4 step %c32_i32 iter_args(%arg7 = %cst, %arg8 = %8, %arg9 = %8) -> (tensor<256xf32>, tensor<256x!tt.ptr<f32>>, tensor<256x!tt.ptr<f32>>)  : i32 {
+      %17 = tt.load %arg8 : tensor<256x!tt.ptr<f32>> loc(#loc3)
+      %18 = arith.addf %arg7, %17 : tensor<256xf32> loc(#loc3)
+      scf.yield %18, %arg9, %arg8 : tensor<256xf32>, tensor<256x!tt.ptr<f32>>, tensor<256x!tt.ptr<f32>> loc(#loc3)
+    } loc(#loc2)
+    tt.store %15#2, %15#0 : tensor<256x!tt.ptr<f32>> loc(#loc3)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc1 = loc(unknown)
+#loc2 = loc("/path/test.py":8:4)
+#loc3 = loc("/path/test.py":9:8)
+)";
+  Module m = read(t, "t.ttir");
+  verify(m);
+  const Function& f = *m.entry();
+  EXPECT_EQ(f.args()[1]->name, "arg4");
+  EXPECT_EQ(f.args()[0]->loc.str(), "/path/test.py:7:0");
+  EXPECT_EQ(f.args()[0]->loc.var, "");
+  EXPECT_EQ(f.arg_attrs[0].at("tt.divisibility").i, 16);
+  const Op* loop = def_of(m, "15#1");
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->results.size(), 3u);
+  EXPECT_EQ(loop->regions[0]->blocks[0]->args.size(), 4u);
+  const Op& st = *f.body.blocks[0]->ops[5];
+  EXPECT_EQ(st.name, "tt.store");
+  EXPECT_EQ(st.operands[0], loop->results[2].get());
+  EXPECT_EQ(st.operands[1], loop->results[0].get());
+  EXPECT_EQ(st.loc.str(), "/path/test.py:9:8");
 }

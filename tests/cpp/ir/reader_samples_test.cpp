@@ -15,7 +15,9 @@ using namespace tilescope::ir;
 namespace {
 
 std::string sample(const std::string& name) {
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / "ttir" / "reader" / name).lexically_normal().string();
+  return (fs::path(__FILE__).parent_path() / ".." / ".." / "ttir" / "reader" / name)
+      .lexically_normal()
+      .string();
 }
 
 void walk(const Region& r, const std::function<void(const Op&)>& f) {
@@ -572,7 +574,8 @@ TEST(ReaderSamples, LoopAttributesAndNegativeNames) {
   EXPECT_EQ(attr(*fors[0], "tt.flatten").kind, Attr::Kind::Unit);
   bool licm = false;
   for (auto* f : fors)
-    if (f->attr("llvm.loop_annotation")) licm = attr(*f, "llvm.loop_annotation").s.find("licm") != std::string::npos;
+    if (f->attr("llvm.loop_annotation"))
+      licm = attr(*f, "llvm.loop_annotation").s.find("licm") != std::string::npos;
   EXPECT_TRUE(licm);
 
   Module r = load("rand.ttir");
