@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -47,16 +48,35 @@ void Program::copy(int to, int from) {
   if (to != from) std::memcpy(slot[to], slot[from], static_cast<size_t>(plan->slots[to].bytes));
 }
 
-static void emit_results(Program& p, const Step& s) {
-  for (size_t i = 0; i < s.out.size(); ++i) {
-    OpResultEvent e{s.op, p.pid, static_cast<int>(i), p.slot[s.out[i]], s.out_types[i]};
-    for (Observer* o : *p.observers)
-      if (o->kinds() & kOpResult) o->on_op_result(e);
-  }
+static void emit_op(Program& p, const Step& s) {
+  if (!(*p.watched)[s.id]) return;
+  constexpr size_t kMax = 16;
+  const void* small_in[kMax];
+  const void* small_out[kMax];
+  std::vector<const void*> big_in, big_out;
+  const void** in = small_in;
+  const void** out = small_out;
+  if (s.in.size() > kMax) { big_in.resize(s.in.size()); in = big_in.data(); }
+  if (s.out.size() > kMax) { big_out.resize(s.out.size()); out = big_out.data(); }
+  for (size_t i = 0; i < s.in.size(); ++i) in[i] = p.slot[s.in[i]];
+  for (size_t i = 0; i < s.out.size(); ++i) out[i] = p.slot[s.out[i]];
+  OpEvent e{s.op, p.pid, in, out};
+  for (Observer* o : *p.observers)
+    if ((o->kinds() & kOpResult) && o->watches(*s.op)) o->on_op(e);
+}
+
+static void emit_transfer(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
+  std::vector<const ir::Value*> d(dst.size()), s(src.size());
+  for (size_t i = 0; i < dst.size(); ++i) d[i] = p.plan->slot_value[dst[i]];
+  for (size_t i = 0; i < src.size(); ++i) s[i] = p.plan->slot_value[src[i]];
+  TransferEvent e{p.pid, d.data(), s.data(), static_cast<int>(std::min(dst.size(), src.size()))};
+  for (Observer* o : *p.observers)
+    if (o->kinds() & kOpResult) o->on_transfer(e);
 }
 
 /// Copy `src[i]` into `dst[i]` for all i as one parallel assignment (a yield may permute values).
 void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
+  if (p.observed & kOpResult) emit_transfer(p, dst, src);
   bool overlap = false;
   for (size_t i = 0; i < dst.size() && !overlap; ++i)
     for (size_t j = 0; j < src.size(); ++j)
@@ -78,7 +98,7 @@ const Terminator& Program::run(const RegionPlan& r) {
     if (observed & kOpResult) {
       for (const Step& s : bp.steps) {
         s.fn(*this, s);
-        emit_results(*this, s);
+        emit_op(*this, s);
       }
     } else {
       for (const Step& s : bp.steps) s.fn(*this, s);
@@ -132,6 +152,7 @@ struct Launch {
   std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
   std::vector<Observer*> observers;
   unsigned observed = 0;
+  std::vector<uint8_t> watched;  // per Step::id
   bool fibers = false;
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
@@ -165,6 +186,7 @@ void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker
   p.launch = &L;
   p.observed = L.observed;
   p.observers = &L.observers;
+  p.watched = &L.watched;
   p.stats = &w.stats;
   for (int d = 0; d < 3; ++d) p.grid[d] = static_cast<int32_t>(L.grid[d]);
   for (auto& [s, bytes] : L.arg_values) std::memcpy(p.slot[s], bytes.data(), bytes.size());
@@ -409,6 +431,19 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
 
   L.observers = opts.observers;
   for (Observer* o : L.observers) L.observed |= o->kinds();
+  if (L.observed & kOpResult) {
+    L.watched.assign(static_cast<size_t>(L.plan->num_steps), 0);
+    std::function<void(const RegionPlan&)> mark = [&](const RegionPlan& r) {
+      for (auto& b : r.blocks)
+        for (auto& st : b.steps) {
+          for (Observer* o : L.observers)
+            if ((o->kinds() & kOpResult) && o->watches(*st.op)) L.watched[st.id] = 1;
+          for (auto& sub : st.regions) mark(sub);
+        }
+    };
+    for (auto& [f, fp] : L.plan->functions)
+      if (fp) mark(fp->body);
+  }
 
   int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads > L.programs) threads = static_cast<int>(L.programs);

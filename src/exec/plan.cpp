@@ -13,6 +13,7 @@ int Planner::slot(const ir::Value* v) {
   if (it != slots_.end()) return it->second;
   int s = static_cast<int>(plan_.slots.size());
   plan_.slots.push_back(SlotInfo{v->type, storage_bytes(*v->type)});
+  plan_.slot_value.push_back(v);
   int64_t off = plan_.frame_bytes;
   plan_.slot_offset.push_back(off);
   plan_.frame_bytes = off + ((plan_.slots.back().bytes + 63) / 64) * 64;
@@ -111,6 +112,7 @@ void Planner::lower_region(const ir::Region& r, RegionPlan& out) {
 
 void Planner::lower_op(const ir::Op& op, Step& s) {
   s.op = &op;
+  s.id = plan_.num_steps++;
   for (auto* v : op.operands) {
     s.in.push_back(slot(v));
     s.in_types.push_back(v->type);

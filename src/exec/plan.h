@@ -56,6 +56,7 @@ struct FunctionPlan;
 
 struct Step {
   KernelFn fn = nullptr;
+  int id = -1;  // dense index over all steps of the plan (for per-launch watch flags)
   const ir::Op* op = nullptr;
   std::vector<int> in;   // operand slots, in op operand order
   std::vector<int> out;  // result slots
@@ -81,6 +82,8 @@ struct SlotInfo {
 struct Plan {
   const ir::Module* module = nullptr;
   std::vector<SlotInfo> slots;
+  std::vector<const ir::Value*> slot_value;  // the SSA value of each slot
+  int num_steps = 0;
   std::map<const ir::Function*, std::unique_ptr<FunctionPlan>> functions;
   int64_t frame_bytes = 0;
   std::vector<int64_t> slot_offset;  // byte offset of each slot in a frame (64-byte aligned)
@@ -117,6 +120,7 @@ struct Program {
   const Plan* plan = nullptr;
   const Launch* launch = nullptr;
   unsigned observed = 0;         // EventKind bits some observer wants
+  const std::vector<uint8_t>* watched = nullptr;  // per Step::id: some observer watches the op
   const std::vector<Observer*>* observers = nullptr;
   LaunchStats* stats = nullptr;  // per-worker counters, summed at the end
 

@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -421,9 +422,25 @@ void fma_kernel(Program& p, const exec::Step& s) {
   }
 }
 
-// tt.clampf: min(max(x, lo), hi). propagateNan = none uses maxNum/minNum (a NaN x gives lo);
-// all returns NaN when x is NaN.
-template <class T, bool PropagateNan>
+// tt.clampf. Triton's generic lowering is min(max(x, lo), hi) with maxNum/minNum for propagateNan = none
+// (a NaN x gives lo, then min(lo, hi)), and NaN for a NaN x with propagateNan = all.
+// On sm_90+ the NVIDIA backend (ElementwiseOpToLLVM.cpp, ClampFOpConversion::isClipPattern) rewrites
+// clamp(x, -limit, limit) for f32/f16 into one `min{.NaN}.xorsign.abs(x, limit)` when lo is
+// `arith.subf 0, hi` or lo and hi are splat constants with lo == -hi (see clip_pattern below). PTX ISA
+// (min): the magnitude is min(|x|, |limit|), the sign is sign(x) xor sign(limit); a single NaN operand is
+// ignored without .NaN (both NaN, or any NaN with .NaN: canonical NaN). So a NaN x clamps to +limit
+// (or -limit for a negative NaN), and -0.0 stays -0.0. Measured on the H200 (tests/gpu/data,
+// edge_float row 11, clamp(x, -1.0, 1.0)): NaN -> 1.0, -0.0 -> -0.0.
+template <class C, bool PropagateNan>
+C min_xorsign_abs(C x, C limit) {
+  const bool xn = x != x, ln = limit != limit;
+  if ((xn && ln) || (PropagateNan && (xn || ln))) return std::numeric_limits<C>::quiet_NaN();
+  const C ax = std::fabs(x), al = std::fabs(limit);
+  const C m = xn ? al : ln ? ax : (al < ax ? al : ax);
+  return std::signbit(x) != std::signbit(limit) ? -m : m;
+}
+
+template <class T, bool PropagateNan, bool Xorsign>
 void clampf_kernel(Program& p, const exec::Step& s) {
   using S = typename T::S;
   const S* x = p.at<S>(s.in[0]);
@@ -433,9 +450,13 @@ void clampf_kernel(Program& p, const exec::Step& s) {
   const int64_t n = s.n;
   for (int64_t i = 0; i < n; ++i) {
     auto v = T::load(x[i]);
-    auto r = MinNumF::f(MaxNumF::f(v, T::load(lo[i])), T::load(hi[i]));
-    if constexpr (PropagateNan) r = v != v ? v : r;
-    o[i] = T::store(r);
+    if constexpr (Xorsign) {
+      o[i] = T::store(min_xorsign_abs<decltype(v), PropagateNan>(v, T::load(hi[i])));
+    } else {
+      auto r = MinNumF::f(MaxNumF::f(v, T::load(lo[i])), T::load(hi[i]));
+      if constexpr (PropagateNan) r = v != v ? v : r;
+      o[i] = T::store(r);
+    }
   }
 }
 
@@ -829,6 +850,35 @@ uint64_t scalar_bits(const Op& op, Planner& p, const ir::Attr& a, Elem e) {
   p.unsupported(op, fmt::format("constant of element type {}", ir::elem_name(e)));
 }
 
+// The splat value of a dense float `arith.constant` defining `v` (Triton's getSplatInitializer in
+// ClampFOpConversion); nullopt for anything else (block arguments, scalars, non-splat constants).
+std::optional<double> splat_float_constant(const ir::Value* v) {
+  if (!v || !v->def || v->def->name != "arith.constant") return std::nullopt;
+  const ir::Attr* a = v->def->attr("value");
+  if (!a || a->kind != ir::Attr::Kind::Dense || !a->dense.splat || !v->type) return std::nullopt;
+  const Elem e = v->type->elem;
+  const size_t eb = static_cast<size_t>(ir::elem_bytes(e));
+  if (!ir::is_float(e) || a->dense.bytes.size() != eb || eb > 8) return std::nullopt;
+  uint64_t bits = 0;
+  std::memcpy(&bits, a->dense.bytes.data(), eb);  // little endian
+  return exec::float_from_bits(e, bits);
+}
+
+// Triton's isClipPattern (NVIDIA ElementwiseOpToLLVM.cpp, sm_90+): tt.clampf(x, lo, hi) with
+// lo = arith.subf(splat 0.0, hi), or lo and hi splat constants with lo == -hi.
+bool clip_pattern(const Op& op) {
+  const ir::Value* lo = op.operands[1];
+  const ir::Value* hi = op.operands[2];
+  if (lo->def && lo->def->name == "arith.subf") {
+    const Op& sub = *lo->def;
+    if (sub.operands.size() != 2 || sub.operands[1] != hi) return false;
+    const auto zero = splat_float_constant(sub.operands[0]);
+    return zero && *zero == 0.0;
+  }
+  const auto l = splat_float_constant(lo), h = splat_float_constant(hi);
+  return l && h && *l == -*h;
+}
+
 }  // namespace
 
 // ==================================================================================================
@@ -1128,9 +1178,16 @@ void lower_clampf(const Op& op, Planner& p, Step& s) {
   if (nan != "none" && nan != "all" && !nan.empty())
     p.unsupported(op, fmt::format("unknown propagateNan '{}'", nan));
   const bool all = nan == "all";
+  const Elem e = s.out_types[0]->elem;
+  // The xorsign form exists for f32 and f16 only (Triton names the intrinsic by those two types).
+  const bool xs = (e == Elem::f32 || e == Elem::f16) && clip_pattern(op);
   KernelFn fn = nullptr;
-  ew::with_float(s.out_types[0]->elem,
-                 [&]<class T>() { fn = all ? clampf_kernel<T, true> : clampf_kernel<T, false>; });
+  ew::with_float(e, [&]<class T>() {
+    if (xs)
+      fn = all ? clampf_kernel<T, true, true> : clampf_kernel<T, false, true>;
+    else
+      fn = all ? clampf_kernel<T, true, false> : clampf_kernel<T, false, false>;
+  });
   if (!fn) p.unsupported(op, fmt::format("tt.clampf on {}", s.out_types[0]->str()));
   s.fn = fn;
 }

@@ -54,7 +54,7 @@ void run_for(Program& p, const Step& s) {
     const Terminator& t = p.run(body);
     parallel_copy(p, iter, t.operands);
   }
-  for (size_t k = 0; k < s.out.size(); ++k) p.copy(s.out[k], iter[k]);
+  parallel_copy(p, s.out, iter);
 }
 
 void run_if(Program& p, const Step& s) {
@@ -64,7 +64,7 @@ void run_if(Program& p, const Step& s) {
   else if (s.regions.size() > 1 && !s.regions[1].blocks.empty()) r = &s.regions[1];
   if (!r) return;
   const Terminator& t = p.run(*r);
-  for (size_t k = 0; k < s.out.size(); ++k) p.copy(s.out[k], t.operands[k]);
+  parallel_copy(p, s.out, t.operands);
 }
 
 void run_while(Program& p, const Step& s) {
@@ -74,7 +74,7 @@ void run_while(Program& p, const Step& s) {
   for (;;) {
     const Terminator& c = p.run(before);
     if (!*p.at<uint8_t>(c.cond)) {
-      for (size_t k = 0; k < s.out.size(); ++k) p.copy(s.out[k], c.operands[k]);
+      parallel_copy(p, s.out, c.operands);
       return;
     }
     parallel_copy(p, after.blocks[0].args, c.operands);
@@ -87,7 +87,7 @@ void run_call(Program& p, const Step& s) {
   const exec::RegionPlan& body = s.callee->body;
   parallel_copy(p, body.blocks[0].args, s.in);
   const Terminator& t = p.run(body);
-  for (size_t k = 0; k < s.out.size(); ++k) p.copy(s.out[k], t.operands[k]);
+  parallel_copy(p, s.out, t.operands);
 }
 
 void run_nop(Program&, const Step&) {}

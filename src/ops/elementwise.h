@@ -80,6 +80,14 @@ inline uint16_t f32_to_bf16_rtz(float f) {
   return static_cast<uint16_t>(blend(mask_if((x & 0x7fffffffu) > 0x7f800000u), 0x7fffu, x >> 16));
 }
 
+/// Bits of the result of a PTX float -> integer `cvt.r*i` whose source is NaN (PTX ISA, cvt, "Integer
+/// Notes"): 0 if the source is not .f64 and the destination is not 64-bit; otherwise 1 << (N-1), which is
+/// MININT for a signed destination and (MAXINT >> 1) + 1 for an unsigned one. Measured on the H200
+/// (tests/gpu/data, edge_f2i): f32 NaN -> i32 gives 0, -> i64 gives 0x8000000000000000.
+constexpr uint64_t cvt_nan_to_int(bool src_f64, int dst_bits) {
+  return (src_f64 || dst_bits == 64) ? uint64_t{1} << (dst_bits - 1) : 0;
+}
+
 /// Decoded values of all 256 bit patterns of an fp8 format (built once).
 const float* fp8_table(ir::Elem e);
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "src/ops/elementwise.h"
 #include "src/ops/ops.h"
 
 namespace tilescope::ops {
@@ -152,10 +153,13 @@ To conv_d(From x) {
   return adjust(r, (ex > rr) - (ex < rr), D);
 }
 
-// float/double -> integer with a rounding mode: round, then saturate (NaN -> 0), as cvt.r*i does.
+// float/double -> integer with a rounding mode: round, then saturate, as cvt.r*i does (libdevice's
+// __nv_{float,double}2{int,uint,ll,ull}_r* wrap the nvvm f2i/d2i/f2ll/... intrinsics, i.e. cvt). A NaN
+// gives 0, or 1 << (N-1) from a double or into 64 bits (PTX ISA, cvt "Integer Notes"; ew::cvt_nan_to_int).
 template <class I, Dir D, class F>
 I to_int(F x) {
-  if (std::isnan(x)) return 0;
+  if (std::isnan(x))
+    return static_cast<I>(ew::cvt_nan_to_int(std::is_same_v<F, double>, 8 * static_cast<int>(sizeof(I))));
   F r;
   switch (D) {
     case Dir::rn: r = std::nearbyint(x); break;

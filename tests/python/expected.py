@@ -228,9 +228,12 @@ def rtz_fp8(x, dtype):
     return bits
 
 
-def sat_f2i(x, bits, signed=True, nan=0):
-    """Saturating float -> int (GPU cvt.rzi, reference §5). NaN gives 0 for 32-bit results; measured on
-    the H200 (tests/gpu/data), a 64-bit result of NaN is INT64_MIN."""
+def sat_f2i(x, bits, signed=True, nan=None):
+    """Saturating float -> int as PTX cvt.rzi computes it (reference §5). PTX ISA, cvt "Integer Notes": a
+    NaN from an f32 source gives 0 unless the destination is 64-bit, where it gives 1 << 63 (INT64_MIN
+    for s64); measured on the H200 (tests/gpu/data, edge_f2i). `nan` overrides that value."""
+    if nan is None:
+        nan = 0 if bits < 64 else (-(1 << 63) if signed else 1 << 63)
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     out = []
     for v in np.ravel(np.asarray(x, np.float64)):
@@ -465,7 +468,7 @@ def _(i, s):
         8: Exact(np.abs(z)), 9: Exact(np.floor(z)), 10: Exact(np.ceil(z)),
         11: Ulp(np.array([math.erf(v) for v in Z]), 4, atol=1e-7), 12: Exact(fma_exact(x, y, z)),
         13: Ulp(np.sin(Z), 4, atol=2e-7), 14: Ulp(np.cos(Z), 4, atol=2e-7), 15: Ulp(Z / Y, 2),
-        16: Exact(np.fmod(z, y)), 17: Exact((-z) * x - y),
+        16: Exact(gpu_frem(z, y)), 17: Exact((-z) * x - y),
     }
     return {"out_ptr": rows}
 
@@ -709,16 +712,17 @@ def _(i, s):
 def _(i, s):
     x = i["x_ptr"]
     X = x.astype(np.float64)
-    i64 = np.array(sat_f2i(x, 64, nan=-(1 << 63)), np.int64)
-    in8 = np.isfinite(X) & (X > -129) & (X < 128)
-    inu8 = np.isfinite(X) & (X > -1) & (X < 256)
-    in16 = np.isfinite(X) & (X > -32769) & (X < 32768)
-    with np.errstate(invalid="ignore"):
-        tr = np.where(np.isfinite(X), np.trunc(np.nan_to_num(X)), 0)
+    i64 = np.array(sat_f2i(x, 64), np.int64)
+    # PTX has no 8-bit registers: LLVM converts an i8 result with cvt.rzi.s16/.u16 (saturating at 16
+    # bits), and storing the i8 writes the low byte. f.to(uint8).to(int32) reads the whole 16-bit
+    # register on the GPU (256.0 -> 256, reference §5), which an i8 value cannot hold: only lanes whose
+    # 16-bit result fits a byte are compared there.
+    s16 = np.array(sat_f2i(x, 16), np.int64)
+    u16 = np.array(sat_f2i(x, 16, signed=False), np.int64)
     return {"i32_ptr": Exact(np.array(sat_f2i(x, 32), np.int32)), "i64_ptr": Exact(i64),
-            "i8_ptr": Exact(np.clip(tr, -128, 127).astype(np.int8)).where(in8),
-            "u8_ptr": Exact(np.clip(tr, 0, 255).astype(np.int32)).where(inu8),
-            "i16_ptr": Exact(np.clip(tr, -32768, 32767).astype(np.int16)).where(in16),
+            "i8_ptr": Exact((s16 & 0xFF).astype(np.uint8).view(np.int8)),
+            "u8_ptr": Exact(u16.astype(np.int32)).where(u16 < 256),
+            "i16_ptr": Exact(s16.astype(np.int16)),
             "u32_ptr": Exact(np.array(sat_f2i(x, 32, signed=False), np.uint32)),
             "t32_ptr": Exact(np.array([wrap(v) for v in i64], np.int32))}
 
@@ -751,16 +755,16 @@ def _(i, s):
 def _(i, s):
     x, y = i["x_ptr"], i["y_ptr"]
     X, Y = x.astype(np.float64), y.astype(np.float64)
-    nonan = ~np.isnan(x)
     with np.errstate(all="ignore"):
         rows = {
             0: Exact(_zmin(x, y, np.fmin(x, y))), 1: Exact(_zmax(x, y, np.fmax(x, y))),
             2: Exact(_zmin(x, y, np.minimum(x, y))), 3: Exact(_zmax(x, y, np.maximum(x, y))),
             4: Exact(gpu_frem(x, y)), 5: Exact(x * y), 6: Exact(x + y), 7: Exact(x / y),
             8: Ulp(X / Y, 2), 9: Exact(np.sqrt(np.abs(x))), 10: Exact(fma_exact(x, y, x)),
-            # clampf(propagateNan=none) is max(min(x, hi), lo) with IEEE minNum/maxNum: NaN gives hi
-            # (measured on the H200).
-            11: Exact(np.where(nonan, np.clip(x, np.float32(-1), np.float32(1)), np.float32(1))),
+            # clamp(x, -1.0, 1.0) matches Triton's clip pattern, lowered on sm_90 to PTX
+            # min.xorsign.abs(x, 1.0): magnitude min(|x|, 1) (a NaN operand ignored), sign of x xor sign
+            # of 1.0. A (positive) NaN gives 1.0, -0.0 stays -0.0 (measured on the H200).
+            11: Exact(np.copysign(np.fmin(np.abs(x), np.float32(1)), x)),
         }
     return {"out_ptr": rows}
 
@@ -778,14 +782,15 @@ def _zmax(x, y, r):
 
 def gpu_frem(x, y):
     """arith.remf as the GPU computes it (LLVM NVPTX frem lowering, measured on the H200):
-    r = fma(-trunc(x / y), y, x), and r = x when |y| is infinite. Unlike C fmod, -3e9 % 3 gives +0
-    (reference §5) and 3e38 % 10 gives -1.0141205e31 (the quotient is not exact)."""
+    r = fma(-trunc(x / y), y, x) with an IEEE (div.rn) quotient, and r = x whenever |y| is infinite
+    (llvm/lib/Target/NVPTX/NVPTXISelLowering.cpp, lowerFREM; so inf % inf is inf, not NaN). Unlike C
+    fmod, -3e9 % 3 gives +0 (reference §5) and 3e38 % 10 gives -1.0141205e31 (the quotient is inexact)."""
     x, y = f32(x), f32(y)
     out = []
     with np.errstate(all="ignore"):
         q = np.trunc(x / y)
         for xi, yi, qi in zip(x.ravel(), y.ravel(), q.ravel()):
-            if np.isinf(yi) and np.isfinite(xi):
+            if np.isinf(yi):
                 out.append(xi)
             else:
                 out.append(fma_exact(np.array([-qi], np.float32), np.array([yi], np.float32),

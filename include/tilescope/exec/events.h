@@ -48,13 +48,24 @@ struct AccessEvent {
   const Memory* memory;
 };
 
-/// One op's result values, in the engine's storage (see exec/value.h for element encodings).
-struct OpResultEvent {
+/// One op has run (kOpResult): its operand and result values in the engine's storage (see
+/// src/exec/value.h for element encodings), in op operand / result order. Sent only for ops the
+/// observer `watches`. Region ops (scf.for/if/while, tt.call) send theirs after the region ran.
+struct OpEvent {
   const ir::Op* op;
   ProgramId pid;
-  int index;             // result index
-  const void* data;      // numel elements of `type`
-  const ir::Type* type;
+  const void* const* operands;  // op->operands.size() pointers
+  const void* const* results;   // op->results.size() pointers
+};
+
+/// Values copied into block arguments or op results by control flow (kOpResult): scf.for
+/// init/yield to iter args and iter args to results, scf.if/while yields, cf.br operands to block
+/// arguments, tt.call arguments and returns. `dst[i]` receives the value of `src[i]`.
+struct TransferEvent {
+  ProgramId pid;
+  const ir::Value* const* dst;
+  const ir::Value* const* src;
+  int count;
 };
 
 struct PrintEvent {
@@ -77,7 +88,10 @@ class Observer {
   /// Bit set of EventKind this observer wants.
   virtual unsigned kinds() const = 0;
   virtual void on_access(const AccessEvent&) {}
-  virtual void on_op_result(const OpResultEvent&) {}
+  /// Which ops' kOpResult events this observer wants; asked once per op per launch.
+  virtual bool watches(const ir::Op&) const { return true; }
+  virtual void on_op(const OpEvent&) {}
+  virtual void on_transfer(const TransferEvent&) {}
   virtual void on_program(ProgramId, bool begin) { (void)begin; }
   virtual void on_print(const PrintEvent&) {}
   virtual void on_assert(const AssertEvent&) {}
