@@ -341,6 +341,13 @@ class Reader {
     Depth d(*this, s);
     if (peek() == '<') {  // stripped tt type (reference §3.1)
       ++p_;
+      ws();
+      if (as_desc && is_digit(peek())) {
+        // 3.8+ prints the descriptor as `<16x32xf32>` (no inner tensor<>; seen in triton 3.9.0 TTIR).
+        const Type* blk = tensor_body(s);
+        expect('>', " closing a stripped tensor descriptor type");
+        return m_.desc(blk);
+      }
       const Type* in = parse_type();
       expect('>', " closing a stripped type");
       if (as_desc) {

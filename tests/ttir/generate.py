@@ -3,6 +3,11 @@
 
     python3 tests/ttir/generate.py            # from the repository root (any cwd works)
     python3 tests/ttir/generate.py --check    # regenerate in memory and fail if a committed file differs
+    /work/venv-triton-3.9.0/bin/python tests/ttir/generate.py   # another Triton: tests/ttir/triton-3.9/
+
+The corpus of record is made by triton 3.6 and lives in tests/ttir/. Any other Triton writes the same
+file names into tests/ttir/triton-<major>.<minor>/ (override with --out). A kernel that a version cannot
+compile is skipped and listed with the error under "skipped" in that directory's manifest.json.
 
 Writes, for each fixture of kernels.FIXTURES:
   tests/ttir/<name>.ttir            kernel.asm["ttir"] for the first target (cuda:90 unless noted)
@@ -12,7 +17,9 @@ Writes, for each fixture of kernels.FIXTURES:
   tests/ttir/manifest.json          kernel name, grid, arguments (names, dtypes, shapes, generators)
 
 Route (reference §4.2): ASTSource.make_ir + backend.make_ttir; str(module) prints exactly what
-asm["ttir"] / asm["source"] hold (debug info and name-location prefixes on). The process runs from the
+asm["ttir"] / asm["source"] hold (debug info and name-location prefixes on). API differences handled here
+(installed wheels 3.4.0, 3.6.0, 3.9.0): make_ir takes `target` first from 3.5 on (3.4: options, codegen_fns,
+module_map, context); make_ttir takes the capability in all three; ASTSource(constexprs=by name) in all. The process runs from the
 repository root with kernels imported through a relative path, so locations read
 "tests/ttir/kernels.py":LINE:COL and the files do not depend on where the checkout lives.
 """
@@ -25,6 +32,18 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 HERE_REL = os.path.join("tests", "ttir")
+RECORD_VERSION = "3.6"  # the Triton whose output is the corpus of record in tests/ttir/ itself
+
+
+def triton_version() -> str:
+    import triton
+    return triton.__version__
+
+
+def default_outdir() -> str:
+    """tests/ttir for the corpus-of-record Triton, tests/ttir/triton-<major>.<minor> for any other."""
+    mm = ".".join(triton_version().split(".")[:2])
+    return HERE_REL if mm == RECORD_VERSION else os.path.join(HERE_REL, f"triton-{mm}")
 
 
 def _import_kernels():
@@ -72,10 +91,17 @@ def compile_ttir(fx: dict, capability: int) -> tuple[str, str]:
     ctx = ir.context()
     ir.load_dialects(ctx)
     backend.load_dialects(ctx)
-    mod = src.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), ctx)
+    rest = (opts, backend.get_codegen_implementation(opts), backend.get_module_map(), ctx)
+    # 3.4: make_ir(options, codegen_fns, module_map, context); 3.5+: make_ir(target, options, ...)
+    mod = src.make_ir(target, *rest) if _takes_target(src.make_ir) else src.make_ir(*rest)
     source = str(mod)
-    mod = backend.make_ttir(mod, {}, opts, capability)
+    mod = backend.make_ttir(mod, {}, opts, capability)  # (mod, metadata, opt, capability) in 3.4-3.9
     return _relative(source), _relative(str(mod))
+
+
+def _takes_target(make_ir) -> bool:
+    import inspect
+    return "target" in inspect.signature(make_ir).parameters
 
 
 def _relative(text: str) -> str:
@@ -84,10 +110,13 @@ def _relative(text: str) -> str:
     return text.replace(f'"{ROOT}/', '"')
 
 
-def manifest_entry(fx: dict) -> dict:
+def manifest_entry(fx: dict, made: set | None = None) -> dict:
+    """`made`: the files this Triton produced (None: all of them)."""
+    ok = (lambda f: True) if made is None else (lambda f: f in made)
     files = {"ttir": f"{fx['name']}.ttir"}
-    variants = [{"file": f"{fx['name']}_sm{cap}.ttir", "target": f"cuda:{cap}"} for cap in fx["targets"][1:]]
-    if fx["source"]:
+    variants = [{"file": f"{fx['name']}_sm{cap}.ttir", "target": f"cuda:{cap}"} for cap in fx["targets"][1:]
+                if ok(f"{fx['name']}_sm{cap}.ttir")]
+    if fx["source"] and ok(f"{fx['name']}.source.ttir"):
         files["source"] = f"{fx['name']}.source.ttir"
     return {
         "name": fx["name"],
@@ -104,39 +133,74 @@ def manifest_entry(fx: dict) -> dict:
     }
 
 
-def outputs_for(fx: dict) -> dict[str, str]:
-    """file name -> text for one fixture."""
+def outputs_for(fx: dict, skipped: list | None = None) -> dict[str, str]:
+    """file name -> text for one fixture. An exception from the first target propagates (the fixture
+    cannot be made); a further target that fails is left out and, with `skipped`, recorded there."""
     out = {}
     source, ttir = compile_ttir(fx, fx["targets"][0])
     out[f"{fx['name']}.ttir"] = ttir
     if fx["source"]:
         out[f"{fx['name']}.source.ttir"] = source
     for cap in fx["targets"][1:]:
-        out[f"{fx['name']}_sm{cap}.ttir"] = compile_ttir(fx, cap)[1]
+        f = f"{fx['name']}_sm{cap}.ttir"
+        try:
+            out[f] = compile_ttir(fx, cap)[1]
+        except Exception as e:
+            if skipped is None:
+                raise
+            skipped.append({"name": fx["name"], "file": f, "reason": _reason(e)})
     return out
+
+
+def _reason(e: Exception) -> str:
+    """One readable line. Triton's CompilationError prints the source excerpt; the cause is chained
+    (`__cause__`) or, when there is none, the last line of the message."""
+    loc = ""
+    if type(e).__name__ == "CompilationError":
+        first = str(e).splitlines()[0] if str(e) else ""
+        loc = f" ({first.rstrip(':')})" if first.startswith("at ") else ""
+        if e.__cause__ is not None:
+            c = e.__cause__
+            return f"{type(c).__name__}: {str(c).strip().splitlines()[-1] if str(c).strip() else ''}{loc}"[:400]
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}{loc}"[:400]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="compare with the committed files, write nothing")
     ap.add_argument("--only", nargs="*", help="fixture names to (re)generate")
+    ap.add_argument("--out", help="output directory relative to the repository root (default: tests/ttir "
+                    f"for triton {RECORD_VERSION}, tests/ttir/triton-X.Y for any other)")
     args = ap.parse_args(argv)
     kernels = _import_kernels()
-    outdir = os.path.join(ROOT, HERE_REL)
+    out_rel = args.out or default_outdir()
+    outdir = os.path.join(ROOT, out_rel)
+    record = os.path.normpath(out_rel) == os.path.normpath(HERE_REL)
     names = [f["name"] for f in kernels.FIXTURES]
     if len(set(names)) != len(names):
         raise SystemExit("duplicate fixture names")
     files = {}
     failed = []
+    skipped = []  # only for other versions: kernels (or variants) this Triton cannot compile
+    made_fx = []
     for fx in kernels.FIXTURES:
         if args.only and fx["name"] not in args.only:
             continue
         try:
-            files.update(outputs_for(fx))
-        except Exception as e:  # report every kernel that does not compile, then fail
-            failed.append(f"{fx['name']}: {type(e).__name__}: {e}")
-    manifest = {"triton": __import__("triton").__version__,
-                "fixtures": [manifest_entry(fx) for fx in kernels.FIXTURES]}
+            files.update(outputs_for(fx, None if record else skipped))
+            made_fx.append(fx)
+        except Exception as e:  # report every kernel that does not compile
+            if record:
+                failed.append(f"{fx['name']}: {type(e).__name__}: {e}")
+            else:
+                skipped.append({"name": fx["name"], "file": f"{fx['name']}.ttir", "reason": _reason(e)})
+    made = set(files)
+    manifest = {"triton": triton_version(),
+                "fixtures": [manifest_entry(fx, None if record else made) for fx in
+                             (kernels.FIXTURES if record else made_fx)]}
+    if not record:
+        manifest["skipped"] = skipped
     mtext = json.dumps(manifest, indent=1) + "\n"
     if not args.only:
         files["manifest.json"] = mtext
@@ -147,12 +211,16 @@ def main(argv=None) -> int:
         bad = [n for n, t in files.items()
                if not os.path.exists(os.path.join(outdir, n)) or open(os.path.join(outdir, n)).read() != t]
         for n in bad:
-            print(f"differs: tests/ttir/{n}", file=sys.stderr)
+            print(f"differs: {out_rel}/{n}", file=sys.stderr)
         return 1 if bad else 0
+    os.makedirs(outdir, exist_ok=True)
     for n, t in files.items():
         with open(os.path.join(outdir, n), "w") as f:
             f.write(t)
-    print(f"wrote {len(files)} files for {len(kernels.FIXTURES)} fixtures to {HERE_REL}/")
+    for sk in skipped:
+        print(f"skipped {sk['file']}: {sk['reason']}", file=sys.stderr)
+    print(f"triton {triton_version()}: wrote {len(files)} files for {len(made_fx)} fixtures to {out_rel}/"
+          + (f" ({len(skipped)} skipped)" if skipped else ""))
     return 0
 
 

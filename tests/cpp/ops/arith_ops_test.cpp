@@ -180,9 +180,9 @@ TEST(ArithFloat, F32BinariesAndNaNRules) {
   EXPECT_EQ(binary<float>("arith.divf", "f32", {1.0f, -1.0f}, {3.0f, 0.0f}),
             (std::vector<float>{1.0f / 3.0f, -kInf}));
   EXPECT_EQ(binary<float>("tt.precise_divf", "f32", {1.0f}, {3.0f})[0], 1.0f / 3.0f);
-  // §5: -3e9 % 3.0 = 0.0 (C fmod, not -0.0), -1.5 % 3.0 = -1.5.
+  // §5: -3e9 % 3.0 = +0.0 on the GPU (C fmod gives -0.0), -1.5 % 3.0 = -1.5.
   auto rem = binary<float>("arith.remf", "f32", {-3e9f, -1.5f, 7.5f}, {3.0f, 3.0f, -2.0f});
-  EXPECT_EQ(rem[0], std::fmod(-3e9f, 3.0f));
+  EXPECT_EQ(std::bit_cast<uint32_t>(rem[0]), 0u);
   EXPECT_EQ(rem[1], -1.5f);
   EXPECT_EQ(rem[2], 1.5f);
   // §5: tl.minimum(NaN, 0.0) = 0.0 (minnumf); tl.maximum(NaN, 0, ALL) = NaN (maximumf).
@@ -371,11 +371,11 @@ TEST(ArithCast, FloatToIntSaturates) {
                         "    %z = arith.trunci %w : tensor<2xi64> to tensor<2xi32>",
                         std::vector<float>{kInf, -kInf}, std::vector<float>{0});
   EXPECT_EQ(w, (std::vector<int32_t>{-1, 0}));
-  // fptoui to i8: §5 GPU gives 0 for -1.5 (matched); 256.0 and 65504 give 256/65504 in a wider GPU
-  // register, which an i8 cannot hold: we saturate to 255 (documented in arith.cpp).
+  // fptoui to i8: the GPU converts at 16 bits (cvt.rzi.u16) and an i8 keeps the low byte; §5 measured
+  // the 16-bit register (0, 256, 65504) for -1.5, 256.0, 65504: low bytes 0, 0x00, 0xE0.
   auto u = run<uint8_t>("f32", "f32", "i8", "    %z = arith.fptoui %x : tensor<4xf32> to tensor<4xi8>",
                         std::vector<float>{-1.5f, 256.0f, 65504.0f, 3.7f}, std::vector<float>{0});
-  EXPECT_EQ(u, (std::vector<uint8_t>{0, 255, 255, 3}));
+  EXPECT_EQ(u, (std::vector<uint8_t>{0, 0, 0xE0, 3}));
   auto u32 = run<uint32_t>("f64", "f64", "i32", "    %z = arith.fptoui %x : tensor<2xf64> to tensor<2xi32>",
                            std::vector<double>{4294967295.9, 1e20}, std::vector<double>{0});
   EXPECT_EQ(u32, (std::vector<uint32_t>{4294967295u, 4294967295u}));
@@ -392,6 +392,53 @@ TEST(ArithCast, FloatToIntSaturates) {
   auto u64 = run<uint64_t>("f32", "f32", "i64", "    %z = arith.fptoui %x : tensor<4xf32> to tensor<4xi64>",
                            std::vector<float>{-0.5f, 1e20f, 1.8e19f, kInf}, std::vector<float>{0});
   EXPECT_EQ(u64, (std::vector<uint64_t>{0, ~uint64_t{0}, static_cast<uint64_t>(1.8e19f), ~uint64_t{0}}));
+}
+
+TEST(ArithCast, FloatToIntNaNFollowsPtxCvt) {
+  // PTX ISA, cvt "Integer Notes": NaN -> 0 unless the source is .f64 or the destination .s64/.u64, then
+  // 1 << (N-1). Measured on the H200 (tests/gpu/data, edge_f2i): f32 NaN -> i64 is INT64_MIN, -> i32 0.
+  const std::vector<float> nf{kNaN, -kNaN};
+  const std::vector<double> nd{std::numeric_limits<double>::quiet_NaN(),
+                               -std::numeric_limits<double>::quiet_NaN()};
+  auto f_i64 = run<int64_t>("f32", "f32", "i64", "    %z = arith.fptosi %x : tensor<2xf32> to tensor<2xi64>",
+                            nf, std::vector<float>{0});
+  EXPECT_EQ(f_i64, (std::vector<int64_t>(2, std::numeric_limits<int64_t>::min())));
+  auto f_u64 = run<uint64_t>("f32", "f32", "i64", "    %z = arith.fptoui %x : tensor<2xf32> to tensor<2xi64>",
+                             nf, std::vector<float>{0});
+  EXPECT_EQ(f_u64, (std::vector<uint64_t>(2, uint64_t{1} << 63)));
+  auto f_i32 = run<int32_t>("f32", "f32", "i32", "    %z = arith.fptosi %x : tensor<2xf32> to tensor<2xi32>",
+                            nf, std::vector<float>{0});
+  EXPECT_EQ(f_i32, (std::vector<int32_t>{0, 0}));
+  auto f_u32 = run<uint32_t>("f32", "f32", "i32", "    %z = arith.fptoui %x : tensor<2xf32> to tensor<2xi32>",
+                             nf, std::vector<float>{0});
+  EXPECT_EQ(f_u32, (std::vector<uint32_t>{0, 0}));
+  auto h_i64 = run<int64_t>("f16", "f16", "i64", "    %z = arith.fptosi %x : tensor<2xf16> to tensor<2xi64>",
+                            std::vector<uint16_t>{0x7E00, 0xFE00}, std::vector<uint16_t>{0});
+  EXPECT_EQ(h_i64, (std::vector<int64_t>(2, std::numeric_limits<int64_t>::min())));
+  // From f64 every width gets 1 << (N-1); an i8 converts at 16 bits (0x8000) and keeps the low byte.
+  auto d_i32 = run<int32_t>("f64", "f64", "i32", "    %z = arith.fptosi %x : tensor<2xf64> to tensor<2xi32>",
+                            nd, std::vector<double>{0});
+  EXPECT_EQ(d_i32, (std::vector<int32_t>(2, std::numeric_limits<int32_t>::min())));
+  auto d_u32 = run<uint32_t>("f64", "f64", "i32", "    %z = arith.fptoui %x : tensor<2xf64> to tensor<2xi32>",
+                             nd, std::vector<double>{0});
+  EXPECT_EQ(d_u32, (std::vector<uint32_t>(2, 0x80000000u)));
+  auto d_i16 = run<uint16_t>("f64", "f64", "i16", "    %z = arith.fptosi %x : tensor<2xf64> to tensor<2xi16>",
+                             nd, std::vector<double>{0});
+  EXPECT_EQ(d_i16, (std::vector<uint16_t>(2, 0x8000)));
+  auto d_i8 = run<uint8_t>("f64", "f64", "i8", "    %z = arith.fptosi %x : tensor<2xf64> to tensor<2xi8>", nd,
+                           std::vector<double>{0});
+  EXPECT_EQ(d_i8, (std::vector<uint8_t>{0, 0}));
+}
+
+TEST(ArithCast, FloatToI8ConvertsAtSixteenBits) {
+  // Measured on the H200 (tests/gpu/data, edge_f2i i8_ptr): the stored byte is the low byte of the
+  // 16-bit saturating conversion: 3e9 -> 0x7FFF -> -1, -3e9 -> 0x8000 -> 0, 256 -> 0, 65504 -> -1,
+  // -32769 -> 0, 255.7 -> 0xFF -> -1; in-range values convert normally.
+  auto r = run<int8_t>("f32", "f32", "i8", "    %z = arith.fptosi %x : tensor<16xf32> to tensor<16xi8>",
+                       std::vector<float>{3e9f, -3e9f, 256.0f, 65504.0f, -32769.0f, 255.7f, -128.5f, 127.9f,
+                                          kInf, -kInf, kNaN, -2.5f, 32767.9f, 1e-40f, -0.999f, 100.99f},
+                       std::vector<float>{0});
+  EXPECT_EQ(r, (std::vector<int8_t>{-1, 0, 0, -1, 0, -1, -128, 127, -1, 0, 0, -2, -1, 0, 0, 100}));
 }
 
 TEST(ArithCast, IntToFloatAndWidth) {
@@ -508,6 +555,74 @@ TEST(ArithClampf, PropagateNan) {
   EXPECT_TRUE(std::isnan(all[3]));
 }
 
+TEST(ArithClampf, ClipPatternIsMinXorsignAbs) {
+  // clamp(x, -c, c) with constants lowers to PTX min.xorsign.abs(x, c) on sm_90 (Triton
+  // ClampFOpConversion::isClipPattern). Measured on the H200 (edge_float row 11, c = 1): NaN -> 1.0,
+  // -0.0 -> -0.0. PTX ISA (min): a single NaN operand is ignored, and the sign is the xor of both
+  // signs, so a negative NaN gives -1.0.
+  const float neg_nan = std::bit_cast<float>(0xFFC00000u);
+  std::vector<float> xs{-5, 0.5f, 5, kNaN, neg_nan, -0.0f, 0.0f, -1.0f};
+  const std::string cst =
+      "    %lo = arith.constant dense<-1.0> : tensor<8xf32>\n"
+      "    %hi = arith.constant dense<1.0> : tensor<8xf32>\n";
+  auto none = run<float>("f32", "f32", "f32",
+                         cst + "    %z = tt.clampf %x, %lo, %hi, propagateNan = none : tensor<8xf32>", xs,
+                         std::vector<float>{0});
+  const std::vector<uint32_t> want{0xBF800000u, 0x3F000000u, 0x3F800000u, 0x3F800000u,
+                                   0xBF800000u, 0x80000000u, 0x00000000u, 0xBF800000u};
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(std::bit_cast<uint32_t>(none[i]), want[i]) << i;
+  auto all = run<float>("f32", "f32", "f32",
+                        cst + "    %z = tt.clampf %x, %lo, %hi, propagateNan = all : tensor<8xf32>", xs,
+                        std::vector<float>{0});
+  EXPECT_TRUE(std::isnan(all[3]) && std::isnan(all[4]));
+  EXPECT_EQ(all[0], -1.0f);
+  // lo = 0 - hi with a runtime hi: also the clip pattern. With hi = -1 the sign flips (xorsign), where
+  // min(max(x, lo), hi) would give -1 for every x.
+  auto sub =
+      run<float>("f32", "f32", "f32",
+                 "    %c0 = arith.constant dense<0.0> : tensor<4xf32>\n"
+                 "    %lo = arith.subf %c0, %y : tensor<4xf32>\n"
+                 "    %z = tt.clampf %x, %lo, %y, propagateNan = none : tensor<4xf32>",
+                 std::vector<float>{0.5f, -0.5f, 3.0f, kNaN}, std::vector<float>{-1.0f, -1.0f, 2.0f, 2.0f});
+  EXPECT_EQ(sub, (std::vector<float>{-0.5f, 0.5f, 2.0f, 2.0f}));
+  // Asymmetric bounds keep the generic lowering: max(NaN, lo) = lo.
+  auto gen = run<float>("f32", "f32", "f32",
+                        "    %lo = arith.constant dense<-1.0> : tensor<2xf32>\n"
+                        "    %hi = arith.constant dense<2.0> : tensor<2xf32>\n"
+                        "    %z = tt.clampf %x, %lo, %hi, propagateNan = none : tensor<2xf32>",
+                        std::vector<float>{kNaN, -0.0f}, std::vector<float>{0});
+  EXPECT_EQ(gen[0], -1.0f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(gen[1]), 0x80000000u);
+}
+
+TEST(ArithFloat, RemfIsNvptxFremExpansion) {
+  // LLVM NVPTX lowerFREM: fma(-trunc(x / y), y, x), or x when |y| is inf. Measured on the H200
+  // (tests/gpu/data, edge_float row 4): 3e38 % 10 = -0x1p103 (-1.0141205e31; C fmod gives 2),
+  // -3e9 % 3 = +0, -7.5 % inf = -7.5, 2 % -inf = 2, 7 % 0 and inf % 2 are NaN.
+  auto r = binary<float>("arith.remf", "f32", {3e38f, -3e9f, -7.5f, 2.0f, 7.0f, kInf, kInf, 1e-45f},
+                         {10.0f, 3.0f, kInf, -kInf, 0.0f, 2.0f, kInf, 2.0f});
+  EXPECT_EQ(r[0], -0x1p103f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(r[1]), 0u);
+  EXPECT_EQ(r[2], -7.5f);
+  EXPECT_EQ(r[3], 2.0f);
+  EXPECT_TRUE(std::isnan(r[4]));
+  EXPECT_TRUE(std::isnan(r[5]));
+  EXPECT_EQ(r[6], kInf);  // |y| == inf selects x, even for x = inf (fmod: NaN)
+  EXPECT_EQ(r[7], 1e-45f);
+  // f64 uses the same expansion with div.rn.f64: -6 % 3 = +0 (fmod: -0). 1e20 % 0.3: with
+  // q = trunc(RN(1e20 / 0.3)), RN(1e20 - q * 0.3) computed exactly in rationals (Python fractions) is
+  // -0x1.25f3a715d1584p+13 (C fmod: 0.0434...).
+  auto d = binary<double>("arith.remf", "f64", {-6.0, 1e20}, {3.0, 0.3});
+  EXPECT_EQ(std::bit_cast<uint64_t>(d[0]), 0u);
+  EXPECT_EQ(d[1], -0x1.25f3a715d1584p+13);
+  // f16 and bf16 FREM are promoted to f32 and rounded back: -6 % 3 = +0 there too.
+  auto hr = binary<uint16_t>("arith.remf", "f16", {h(-6.0f), h(7.5f)}, {h(3.0f), h(-2.0f)});
+  EXPECT_EQ(hr, (std::vector<uint16_t>{0x0000, h(1.5f)}));
+  auto br =
+      binary<uint16_t>("arith.remf", "bf16", {0xC0C0 /* -6 */, 0x40F0 /* 7.5 */}, {0x4040 /* 3 */, 0x7F80});
+  EXPECT_EQ(br, (std::vector<uint16_t>{0x0000, 0x40F0}));
+}
+
 TEST(ArithPoison, Zeros) {
   auto r = run<int32_t>("i32", "i32", "i32",
                         "    %p = ub.poison : tensor<2xi32>\n    %z = arith.addi %p, %x : tensor<2xi32>",
@@ -555,6 +670,16 @@ TEST(ArithExtern, LibdeviceFunctions) {
   auto f2i = run<int32_t>("f32", "f32", "i32", ext("__nv_float2int_rd", "f32", "i32", 1),
                           std::vector<float>{-1.5f, 2.5f, 3e9f, kNaN}, ys);
   EXPECT_EQ(f2i, (std::vector<int32_t>{-2, 2, std::numeric_limits<int32_t>::max(), 0}));
+  // These wrap cvt.r*i: a NaN into 64 bits, or from a double, gives 1 << (N-1) (PTX ISA, cvt).
+  auto f2ll = run<int64_t>("f32", "f32", "i64", ext("__nv_float2ll_rz", "f32", "i64", 1),
+                           std::vector<float>{-1.5f, 2.5f, 1e30f, kNaN}, ys);
+  EXPECT_EQ(f2ll, (std::vector<int64_t>{-1, 2, std::numeric_limits<int64_t>::max(),
+                                        std::numeric_limits<int64_t>::min()}));
+  auto d2i = run<int32_t>("f64", "f64", "i32", ext("__nv_double2int_rz", "f64", "i32", 1),
+                          std::vector<double>{-1.5, 2.5, -1e30, std::numeric_limits<double>::quiet_NaN()},
+                          std::vector<double>{0});
+  EXPECT_EQ(d2i, (std::vector<int32_t>{-1, 2, std::numeric_limits<int32_t>::min(),
+                                       std::numeric_limits<int32_t>::min()}));
   auto mh = run<int32_t>("i32", "i32", "i32", ext("__nv_umulhi", "i32", "i32", 2),
                          std::vector<int32_t>{-1, 3, 0, 1}, std::vector<int32_t>{-1, 5, 7, 1});
   EXPECT_EQ(mh, (std::vector<int32_t>{-2, 0, 0, 0}));
