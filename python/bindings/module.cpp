@@ -28,8 +28,7 @@
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
 
-#if __has_include("tilescope/analysis/sanitizer.h") && __has_include("tilescope/report/report.h") && \
-    defined(TILESCOPE_HAVE_ANALYSIS)
+#if __has_include("tilescope/analysis/sanitizer.h") && __has_include("tilescope/report/report.h")
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/report/report.h"
 #define TILESCOPE_NATIVE_SANITIZER 1

@@ -195,6 +195,9 @@ def main(argv=None) -> int:
                 failed.append(f"{fx['name']}: {type(e).__name__}: {e}")
             else:
                 skipped.append({"name": fx["name"], "file": f"{fx['name']}.ttir", "reason": _reason(e)})
+    if not record:
+        skipped += [{"name": fx["name"], "file": f"{fx['name']}.ttir", "reason": fx["why_not"]}
+                    for fx in kernels.NOT_AVAILABLE if not args.only or fx["name"] in args.only]
     made = set(files)
     manifest = {"triton": triton_version(),
                 "fixtures": [manifest_entry(fx, None if record else made) for fx in

@@ -1037,5 +1037,72 @@ register("inline_asm", inline_asm_kernel, [1], [In("x_ptr", "i32", [32], gen="ar
          const=dict(BLOCK=32), note="expected to fail: unsupported op tt.elementwise_inline_asm")
 
 
+# ----------------------------------------------------------------------------------------------------
+# Kernels that need a newer Triton. Defined at the end of the file so that adding them moves no line
+# of the kernels above (their TTIR locations, and so the committed corpus, stay the same).
+# Fixtures whose kernels use API that the installed Triton lacks are kept out of FIXTURES (so that
+# every user of FIXTURES, such as the GPU ground-truth script, sees only kernels that compile);
+# generate.py lists them as skipped for that version.
+NOT_AVAILABLE: list[dict] = []
+
+
+def _triton_version() -> tuple[int, int]:
+    return tuple(int(x) for x in triton.__version__.split(".")[:2])
+
+
+def register_newer(min_triton, name, fn, grid, args, **kw):
+    """register() for a kernel that needs Triton >= min_triton (major, minor)."""
+    if _triton_version() < tuple(min_triton):
+        NOT_AVAILABLE.append(dict(name=name, why_not=f"needs triton >= {min_triton[0]}.{min_triton[1]} "
+                                                     f"({kw.get('note', '')})"))
+        return
+    register(name, fn, grid, args, **kw)
+
+
+try:  # grid dependency control helpers; in 3.9 they print tt.grid_dependency_* (inline PTX before)
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # older Triton: the kernel using them is not registered there
+    gdc_launch_dependents = gdc_wait = None
+
+
+# ----------------------------------------------------------------------------------------------------
+# Ops that only newer Triton prints (TritonOps.td of the 3.9.0 wheel): tt.approx_divf
+# (tl.fdiv(approx=True)), tt.atomic_load / tt.atomic_store, tt.grid_dependency_wait /
+# tt.grid_dependency_launch_dependents (tl.extra.cuda.gdc_*, inline PTX before), tt.atomic_poll.
+
+
+@triton.jit
+def new_ops_kernel(x_ptr, y_ptr, q_ptr, ld_ptr, st_ptr, BLOCK: tl.constexpr):
+    gdc_wait()
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(q_ptr + offs, tl.fdiv(x, y, approx=True))
+    m = offs < BLOCK - 5
+    a = tl.atomic_load(x_ptr + offs, mask=m, sem="relaxed")
+    tl.store(ld_ptr + offs, tl.where(m, a, 7.0))
+    tl.atomic_store(st_ptr + offs, x * 2.0, mask=offs % 3 != 0)
+    gdc_launch_dependents()
+
+
+register_newer((3, 9), "new_ops", new_ops_kernel, [1], [In("x_ptr", "f32", [32]), In("y_ptr", "f32", [32], gen="uniform(0.5,4)"),
+                                          Out("q_ptr", "f32", [32]), Out("ld_ptr", "f32", [32]),
+                                          InOut("st_ptr", "f32", [32], gen="full(-1)")],
+         const=dict(BLOCK=32),
+         note="tl.fdiv(approx=True), tl.atomic_load/atomic_store, gdc_wait/gdc_launch_dependents")
+
+
+@triton.jit
+def atomic_poll_kernel(flag_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    ok = tl.atomic_poll(flag_ptr + offs, 1, timeout_ns=0)
+    tl.store(out_ptr + offs, ok.to(tl.int32))
+
+
+register_newer((3, 9), "atomic_poll", atomic_poll_kernel, [1], [In("flag_ptr", "i32", [8], gen="ones"), Out("out_ptr", "i32", [8])],
+         const=dict(BLOCK=8),
+         note="tl.atomic_poll; expected to fail: unsupported op tt.atomic_poll")
+
+
 def by_name() -> dict[str, dict]:
     return {f["name"]: f for f in FIXTURES}

@@ -1,0 +1,66 @@
+"""tilescope: run Triton kernels on the CPU and sanitize every memory access.
+
+    @tilescope.trace("sanitizer")
+    @triton.jit
+    def kernel(...): ...
+
+Launches of a traced kernel run on tilescope's engine (no GPU needed) and the program continues with
+the real outputs; findings are printed at exit (or see ``tilescope.findings()``). For unmodified
+programs: ``tilescope sanitize -- python script.py`` or ``tilescope sanitize -- pytest ...``.
+"""
+from __future__ import annotations
+
+from ._state import clear as clear_findings
+from ._state import findings, print_report, report_text
+
+__all__ = ["trace", "findings", "clear_findings", "report_text", "print_report", "CompileError", "LaunchError",
+           "TilescopeError", "install"]
+
+_CLIENTS = ("sanitizer",)
+
+
+def __getattr__(name):
+    if name in ("CompileError", "LaunchError"):
+        from . import _capture
+
+        return getattr(_capture, name)
+    if name == "TilescopeError":
+        from . import _native
+
+        return _native.TilescopeError
+    raise AttributeError(name)
+
+
+def install() -> None:
+    """Patch Triton so that traced kernels (or, with TILESCOPE_SANITIZE, all) run on tilescope."""
+    from . import _capture
+
+    _capture.install()
+
+
+def trace(client="sanitizer", **options):
+    """Decorator: launches of the kernel run on tilescope's CPU engine under ``client``.
+
+    Spelled as triton-viz's decorator (``@triton_viz.trace("sanitizer")``, also ``client=``). Put it
+    above ``@triton.jit`` (or above ``@triton.autotune`` / ``@triton.heuristics``); it returns the
+    kernel object itself, marked, so everything else about it stays as Triton made it."""
+    if callable(client) and not isinstance(client, str):  # used bare: @tilescope.trace
+        return trace()(client)
+    name = getattr(client, "name", client)
+    if name not in _CLIENTS:
+        raise ValueError(f"tilescope.trace: unknown client {client!r} (supported: {', '.join(_CLIENTS)})")
+
+    def wrap(kernel):
+        from . import _capture
+
+        _capture.install()
+        base = _capture._base_jit(kernel)
+        if base is None:
+            raise TypeError(f"tilescope.trace: {kernel!r} is not a @triton.jit kernel")
+        base._tilescope_trace = True
+        from . import _state
+
+        _state._ensure_exit_hook()
+        return kernel
+
+    return wrap

@@ -1,0 +1,404 @@
+"""Launch capture: run every launch of a @triton.jit kernel on tilescope's CPU engine.
+
+``JITFunction.run`` is replaced (once, on the class). A launch that tilescope handles (every launch
+under ``tilescope sanitize``, or a kernel wrapped with ``@tilescope.trace``) is
+
+1. bound by Triton's own binder for the fixed target (constexprs, integer specialization with
+   ``== 1`` becoming constexpr, i32/i64/u64 by value, 16-divisibility attributes; reference §4.1),
+2. compiled to TTIR by Triton's own front end (``make_ir`` + ``make_ttir``, reference §4.2) with
+   ``debug=True`` so ``tl.device_assert`` is kept, cached per specialization,
+3. run on the engine with the runtime arguments bound by the TTIR signature (arguments that
+   became constexprs are gone from it), tensors zero-copy (CUDA tensors copied in and back).
+
+Other launches go to Triton unchanged.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+import traceback
+
+from . import _state
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class CompileError(RuntimeError):
+    """A kernel that tilescope cannot compile or run (the message says where and why)."""
+
+
+class LaunchError(RuntimeError):
+    """A launch that cannot be bound (bad arguments, grid); the message says which."""
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments
+
+
+class NumpyArg:
+    """A numpy array seen by Triton's binder as a tensor (data_ptr + dtype), zero-copy."""
+
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, array):
+        self.array = array
+        self.dtype = array.dtype
+
+    def data_ptr(self):
+        return self.array.ctypes.data
+
+
+def _is_numpy(x):
+    t = type(x)
+    return t.__module__ == "numpy" and t.__name__ == "ndarray"
+
+
+def _wrap(x):
+    if _is_numpy(x):
+        return NumpyArg(x)
+    return x
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).split(".")[-1]
+
+
+class _Staged:
+    """A CUDA (non-CPU) tensor's storage copied to the CPU for the launch, copied back after it."""
+
+    def __init__(self, t):
+        self.tensor = t
+        self.storage = t.untyped_storage()
+        self.host = self.storage.cpu()
+
+    def copy_back(self):
+        self.storage.copy_(self.host)
+
+
+def _describe_buffer(value, name: str, staged: list):
+    """('buffer', data_ptr, nbytes, dtype, shape, strides, name) for a tensor-like value.
+
+    The buffer is every byte the view can reach: from its first element to its last one along
+    the strides (a strided or transposed view registers that extent; reports show the view's
+    shape and strides)."""
+    if isinstance(value, NumpyArg):
+        a = value.array
+        item = a.itemsize
+        shape = list(a.shape)
+        if any(s % item for s in a.strides):
+            raise LaunchError(f"argument '{name}': numpy strides {a.strides} are not multiples of the item size")
+        strides = [s // item for s in a.strides]
+        ptr = a.ctypes.data
+        dtype = _dtype_name(a.dtype)
+    else:
+        t = value
+        item = t.element_size()
+        shape = list(t.shape)
+        strides = list(t.stride())
+        dev = getattr(t, "device", None)
+        if dev is not None and dev.type != "cpu":
+            s = _Staged(t)
+            staged.append(s)
+            ptr = s.host.data_ptr() + t.storage_offset() * item
+        else:
+            ptr = t.data_ptr()
+        dtype = _dtype_name(t.dtype)
+    if any(st < 0 for st, n in zip(strides, shape) if n > 1):
+        raise LaunchError(f"argument '{name}': negative strides {strides} are not supported; pass a copy "
+                          f"(np.ascontiguousarray)")
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        extent = 0
+    else:
+        extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
+    return ("buffer", int(ptr), int(extent * item), dtype, [int(n) for n in shape], [int(s) for s in strides], name)
+
+
+def _flatten(values, types, name, out):
+    """Pairs (name, value, type string) of the runtime (non-constexpr) leaves, in TTIR order."""
+    if isinstance(types, tuple):
+        for i, (v, t) in enumerate(zip(values, types)):
+            _flatten(v, t, f"{name}.{i}", out)
+        return
+    if types == "constexpr":
+        return
+    out.append((name, values, types))
+
+
+# --------------------------------------------------------------------------------------------
+# Compilation
+
+_compile_lock = threading.RLock()
+
+
+class _KernelState:
+    """Per-JITFunction tilescope state: its binder for the fixed target and compiled kernels."""
+
+    def __init__(self, jitfn):
+        from triton.compiler.compiler import make_backend
+        from triton.runtime.jit import create_function_from_signature
+
+        from . import _driver
+
+        self.target = _driver.target()
+        self.backend = make_backend(self.target)
+        self.binder = create_function_from_signature(jitfn.signature, jitfn.params, self.backend)
+        self.kernels = {}  # cache key -> Compiled
+        self.key_cache = {}
+
+
+class Compiled:
+    """One specialization: its TTIR and the engine's kernel. Returned by a launch, as Triton
+    returns its CompiledKernel."""
+
+    def __init__(self, name, ttir, native, signature, constexprs):
+        self.name = name
+        self.asm = {"ttir": ttir}
+        self.native = native
+        self.signature = signature
+        self.constants = constexprs
+
+    def __repr__(self):
+        return f"<tilescope kernel {self.name}>"
+
+
+def _state_of(jitfn) -> _KernelState:
+    st = jitfn.__dict__.get("_tilescope_state")
+    if st is None:
+        st = _KernelState(jitfn)
+        jitfn._tilescope_state = st
+    return st
+
+
+def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
+    from triton._C.libtriton import ir
+    from triton.compiler.compiler import ASTSource
+
+    src = ASTSource(jitfn, signature, constexprs, attrs)
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    st.backend.load_dialects(ctx)
+    codegen = st.backend.get_codegen_implementation(options)
+    mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), ctx)
+    mod = st.backend.make_ttir(mod, {}, options, st.target.arch)
+    return str(mod)
+
+
+def _compile(jitfn, st, kwargs, bound_args, specialization, options):
+    from . import _native
+
+    options, signature, constexprs, attrs = jitfn._pack_args(st.backend, kwargs, bound_args, specialization, options)
+    name = jitfn.fn.__name__
+    ttir = _make_ttir(jitfn, st, signature, constexprs, attrs, options)
+    dump = os.environ.get("TILESCOPE_DUMP_TTIR")
+    if dump:
+        os.makedirs(dump, exist_ok=True)
+        with open(os.path.join(dump, f"{name}-{abs(hash(ttir)) & 0xffffffff:08x}.ttir"), "w") as f:
+            f.write(ttir)
+    try:
+        native = _native.compile(ttir, f"{name}.ttir")
+    except _native.TilescopeError as e:
+        raise CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}") from None
+    return Compiled(name, ttir, native, signature, constexprs)
+
+
+def _where(jitfn) -> str:
+    try:
+        return f"{jitfn.fn.__code__.co_filename}:{jitfn.starting_line_number}"
+    except Exception:
+        return "?"
+
+
+# --------------------------------------------------------------------------------------------
+# The Python stack of a launch (user frames only)
+
+_SKIP_DIRS = None
+
+
+def _skip_dirs():
+    """(directory + separator, is the standard library) of the frames a launch stack leaves out."""
+    global _SKIP_DIRS
+    if _SKIP_DIRS is None:
+        dirs = [(_PKG_DIR + os.sep, False)]
+        for mod in ("triton", "torch", "_pytest", "pluggy"):
+            m = sys.modules.get(mod)
+            if m is not None and getattr(m, "__file__", None):
+                dirs.append((os.path.dirname(os.path.abspath(m.__file__)) + os.sep, False))
+        stdlib = sysconfig.get_paths().get("stdlib")
+        if stdlib:
+            dirs.append((os.path.abspath(stdlib) + os.sep, True))
+        _SKIP_DIRS = tuple(dirs)
+    return _SKIP_DIRS
+
+
+def launch_stack(limit: int = 16) -> list[str]:
+    """'file:line in func' for the user's frames of the current stack, innermost last: frames of
+    tilescope, Triton, torch, pytest and the standard library are left out (third-party kernel
+    libraries in site-packages are the user's code here)."""
+    skip = _skip_dirs()
+    out = []
+    for fr in traceback.extract_stack(sys._getframe(1)):
+        f = fr.filename
+        if f.startswith("<"):
+            continue
+        af = os.path.abspath(f)
+        if _skipped(af, skip):
+            continue
+        out.append(f"{f}:{fr.lineno} in {fr.name}")
+    return out[-limit:]
+
+
+def _skipped(path: str, skip) -> bool:
+    for d, is_stdlib in skip:
+        if path.startswith(d):
+            rest = path[len(d):]
+            if is_stdlib and ("site-packages" in rest or "dist-packages" in rest):
+                continue  # the stdlib prefix also holds site-packages
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# The patched JITFunction.run
+
+
+def _handles(jitfn) -> bool:
+    return _state.sanitize_all or jitfn.__dict__.get("_tilescope_trace", False)
+
+
+def run(jitfn, args, grid, warmup, kwargs):
+    from triton import knobs
+
+    kwargs["debug"] = True  # keep tl.device_assert (the sanitizer reports failed asserts)
+    kwargs.setdefault("sanitize_overflow", False)  # the sanitizer finds int32 overflow itself
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+
+    for hook in jitfn.pre_run_hooks:
+        hook(*args, **kwargs)
+
+    with _compile_lock:
+        st = _state_of(jitfn)
+    wargs = [_wrap(a) for a in args]
+    wkwargs = {k: _wrap(v) for k, v in kwargs.items()}
+    bound_args, specialization, options = st.binder(*wargs, **wkwargs)
+
+    from triton.runtime.jit import compute_cache_key
+
+    with _compile_lock:
+        key = compute_cache_key(st.key_cache, specialization, options)
+        kernel = st.kernels.get(key)
+        if kernel is None:
+            kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options)
+            st.kernels[key] = kernel
+
+    not_present = object()
+    for (name, _), (val, globals_dict) in jitfn.used_global_vals.items():
+        if (new := globals_dict.get(name, not_present)) != val:
+            raise RuntimeError(f"Global variable {name} has changed since we compiled this kernel, from {val} to {new}")
+
+    if warmup:
+        return kernel
+
+    if grid is None:
+        raise LaunchError(f"kernel '{kernel.name}': launched without a grid")
+    if callable(grid):
+        grid = grid(bound_args)
+    try:
+        grid = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
+    except (TypeError, ValueError):
+        raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
+    if not 1 <= len(grid) <= 3:
+        raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
+    if any(g == 0 for g in grid):
+        return kernel  # an empty grid launches nothing, as on the GPU
+
+    leaves = []
+    for (name, value), spec in zip(bound_args.items(), specialization):
+        _flatten(value, spec[0], name, leaves)
+    staged = []
+    native_args = []
+    for name, value, ty in leaves:
+        if isinstance(ty, str) and ty.startswith("*"):
+            if not hasattr(value, "data_ptr"):
+                raise LaunchError(f"kernel '{kernel.name}': argument '{name}' is a pointer ({ty}) but got {value!r}")
+            native_args.append(_describe_buffer(value, name, staged))
+        elif isinstance(ty, str) and ty.startswith("tensordesc"):
+            raise LaunchError(f"kernel '{kernel.name}': argument '{name}': host-side tensor descriptors are not "
+                              f"supported yet")
+        else:
+            if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
+                value = value.item()
+            native_args.append(value)
+
+    from . import _native
+
+    stack = launch_stack()
+    try:
+        res = _native.launch(kernel.native, native_args, grid, threads=_state.threads, sanitize=True,
+                             abort_on_first=_state.abort_on_first, kernel_name=kernel.name, stack=stack)
+    except _native.TilescopeError as e:
+        raise LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}") from None
+    finally:
+        for s in staged:
+            s.copy_back()
+    _state.record(res["findings"], kernel.name, stack)
+    return kernel
+
+
+_original_run = None
+
+
+def install():
+    """Replace JITFunction.run and short-circuit autotuning. Idempotent."""
+    global _original_run
+    from triton.runtime import autotuner, jit
+
+    from . import _driver
+
+    _driver.install()
+    if _original_run is not None:
+        return
+    _original_run = jit.JITFunction.run
+
+    def patched_run(self, *args, grid, warmup, **kwargs):
+        if not _handles(self):
+            return _original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        return run(self, args, grid, warmup, kwargs)
+
+    patched_run.__wrapped__ = _original_run
+    jit.JITFunction.run = patched_run
+
+    original_autotune_run = autotuner.Autotuner.run
+
+    def autotune_run(self, *args, **kwargs):
+        # One configuration, no benchmarking: pick the first configuration left after the
+        # user's pruning, as if it had won; then Triton's own run applies it (and runs its
+        # pre_hook and the autotuner's reset hook as after a real tuning).
+        base = _base_jit(self)
+        if base is not None and _handles(base) and len(self.configs) > 1:
+            self.nargs = dict(zip(self.arg_names, args))
+            all_args = {**self.nargs, **kwargs}
+            _args = {k: v for (k, v) in all_args.items() if k in self.arg_names}
+            key = [_args[k] for k in self.keys if k in _args]
+            for _, arg in _args.items():
+                if hasattr(arg, "dtype"):
+                    key.append(str(arg.dtype))
+            key = tuple(key)
+            if key not in self.cache:
+                config = self.prune_configs(kwargs)[0]
+                self.cache[key] = config
+                full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
+                self.pre_hook(full_nargs, reset_only=True)
+        return original_autotune_run(self, *args, **kwargs)
+
+    autotuner.Autotuner.run = autotune_run
+
+
+def _base_jit(fn):
+    while fn is not None and not hasattr(fn, "pre_run_hooks"):
+        fn = getattr(fn, "fn", None)
+    return fn

@@ -1,0 +1,115 @@
+"""Process-wide tilescope state: options, and the findings of every launch of this process.
+
+Options come from the environment that ``tilescope sanitize`` sets for its child processes:
+TILESCOPE_SANITIZE=1 (capture every launch), TILESCOPE_FINDINGS=<dir> (where this process writes
+its findings, as JSON, for the parent to merge), TILESCOPE_THREADS=N, TILESCOPE_ABORT_ON_FIRST=1.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+
+sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
+threads = int(os.environ.get("TILESCOPE_THREADS") or 0)
+abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
+findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
+
+_lock = threading.Lock()
+_findings: list[dict] = []
+_launches = 0
+_exit_registered = False
+_file = None
+
+
+def findings() -> list[dict]:
+    """Every finding of this process so far (dicts of the JSON schema)."""
+    with _lock:
+        return list(_findings)
+
+
+def clear() -> None:
+    with _lock:
+        _findings.clear()
+    try:
+        from . import _native
+
+        if hasattr(_native, "clear"):
+            _native.clear()
+    except ImportError:
+        pass
+
+
+def _findings_path() -> str:
+    global _file
+    if _file is None:
+        os.makedirs(findings_dir, exist_ok=True)
+        _file = os.path.join(findings_dir, f"findings-{os.getpid()}-{id(_findings):x}.json")
+    return _file
+
+
+def write_findings() -> None:
+    """Write this process's findings where the `tilescope sanitize` parent reads them."""
+    if not findings_dir:
+        return
+    with _lock:
+        doc = {"pid": os.getpid(), "argv": sys.argv, "launches": _launches, "findings": _findings}
+        path = _findings_path()
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+
+
+def record(findings_json: str, kernel: str, stack: list[str]) -> None:
+    global _launches
+    new = json.loads(findings_json) if findings_json else []
+    with _lock:
+        _launches += 1
+        _findings.extend(new)
+    _ensure_exit_hook()
+    if new and findings_dir:
+        # Written at every launch with findings as well as at exit, so that a process that dies
+        # (os._exit, a crash, a killed test worker) still reports what was found.
+        write_findings()
+    if new and abort_on_first:
+        if findings_dir:
+            write_findings()
+        else:
+            print_report()
+        sys.stderr.flush()
+        os._exit(int(os.environ.get("TILESCOPE_EXIT_CODE") or 1))
+
+
+def _ensure_exit_hook() -> None:
+    global _exit_registered
+    if not _exit_registered:
+        _exit_registered = True
+        atexit.register(_at_exit)
+
+
+def _at_exit() -> None:
+    if findings_dir:
+        write_findings()
+    elif _findings:
+        print_report()
+
+
+def report_text(color: bool | None = None) -> str:
+    """The text report of this process's findings."""
+    if color is None:
+        color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
+    from . import _native
+
+    if getattr(_native, "has_sanitizer", False):
+        return _native.report_text(color)
+    from ._report import to_text
+
+    return to_text(findings(), color)
+
+
+def print_report() -> None:
+    sys.stderr.write(report_text())
+    sys.stderr.flush()
