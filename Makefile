@@ -6,7 +6,7 @@ PY ?= python3
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format
 JOBS ?= $(shell nproc)
 
-.PHONY: setup build demo test test-cpp test-python bench clean format
+.PHONY: setup python-package build demo test test-cpp test-python bench clean format
 
 setup:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -15,6 +15,19 @@ setup:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@$(MAKE) --no-print-directory python-package
+
+# The Python package (tilescope._native, the `tilescope` command, the auto-activation .pth), built
+# by scikit-build-core in build-py/ (incremental) and reinstalled only when a source changed.
+PY_STAMP := build-py/.installed
+PY_SOURCES := $(shell find src include python -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' -o -name '*.pth' \) 2>/dev/null) \
+  CMakeLists.txt pyproject.toml
+python-package: $(PY_STAMP)
+$(PY_STAMP): $(PY_SOURCES)
+	@echo "installing the tilescope Python package"
+	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 \
+	  | { grep -v -e "as the 'root' user" -e "^WARNING: Location" || true; }
+	@$(PY) -c "import tilescope._native" && mkdir -p build-py && touch $@
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -1,7 +1,13 @@
-"""`make demo`: run Triton-made TTIR on the CPU with `tilescope run` and check it against numpy.
+"""`make demo` (also `tilescope demo`): what tilescope does, in the order a new user wants to see it.
 
-Each step prints the command it runs, then what tilescope reported and whether the outputs match
-numpy. The last steps show what a buggy launch and an op the CPU cannot run look like.
+1. The sanitizer on unmodified Triton programs: each bundled buggy example (examples/buggy_*.py) runs
+   under `tilescope sanitize -- python examples/buggy_x.py` on the CPU; the program runs to its end
+   with real outputs, and tilescope reports each bug with its kind, source line, buffer and offsets.
+   A correct example shows what a clean run looks like (zero findings, exit status 0).
+2. Under the hood, the engine: Triton-made TTIR run with `tilescope run`, outputs checked against numpy,
+   then a buggy launch and an op the CPU cannot run.
+
+Options: --quick (only the sanitizer part, first three buggy examples), --only NAME (one example).
 """
 from __future__ import annotations
 
@@ -16,7 +22,87 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 TTIR = ROOT / "tests" / "ttir"
+EXAMPLES = Path(__file__).resolve().parent
 BIN = os.environ.get("TILESCOPE_BIN", str(ROOT / "build" / "tilescope"))
+TTY = sys.stdout.isatty()
+
+
+def banner(text: str) -> None:
+    bar = "=" * 78
+    print(f"\n{bar}\n{text}\n{bar}" if not TTY else f"\n\x1b[1m{bar}\n{text}\n{bar}\x1b[0m")
+
+
+def docstring_summary(path: Path) -> tuple[str, str]:
+    """(title, the "The bug (line N, ...)" paragraph) from an example's docstring."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    paras = [" ".join(p.split()) for p in doc.split("\n\n")]
+    bug = next((p for p in paras if p.startswith("The bug")), "")
+    return (paras[0] if paras else path.name), bug
+
+
+def expected(path: Path) -> set[tuple[str, int]]:
+    """(kind, line) for each `expect: KIND` marker comment in an example (what tilescope should report)."""
+    import re
+
+    out = set()
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        m = re.search(r"#.*\bexpect:\s*([a-z0-9, -]+)$", line.rstrip())
+        if m:
+            out |= {(k.strip(), i) for k in m.group(1).split(",")}
+    return out
+
+
+def sanitize_example(path: Path) -> tuple[bool, str]:
+    """Run one example under `tilescope sanitize`, show its output and the report; compare with its markers."""
+    import json
+
+    rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "findings.json"
+        args = [BIN, "sanitize", "--color", "always" if TTY else "never", "--json", str(out), "--",
+                sys.executable, str(rel)]
+        print(f"$ tilescope sanitize -- python {rel}")
+        p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        for line in p.stdout.strip().splitlines():
+            print(f"  | {line}")
+        print(p.stderr.rstrip())
+        found = json.loads(out.read_text()) if out.exists() else None
+    if found is None:
+        return False, f"no report (exit status {p.returncode})"
+    got = {(f["kind"], f["line"]) for f in found}
+    want = expected(path)
+    clean = not want
+    ok = got == want and p.returncode == (0 if clean else 1)
+    kinds = ", ".join(sorted({k for k, _ in got})) or "no findings"
+    return ok, f"{kinds}" + ("" if ok else f"  (expected {sorted(want)}, got {sorted(got)}, exit {p.returncode})")
+
+
+def sanitizer_part(only: str | None, quick: bool) -> bool:
+    buggy = sorted(EXAMPLES.glob("buggy_*.py"))
+    if only:
+        buggy = [p for p in buggy if p.stem == only or p.name == only]
+    elif quick:
+        buggy = buggy[:3]
+    banner("1. tilescope sanitize: unmodified Triton programs with memory bugs, on the CPU")
+    print("Each example below is an ordinary Triton program (torch CPU tensors, kernel[grid](...)).")
+    print("tilescope captures every launch, runs it on its CPU engine, and reports each bug.")
+    results = []
+    for path in buggy:
+        title, bug = docstring_summary(path)
+        banner(f"{path.name}: {title}")
+        if bug:
+            print(bug)
+            print()
+        results.append((path.name, *sanitize_example(path)))
+    if not only:
+        banner("A correct kernel: zero findings, exit status 0")
+        results.append(("softmax.py", *sanitize_example(EXAMPLES / "softmax.py")))
+    banner("Summary: what tilescope found in each example")
+    for name, ok, what in results:
+        print(f"  {'ok ' if ok else 'BAD'}  {name:38s} {what}")
+    return all(ok for _, ok, _ in results)
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess:
@@ -36,7 +122,11 @@ def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float
     return ok
 
 
-def main() -> int:
+def engine_part() -> bool:
+    if not (TTIR / "add.ttir").exists():
+        print("\n(the engine part needs the repository's tests/ttir folder; skipped)")
+        return True
+    banner("2. Under the hood: the engine runs Triton-made TTIR (tilescope run), checked against numpy")
     rng = np.random.default_rng(0)
     ok = True
     with tempfile.TemporaryDirectory() as d:
@@ -85,6 +175,19 @@ def main() -> int:
         p = run([BIN, "run", str(TTIR / "inline_asm.ttir"), "--arg", "x_ptr=i32[32]:arange",
                  "--arg", "y_ptr=i32[32]:zeros"])
         ok &= p.returncode == 2 and "unsupported op" in p.stderr
+    return ok
+
+
+def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="tilescope demo")
+    ap.add_argument("--quick", action="store_true", help="only the sanitizer part, three buggy examples")
+    ap.add_argument("--only", help="run one example (a file name in examples/)")
+    a = ap.parse_args()
+    ok = sanitizer_part(a.only, a.quick)
+    if not (a.quick or a.only):
+        ok &= engine_part()
     print("\ndemo:", "all steps behaved as expected" if ok else "SOMETHING WENT WRONG")
     return 0 if ok else 1
 

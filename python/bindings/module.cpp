@@ -31,6 +31,7 @@
 #if __has_include("tilescope/analysis/sanitizer.h") && __has_include("tilescope/report/report.h")
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/report/report.h"
+#include "src/cli/merge_findings.h"
 #define TILESCOPE_NATIVE_SANITIZER 1
 #else
 #define TILESCOPE_NATIVE_SANITIZER 0
@@ -218,6 +219,7 @@ std::vector<analysis::Finding> g_findings;
 
 struct LaunchResult {
   exec::LaunchStats stats;
+  bool aborted = false;
   nlohmann::json findings;
 };
 
@@ -287,7 +289,11 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
       san = std::make_unique<analysis::Sanitizer>(k->module, abort_on_first);
       opts.observers.push_back(san.get());
     }
-    r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
+    try {
+      r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
+    } catch (const analysis::AbortRequested&) {
+      r.aborted = true;  // --abort-on-first: the grid stopped at the first finding
+    }
     if (san) {
       san->finish(analysis::LaunchInfo{kernel_name, stack});
       r.findings = report::to_json(san->findings());
@@ -311,6 +317,7 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
   st["out_of_bounds"] = r.stats.out_of_bounds;
   st["failed_asserts"] = r.stats.failed_asserts;
   out["stats"] = st;
+  out["aborted"] = r.aborted;
   return out;
 }
 
@@ -343,7 +350,7 @@ NB_MODULE(_native, m) {
 #if TILESCOPE_NATIVE_SANITIZER
   m.def("report_text", [](bool color) {
     std::lock_guard<std::mutex> g(g_findings_mu);
-    return report::to_text(g_findings, color);
+    return report::to_text(cli::merge_findings(g_findings), color);
   }, nb::arg("color") = false, "Text report of every finding of this process so far");
   m.def("clear", [] {
     std::lock_guard<std::mutex> g(g_findings_mu);

@@ -100,7 +100,9 @@ def install():
         return
     _installed = True
     os.environ.setdefault("TRITON_MOCK_PTX_VERSION", "8.7")
-    from triton.runtime import driver as driver_mod
+    import importlib
+
+    driver_mod = importlib.import_module("triton.runtime.driver")
 
     cfg = driver_mod.driver
     try:

@@ -2,8 +2,9 @@
 //
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
 //
-// Exit status: 0 on success, 1 when the run found out-of-bounds accesses or failed asserts,
-// 2 on a usage or input error (a located message on stderr).
+// The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
+// --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
+// input error (a located message on stderr).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <unistd.h>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -19,6 +22,9 @@
 #include <regex>
 
 #include "src/cli/npy.h"
+#include "tilescope/analysis/sanitizer.h"
+#include "tilescope/report/report.h"
+#include "src/cli/sanitize.h"
 #include "src/exec/value.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
@@ -194,64 +200,22 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
   }
 }
 
-// Prints each out-of-bounds site once, with the number of bad lanes seen there.
-class OutOfBoundsReporter : public exec::Observer {
- public:
-  explicit OutOfBoundsReporter(const ir::Module& m) : m_(m) {}
-  unsigned kinds() const override { return exec::kOutOfBounds; }
-  void on_access(const exec::AccessEvent& e) override {
-    if (!e.bad_lanes) return;
-    std::lock_guard<std::mutex> g(mu_);
-    auto& s = sites_[e.op];
-    if (s.lanes == 0) {
-      s.first = e;
-      for (int64_t i = 0; i < e.lanes; ++i) {
-        if (!e.mask[i]) continue;
-        exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
-        if (w.in_bounds) continue;
-        s.buffer = w.buffer ? w.buffer->name : "no buffer (null or integer-made address)";
-        s.offset = w.buffer ? w.offset : static_cast<int64_t>(e.addrs[i]);
-        s.size_bytes = w.buffer ? static_cast<int64_t>(w.buffer->bytes) : -1;
-        s.lane = i;
-        break;
-      }
-    }
-    s.lanes += e.bad_lanes;
-    s.programs += 1;
-  }
-  void print(std::ostream& os) const {
-    std::vector<std::pair<const ir::Op*, const Site*>> order;
-    for (auto& [op, s] : sites_) order.emplace_back(op, &s);
-    std::sort(order.begin(), order.end(), [](auto& a, auto& b) {
-      return std::pair(a.first->pos.line, a.first->pos.col) < std::pair(b.first->pos.line, b.first->pos.col);
-    });
-    for (auto& [op, sp] : order) {
-      const Site& s = *sp;
-      const char* kind = s.first.kind == exec::AccessKind::load ? "load" : s.first.kind == exec::AccessKind::store ? "store" : "atomic";
-      std::string where = s.size_bytes < 0 ? fmt::format("address 0x{:x}", s.offset)
-                                            : fmt::format("byte offset {} of a {}-byte buffer", s.offset, s.size_bytes);
-      os << locate(m_, *op, fmt::format("out-of-bounds {} of '{}': {} lane(s) in {} program instance(s); first: "
-                                        "program ({}, {}, {}) lane {} at {}",
-                                        kind, s.buffer, s.lanes, s.programs, s.first.pid[0], s.first.pid[1],
-                                        s.first.pid[2], s.lane, where))
-         << "\n";
-    }
-  }
-
- private:
-  struct Site {
-    exec::AccessEvent first{};
-    std::string buffer;
-    int64_t offset = 0, size_bytes = 0, lane = 0, lanes = 0, programs = 0;
-  };
-  const ir::Module& m_;
-  std::mutex mu_;
-  std::map<const ir::Op*, Site> sites_;
+struct RunReport {
+  std::string json_path, sarif_path;  // --json / --sarif
+  bool abort_on_first = false;
+  bool poison = true;                 // undefined-value, int32-overflow, division-by-zero
+  std::string color = "auto";         // auto | always | never
 };
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("cannot write {}", path));
+  out << text;
+}
 
 int run_command(const std::string& ttir, std::string kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
-                uint64_t seed, bool time) {
+                uint64_t seed, bool time, const RunReport& rep) {
   ir::Module m = ir::read_file(ttir);
   ir::verify(m);
   const ir::Function* fn = kernel.empty() ? m.entry() : m.find(kernel);
@@ -329,23 +293,37 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
   }
 
   exec::Engine engine(m);
-  OutOfBoundsReporter oob(m);
+  analysis::SanitizerOptions so;
+  so.abort_on_first = rep.abort_on_first;
+  so.poison = rep.poison;
+  analysis::Sanitizer sanitizer(m, so);
   exec::LaunchOptions opts;
   opts.grid = grid;
   opts.threads = threads;
-  opts.observers.push_back(&oob);
+  opts.observers.push_back(&sanitizer);
   auto t0 = std::chrono::steady_clock::now();
-  exec::LaunchStats st = engine.launch(kernel, args, memory, opts);
+  exec::LaunchStats st;
+  try {
+    st = engine.launch(kernel, args, memory, opts);
+  } catch (const analysis::AbortRequested&) {
+    std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
+  }
   auto t1 = std::chrono::steady_clock::now();
   if (time)
     std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n",
                              std::chrono::duration<double, std::milli>(t1 - t0).count(), st.programs);
-  oob.print(std::cerr);
+  sanitizer.finish(analysis::LaunchInfo{kernel, {}});
+  const auto& findings = sanitizer.findings();
+  bool color = rep.color == "always" || (rep.color == "auto" && isatty(STDERR_FILENO));
+  if (!findings.empty())
+    std::cerr << report::to_text(findings, color) << "tilescope: " << report::summary_line(findings) << "\n";
+  if (!rep.json_path.empty()) write_text_file(rep.json_path, report::to_json(findings).dump(2) + "\n");
+  if (!rep.sarif_path.empty()) write_text_file(rep.sarif_path, report::to_sarif(findings).dump(2) + "\n");
   for (auto& [name, path] : save_list) {
     HostBuffer& h = hosts[buffer_of[name]];
     write_npy(path, NpyArray{npy_descr(h.elem), h.shape, h.data});
   }
-  return (st.out_of_bounds || st.failed_asserts) ? 1 : 0;
+  return findings.empty() ? 0 : 1;
 }
 
 }  // namespace
@@ -371,9 +349,24 @@ int main(int argc, char** argv) {
   run->add_option("--threads", threads, "worker threads (default: all cores)");
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
+  tilescope::cli::RunReport run_report;
+  run->add_option("--json", run_report.json_path, "write the findings as JSON (schema in the README)");
+  run->add_option("--sarif", run_report.sarif_path, "write the findings as SARIF 2.1.0");
+  run->add_flag("--abort-on-first", run_report.abort_on_first, "stop the launch at the first finding");
+  run->add_flag("!--no-poison", run_report.poison,
+                "only out-of-bounds, null and assert findings (no undefined-value, int32-overflow, division-by-zero)");
+  run->add_option("--color", run_report.color, "colour the report: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  tilescope::cli::SanitizeOptions sanitize_opts;
+  auto* sanitize = tilescope::cli::add_sanitize(app, sanitize_opts);
+  std::vector<std::string> demo_args;
+  auto* demo = tilescope::cli::add_demo(app, demo_args);
   CLI11_PARSE(app, argc, argv);
   try {
-    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time);
+    if (*sanitize) return tilescope::cli::sanitize_command(sanitize_opts);
+    if (*demo) return tilescope::cli::demo_command(demo_args);
+    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: error: " << e.what() << "\n";
     return 2;

@@ -1216,6 +1216,9 @@ class Reader {
         {"tt.get_num_programs", {"axis"}},
         {"tt.atomic_rmw", {"atomic_rmw_op", "sem", "scope"}},
         {"tt.atomic_cas", {"sem", "scope"}},
+        {"tt.atomic_load", {"sem", "scope"}},   // 3.9
+        {"tt.atomic_store", {"sem", "scope"}},  // 3.9
+        {"tt.atomic_poll", {"sem", "scope"}},   // 3.9
         {"tt.descriptor_reduce", {"kind"}},
     };
     static const std::unordered_map<std::string_view, std::vector<std::string>> units = {
@@ -1223,6 +1226,7 @@ class Reader {
         {"ttg.barrier", {"all", "local", "global_read", "global_write", "tensor_read", "tensor_write"}},
         {"tt.dot_scaled", {"scale"}},
         {"scf.for", {"unsigned"}},
+        {"tt.atomic_poll", {"timeout"}},  // `timeout %t`: the operand after it is the i64 budget
     };
     auto pos = positional.find(o.name);
     size_t k = 0;
@@ -1672,11 +1676,12 @@ class Reader {
         return;
       }
       case Syntax::Barrier: {
-        // gpu.barrier takes nothing; ttg.barrier (3.7+) takes address-space keywords joined by '|'.
+        // gpu.barrier and tt.grid_dependency_* (3.9) take nothing; ttg.barrier (3.7+) takes
+        // address-space keywords joined by '|'.
         // Only known keywords are read, so a following op without a loc(...) is not swallowed.
         static const char* kinds[] = {"all",          "local",       "global_read",
                                       "global_write", "tensor_read", "tensor_write"};
-        for (bool more = n != "gpu.barrier"; more;) {
+        for (bool more = n == "ttg.barrier"; more;) {
           more = false;
           for (const char* k : kinds)
             if (accept_kw(k)) {
@@ -1685,9 +1690,14 @@ class Reader {
               break;
             }
         }
+        {  // an operand on the op's own line is an error here, not the start of the next statement
+          size_t q = p_;
+          while (q < t_.size() && (t_[q] == ' ' || t_[q] == '\t')) ++q;
+          if (q < t_.size() && t_[q] == '%') fail(q, fmt::format("'{}' takes no operands", n));
+        }
         ws();
         if (peek() == '{') attr_dict(o.attrs);
-        (void)nres;
+        if (nres) fail(op_off_, fmt::format("'{}' has no results", n));
         return;
       }
       case Syntax::Branch: {

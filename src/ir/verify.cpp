@@ -188,6 +188,10 @@ class Verifier {
     for (auto* v : o.operands)
       check(v->type == t, o,
             fmt::format("operand type {} differs from result type {}", v->type->str(), t->str()));
+    if (n == "tt.approx_divf") {  // 3.9: F32 or tensor of F32 only (TritonOps.td)
+      check(t->elem == Elem::f32, o, fmt::format("needs f32 operands, found {}", t->str()));
+      return;
+    }
     if (n == "arith.constant") {
       const Attr* a = o.attr("value");
       check(a && a->type == t, o, "value attribute type must equal the result type");
@@ -270,6 +274,23 @@ class Verifier {
   // ------------------------------------------------------------ shapes (reference §1.4)
   void arrow(const Op& o) {
     const std::string& n = o.name;
+    if (n == "tt.atomic_poll") {  // 3.9: sem, scope, ptr, expected [timeout t] -> i1 of the pointer's shape
+      operands_between(o, 2, 3);
+      check(o.results.size() == 1, o, "expects one result");
+      const Type* p = in(o, 0);
+      const Type* e = in(o, 1);
+      check(p->elem == Elem::ptr && !p->is_block_ptr() && same_shape(p, e) && elem_eq(e, p->pointee) &&
+                int_like(e),
+            o, "expected value must be an integer matching the pointer's shape and pointee");
+      check(is_i1(out(o)) && same_shape(out(o), p), o, "result must be i1 with the pointer's shape");
+      check(o.operands.size() == 2 || (!in(o, 2)->is_tensor && in(o, 2)->elem == Elem::i64), o,
+            "timeout must be an i64 scalar");
+      check((o.operands.size() == 3) == (o.attr("timeout") != nullptr), o,
+            "a third operand is written as `timeout %t`");
+      keyword_in(o, "sem", {"relaxed", "acquire", "release", "acq_rel"}, true);
+      keyword_in(o, "scope", {"gpu", "cta", "sys"}, true);
+      return;
+    }
     if (n == "tt.elementwise_inline_asm") {
       check(!o.results.empty(), o, "needs at least one result");
       return;
@@ -384,6 +405,19 @@ class Verifier {
   }
   void functional(const Op& o) {
     const std::string& n = o.name;
+    if (n == "tt.atomic_load") {  // 3.9: sem, scope, ptr[, mask] -> pointee with the pointer's shape
+      operands_between(o, 1, 2);
+      check(o.results.size() == 1, o, "expects one result");
+      const Type* p = in(o, 0);
+      check(p->elem == Elem::ptr && !p->is_block_ptr(), o,
+            "first operand must be a pointer or tensor of pointers");
+      check(same_shape(p, out(o)) && elem_eq(out(o), p->pointee), o,
+            "result must be the pointee with the pointer's shape");
+      if (o.operands.size() == 2) check(is_i1(in(o, 1)) && same_shape(in(o, 1), p), o, "mask must be i1");
+      keyword_in(o, "sem", {"relaxed", "acquire", "release", "acq_rel"}, true);
+      keyword_in(o, "scope", {"gpu", "cta", "sys"}, true);
+      return;
+    }
     if (n == "tt.atomic_rmw" || n == "tt.atomic_cas") {
       bool cas = n == "tt.atomic_cas";
       if (cas)
@@ -456,6 +490,19 @@ class Verifier {
   void no_result(const Op& o) {
     const std::string& n = o.name;
     check(o.results.empty(), o, "has no results");
+    if (n == "tt.atomic_store") {  // 3.9: sem, scope, ptr, value[, mask]
+      operands_between(o, 2, 3);
+      const Type* p = in(o, 0);
+      const Type* v = in(o, 1);
+      check(p->elem == Elem::ptr && !p->is_block_ptr(), o,
+            "first operand must be a pointer or tensor of pointers");
+      check(same_shape(p, v) && elem_eq(v, p->pointee), o,
+            "value must be the pointee with the pointer's shape");
+      if (o.operands.size() == 3) check(is_i1(in(o, 2)) && same_shape(in(o, 2), p), o, "mask must be i1");
+      keyword_in(o, "sem", {"relaxed", "acquire", "release", "acq_rel"}, true);
+      keyword_in(o, "scope", {"gpu", "cta", "sys"}, true);
+      return;
+    }
     if (n == "tt.store") {
       operands_between(o, 2, 3);
       const Type* p = in(o, 0);

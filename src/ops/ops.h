@@ -76,4 +76,9 @@ void lower_print(const Op&, Planner&, Step&);
 void lower_assert(const Op&, Planner&, Step&);
 void lower_nop(const Op&, Planner&, Step&);           // barriers, llvm.intr.assume
 
+// versions.cpp: ops that only newer Triton prints (3.9), run with the kernels above
+void lower_approx_divf(const Op&, Planner&, Step&);   // as arith.divf (f32)
+void lower_atomic_load(const Op&, Planner&, Step&);   // as a volatile masked tt.load
+void lower_atomic_store(const Op&, Planner&, Step&);  // as a masked tt.store
+
 }  // namespace tilescope::ops

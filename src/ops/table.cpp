@@ -93,6 +93,7 @@ constexpr OpDef kOps[] = {
     {"tt.precise_sqrt", S::SameType, nullptr, lower_float_unary},
     {"tt.precise_divf", S::SameType, nullptr, lower_float_binary},
     {"tt.mulhiui", S::SameType, nullptr, lower_int_binary},
+    {"tt.approx_divf", S::SameType, nullptr, lower_approx_divf},  // 3.9: tl.fdiv(approx=True)
     {"tt.extern_elementwise", S::Functional, nullptr, lower_extern},
     {"tt.elementwise_inline_asm", S::Arrow, nullptr, lower_inline_asm},
     {"tt.map_elementwise", S::GenericOnly, nullptr, lower_map_elementwise},
@@ -105,6 +106,12 @@ constexpr OpDef kOps[] = {
     {"tt.advance", S::StrippedPtr, nullptr, lower_advance},
     {"tt.atomic_rmw", S::Functional, nullptr, lower_atomic_rmw},
     {"tt.atomic_cas", S::Functional, nullptr, lower_atomic_cas},
+    // 3.9 (TritonOps.td of the 3.9.0 wheel): `sem, scope, ptr[, mask] : (..) -> T`,
+    // `sem, scope, ptr, value[, mask] : Tptr`, `sem, scope, ptr, expected [timeout t] : Tp, Te -> Ti1`.
+    {"tt.atomic_load", S::Functional, nullptr, lower_atomic_load},
+    {"tt.atomic_store", S::NoResult, nullptr, lower_atomic_store},
+    // Spins until another program (or the timeout, in GPU global-timer ns) ends it: not implemented.
+    {"tt.atomic_poll", S::Arrow, nullptr, nullptr},
     {"tt.splat", S::Arrow, nullptr, lower_splat},
     {"tt.unsplat", S::Unsplat, nullptr, lower_unsplat},
     {"tt.expand_dims", S::Arrow, nullptr, lower_reshape},
@@ -146,6 +153,10 @@ constexpr OpDef kOps[] = {
     {"cf.cond_br", S::CondBranch, nullptr, nullptr},
     {"gpu.barrier", S::Barrier, nullptr, lower_nop},
     {"ttg.barrier", S::Barrier, nullptr, lower_nop},
+    // 3.9 (tl.extra.cuda.gdc_wait / gdc_launch_dependents; inline PTX before): programmatic dependent
+    // launch. A launch here has no prerequisite grid and no dependent grid, so both do nothing.
+    {"tt.grid_dependency_wait", S::Barrier, nullptr, lower_nop},
+    {"tt.grid_dependency_launch_dependents", S::Barrier, nullptr, lower_nop},
     {"llvm.intr.assume", S::NoResult, nullptr, lower_nop},
 };
 }  // namespace

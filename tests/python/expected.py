@@ -823,3 +823,14 @@ def _(i, s):
     mag = np.abs(A)
     return {"out_ptr": {0: Custom(tf32_row), 1: DotTol(A, mag, 2.0 ** -20), 2: Exact(a),
                         3: DotTol(A, mag, 2.0 ** -15)}}
+
+
+# Fixtures only newer Triton can compile (tests/ttir/triton-3.9/).
+@expect("new_ops")
+def _(i, s):
+    x, y = i["x_ptr"], i["y_ptr"]
+    offs = np.arange(32)
+    # tt.approx_divf: div.approx.f32 is within 2 ulp for |y| in [2^-126, 2^126] (TritonOps.td, 3.9).
+    return {"q_ptr": Ulp(x.astype(np.float64) / y.astype(np.float64), 2),
+            "ld_ptr": Exact(np.where(offs < 27, x, np.float32(7.0))),
+            "st_ptr": Exact(np.where(offs % 3 != 0, x * np.float32(2.0), np.float32(-1.0)))}

@@ -27,7 +27,7 @@ CASES = tsrun.cases()
 VERSIONS = (None,) + tsrun.OTHER_VERSIONS  # None: the corpus of record (triton 3.6)
 ALL_CASES = [c for v in VERSIONS for c in tsrun.cases(v)]
 # Fixtures with their own tests below instead of an output comparison.
-SPECIAL = {"device_assert_fail", "inline_asm"}
+SPECIAL = {"device_assert_fail", "inline_asm", "atomic_poll"}
 
 
 def _static_loop_negf(i, s):
@@ -159,6 +159,15 @@ def test_inline_asm_is_a_located_error(tmp_path, version):
     assert res.returncode > 0, res.describe()
     assert "elementwise_inline_asm" in res.stderr, res.describe()
     assert re.search(r"inline_asm\.ttir:\d+:\d+", res.stderr), "message must give the TTIR position\n" + res.describe()
+    assert "kernels.py:" in res.stderr, "message must give the Python position\n" + res.describe()
+
+
+def test_atomic_poll_is_a_located_error(tmp_path):
+    """tt.atomic_poll (3.9) is read and verified but not run: a located "unsupported op" error."""
+    res = _run_version("atomic_poll", "3.9", tmp_path)
+    assert res.returncode > 0, res.describe()
+    assert "unsupported op 'tt.atomic_poll'" in res.stderr, res.describe()
+    assert re.search(r"atomic_poll\.ttir:\d+:\d+", res.stderr), "message must give the TTIR position\n" + res.describe()
     assert "kernels.py:" in res.stderr, "message must give the Python position\n" + res.describe()
 
 

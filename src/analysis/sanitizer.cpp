@@ -1,0 +1,1081 @@
+// The sanitizer: out-of-bounds / null accesses and failed asserts from engine events, and the
+// poison-lane analyses (undefined values, int32 overflow into addresses, division by zero). See
+// include/tilescope/analysis/sanitizer.h for the rules and src/analysis/taint.h for the static part.
+#include "tilescope/analysis/sanitizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_set>
+
+#include "src/analysis/taint.h"
+#include "tilescope/exec/memory.h"
+
+namespace tilescope::analysis {
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::oob_load: return "out-of-bounds-load";
+    case Kind::oob_store: return "out-of-bounds-store";
+    case Kind::oob_atomic: return "out-of-bounds-atomic";
+    case Kind::null_pointer: return "null-pointer";
+    case Kind::assert_failed: return "assert-failed";
+    case Kind::undefined_value: return "undefined-value";
+    case Kind::int32_overflow: return "int32-overflow";
+    case Kind::division_by_zero: return "division-by-zero";
+  }
+  return "?";
+}
+
+const char* kind_description(Kind k) {
+  switch (k) {
+    case Kind::oob_load: return "A load reads outside the buffer its pointer was derived from.";
+    case Kind::oob_store: return "A store writes outside the buffer its pointer was derived from.";
+    case Kind::oob_atomic: return "An atomic accesses memory outside the buffer its pointer was derived from.";
+    case Kind::null_pointer: return "An access through a null pointer or an address made from an integer.";
+    case Kind::assert_failed: return "A tl.device_assert condition is false.";
+    case Kind::undefined_value:
+      return "A value that a masked tl.load without `other` leaves undefined in masked-off lanes is used.";
+    case Kind::int32_overflow:
+      return "32-bit integer arithmetic overflows and the wrapped value is used in an address.";
+    case Kind::division_by_zero: return "An integer division or remainder by zero, whose result is used.";
+  }
+  return "?";
+}
+
+namespace {
+
+using exec::ProgramId;
+using ir::Op;
+
+struct Shadow {
+  bool any = false;
+  std::vector<uint32_t> lanes;
+};
+
+struct State {
+  std::vector<Shadow> sh;
+  // Undefined values re-labelled at a reduce / scan / dot: the input lanes that were undefined there
+  // (derived cause id -> count and first lanes), so the finding counts those rather than the sink's.
+  std::vector<std::pair<uint32_t, std::pair<int64_t, std::vector<int64_t>>>> via_lanes;
+};
+
+uint64_t pid_key(ProgramId p) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(p[0])) | (static_cast<uint64_t>(p[1] & 0xffff) << 31) |
+         (static_cast<uint64_t>(p[2] & 0xffff) << 47);
+}
+
+bool pid_less(const ProgramId& a, const ProgramId& b) {
+  return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
+}
+
+std::atomic<uint64_t> g_epoch{0};
+
+// Per-thread shadow states of the programs this worker runs (fibers never migrate between workers,
+// so a thread only ever sees its own programs; no lock needed).
+struct ThreadStates {
+  uint64_t epoch = 0;
+  std::vector<std::unique_ptr<State>> pool;
+  std::vector<std::pair<uint64_t, std::unique_ptr<State>>> active;
+  uint64_t last_key = ~uint64_t{0};
+  State* last = nullptr;
+};
+thread_local ThreadStates tls;
+
+// watches() is asked right before on_op for the same op on the same thread: keep its answer.
+struct OpCache {
+  uint64_t epoch = 0;
+  const Op* op = nullptr;
+  const OpInfo* info = nullptr;
+};
+thread_local OpCache tl_op;
+
+// (cause, lane) pairs found by one op's sinks; flushed at the end of the callback.
+thread_local std::vector<std::pair<uint32_t, int64_t>> tl_hits;
+
+template <class T>
+bool any_zero(const void* p, int64_t n) {
+  const T* v = static_cast<const T*>(p);
+  bool z = false;
+  for (int64_t i = 0; i < n; ++i) z |= v[i] == 0;
+  return z;
+}
+
+int64_t read_index(const void* p, ir::Elem e, int64_t i) {
+  switch (e) {
+    case ir::Elem::i8: return static_cast<const int8_t*>(p)[i];
+    case ir::Elem::i16: return static_cast<const int16_t*>(p)[i];
+    case ir::Elem::i32: return static_cast<const int32_t*>(p)[i];
+    default: return static_cast<const int64_t*>(p)[i];
+  }
+}
+
+bool is_zero(const void* p, ir::Elem e, int64_t i) {
+  switch (ir::elem_bytes(e)) {
+    case 1: return static_cast<const uint8_t*>(p)[i] == 0;
+    case 2: return static_cast<const uint16_t*>(p)[i] == 0;
+    case 4: return static_cast<const uint32_t*>(p)[i] == 0;
+    default: return static_cast<const uint64_t*>(p)[i] == 0;
+  }
+}
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+template <class T>
+void keep_first(std::vector<T>& v, const T& x, size_t cap, bool (*less)(const T&, const T&)) {
+  auto it = std::lower_bound(v.begin(), v.end(), x, less);
+  if (it != v.end() && !less(x, *it) && !less(*it, x)) return;
+  if (v.size() >= cap && it == v.end()) return;
+  v.insert(it, x);
+  if (v.size() > cap) v.pop_back();
+}
+
+bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+struct Sanitizer::Impl {
+  struct Agg {
+    Kind kind;
+    const Op* site = nullptr;
+    const Op* cause = nullptr;
+    const Op* use = nullptr;
+    std::unordered_set<uint64_t> pids;
+    std::vector<ProgramId> first_pids;
+    int64_t lanes = 0;
+    std::vector<int64_t> first_lanes;
+    int64_t occurrences = 0;
+    bool has_buffer = false;
+    BufferInfo buffer;
+    int64_t off_min = INT64_MAX, off_max = INT64_MIN;
+    bool has_addr = false;
+    uint64_t addr_min = UINT64_MAX, addr_max = 0;
+    std::string message;
+  };
+  using Key = std::tuple<int, const Op*, const Op*>;
+
+  const ir::Module& m;
+  SanitizerOptions opts;
+  TaintPlan plan;
+  uint64_t epoch = 0;
+  unsigned kinds = 0;
+  uint32_t static_causes = 0;
+
+  std::mutex mu;  // guards everything below
+  std::vector<Cause> derived;
+  std::map<std::pair<uint32_t, const Op*>, uint32_t> derived_ids;
+  std::map<Key, Agg> aggs;
+  std::vector<Finding> findings;
+  std::map<std::string, std::vector<std::string>> files;
+
+  Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o) {
+    epoch = ++g_epoch;
+    if (opts.poison) plan = build_taint_plan(m);
+    static_causes = static_cast<uint32_t>(plan.causes.size());
+    kinds = exec::kOutOfBounds | exec::kAssert;
+    if (!plan.tracked.empty() || !plan.ops.empty()) kinds |= exec::kOpResult | exec::kProgram;
+  }
+
+  // -- per-program state -------------------------------------------------------------------------
+
+  State& begin(ProgramId pid) {
+    ThreadStates& t = tls;
+    if (t.epoch != epoch) {
+      t = ThreadStates{};
+      t.epoch = epoch;
+    }
+    std::unique_ptr<State> u;
+    if (!t.pool.empty()) {
+      u = std::move(t.pool.back());
+      t.pool.pop_back();
+    } else {
+      u = std::make_unique<State>();
+      u->sh.resize(plan.numel.size());
+    }
+    State* s = u.get();
+    for (auto& x : s->sh) x.any = false;
+    s->via_lanes.clear();
+    uint64_t k = pid_key(pid);
+    t.active.emplace_back(k, std::move(u));
+    t.last_key = k;
+    t.last = s;
+    return *s;
+  }
+
+  void end(ProgramId pid) {
+    ThreadStates& t = tls;
+    if (t.epoch != epoch) return;
+    uint64_t k = pid_key(pid);
+    for (size_t i = 0; i < t.active.size(); ++i)
+      if (t.active[i].first == k) {
+        t.pool.push_back(std::move(t.active[i].second));
+        t.active[i] = std::move(t.active.back());
+        t.active.pop_back();
+        break;
+      }
+    if (t.last_key == k) {
+      t.last_key = ~uint64_t{0};
+      t.last = nullptr;
+    }
+  }
+
+  State& state(ProgramId pid) {
+    ThreadStates& t = tls;
+    uint64_t k = pid_key(pid);
+    if (t.epoch == epoch) {
+      if (t.last && t.last_key == k) return *t.last;
+      for (auto& [key, s] : t.active)
+        if (key == k) {
+          t.last_key = k;
+          t.last = s.get();
+          return *s;
+        }
+    }
+    return begin(pid);  // not announced (observer added mid-launch): start clean
+  }
+
+  const OpInfo* info(const Op* op) const {
+    if (tl_op.epoch == epoch && tl_op.op == op) return tl_op.info;
+    auto it = plan.ops.find(op);
+    const OpInfo* r = it == plan.ops.end() ? nullptr : &it->second;
+    tl_op = OpCache{epoch, op, r};
+    return r;
+  }
+
+  // -- causes ------------------------------------------------------------------------------------
+
+  bool is_overflow(uint32_t id) const { return id < static_causes && plan.causes[id].kind == Kind::int32_overflow; }
+
+  Cause cause(uint32_t id) {
+    if (id < static_causes) return plan.causes[id];
+    std::lock_guard<std::mutex> g(mu);
+    return derived.at(id - static_causes);
+  }
+
+  /// Undefined values that flow through a reduce / scan / dot are reported at that op (the first
+  /// one), naming the load; other kinds keep their origin.
+  uint32_t derive(uint32_t id, const Op* via) {
+    thread_local uint32_t last_in = 0, last_out = 0;
+    thread_local const Op* last_via = nullptr;
+    thread_local uint64_t last_epoch = 0;
+    if (id == last_in && via == last_via && last_epoch == epoch) return last_out;
+    uint32_t r = derive_slow(id, via);
+    last_in = id, last_via = via, last_out = r, last_epoch = epoch;
+    return r;
+  }
+
+  uint32_t derive_slow(uint32_t id, const Op* via) {
+    if (id == 0 || id >= static_causes || plan.causes[id].kind != Kind::undefined_value) return id;
+    std::lock_guard<std::mutex> g(mu);
+    auto [it, fresh] = derived_ids.try_emplace({id, via}, 0);
+    if (fresh) {
+      it->second = static_causes + static_cast<uint32_t>(derived.size());
+      derived.push_back(Cause{Kind::undefined_value, plan.causes[id].origin, via});
+    }
+    return it->second;
+  }
+
+  // -- recording ---------------------------------------------------------------------------------
+
+  Agg& agg(Kind k, const Op* site, const Op* cause_op) {
+    auto [it, fresh] = aggs.try_emplace(Key{static_cast<int>(k), site, cause_op});
+    if (fresh) {
+      it->second.kind = k;
+      it->second.site = site;
+      it->second.cause = cause_op;
+    }
+    return it->second;
+  }
+
+  void note_pid(Agg& a, ProgramId pid) {
+    if (a.pids.insert(pid_key(pid)).second)
+      keep_first<ProgramId>(a.first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
+  }
+
+  void maybe_abort() {
+    if (opts.abort_on_first) throw AbortRequested();
+  }
+
+  /// Turn the (cause, lane) pairs a sink found into findings.
+  void flush_hits(const Op* sink, ProgramId pid, const State* st = nullptr) {
+    auto& hits = tl_hits;
+    if (hits.empty()) return;
+    std::sort(hits.begin(), hits.end());
+    std::vector<std::pair<Cause, std::pair<size_t, size_t>>> groups;  // cause, [begin, end)
+    for (size_t i = 0; i < hits.size();) {
+      size_t j = i;
+      while (j < hits.size() && hits[j].first == hits[i].first) ++j;
+      groups.push_back({cause(hits[i].first), {i, j}});
+      i = j;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu);
+      for (auto& [c, range] : groups) {
+        const Op* site = c.kind == Kind::undefined_value ? (c.via ? c.via : sink) : c.origin;
+        Agg& a = agg(c.kind, site, c.origin);
+        if (!a.use && site != sink) a.use = sink;
+        note_pid(a, pid);
+        a.occurrences++;
+        const std::pair<int64_t, std::vector<int64_t>>* via = nullptr;
+        if (c.via && st)
+          for (auto& [id, v] : st->via_lanes)
+            if (id == hits[range.first].first) via = &v;
+        if (via) {
+          a.lanes += via->first;
+          for (int64_t lane : via->second)
+            keep_first<int64_t>(a.first_lanes, lane, static_cast<size_t>(opts.max_first), i64_less);
+          continue;
+        }
+        int64_t prev = -1;
+        for (size_t i = range.first; i < range.second; ++i) {
+          int64_t lane = hits[i].second;
+          if (lane == prev) continue;
+          prev = lane;
+          a.lanes++;
+          keep_first<int64_t>(a.first_lanes, lane, static_cast<size_t>(opts.max_first), i64_less);
+        }
+      }
+    }
+    hits.clear();
+    maybe_abort();
+  }
+
+  // -- shadow helpers ----------------------------------------------------------------------------
+
+  static uint32_t lane_of(const Shadow& s, int64_t i) { return s.lanes.size() == 1 ? s.lanes[0] : s.lanes[i]; }
+
+  const Shadow* in(State& st, const OpInfo& o, size_t k) const {
+    if (k >= o.in.size()) return nullptr;
+    int i = o.in[k];
+    return (i >= 0 && st.sh[i].any) ? &st.sh[i] : nullptr;
+  }
+
+  uint32_t* out_lanes(State& st, int idx) {
+    Shadow& s = st.sh[idx];
+    s.lanes.resize(static_cast<size_t>(plan.numel[idx]));
+    return s.lanes.data();
+  }
+
+  void set_clean(State& st, int idx) {
+    if (idx >= 0) st.sh[idx].any = false;
+  }
+
+  /// After writing a result's lanes: set `any`, and check branch conditions.
+  void finalize(State& st, int idx, ProgramId pid) {
+    Shadow& s = st.sh[idx];
+    bool any = false;
+    for (uint32_t c : s.lanes) any |= c != 0;
+    s.any = any;
+    if (any && plan.cond_term[idx]) {
+      sink(s, 1, nullptr, true);
+      flush_hits(plan.cond_term[idx], pid, &st);
+    }
+  }
+
+  /// Collect poisoned lanes of `s` among `n` lanes consumed by a sink; `active` (may be null) is a
+  /// per-lane 0/1 mask. Value sinks ignore int32 overflow (only addresses matter for it).
+  void sink(const Shadow& s, int64_t n, const uint8_t* active, bool value) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t c = lane_of(s, i);
+      if (!c || (active && !active[i]) || (value && is_overflow(c))) continue;
+      tl_hits.emplace_back(c, i);
+    }
+  }
+
+  void sink_operand(State& st, const OpInfo& o, size_t k, const uint8_t* active, bool value) {
+    if (const Shadow* s = in(st, o, k)) sink(*s, o.in_n[k], active, value);
+  }
+
+  // -- op handlers -------------------------------------------------------------------------------
+
+  bool overflow_any(const OpInfo& o, const void* pa, const void* pb, int64_t n) const {
+    const int32_t* a = static_cast<const int32_t*>(pa);
+    const int32_t* b = static_cast<const int32_t*>(pb);
+    bool bad = false;
+    switch (o.arith) {
+      case 0: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} + b[i]; bad |= r != int32_t(r); } break;
+      case 1: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} - b[i]; bad |= r != int32_t(r); } break;
+      case 2: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} * b[i]; bad |= r != int32_t(r); } break;
+      default:
+        for (int64_t i = 0; i < n; ++i) bad |= shl_overflows(a[i], b[i]);
+    }
+    return bad;
+  }
+
+  static bool shl_overflows(int32_t a, int32_t b) {
+    if (b < 0 || b >= 32) return a != 0;
+    int64_t r = static_cast<int64_t>(a) * (int64_t{1} << b);
+    return r != static_cast<int32_t>(r);
+  }
+
+  bool overflow_lane(const OpInfo& o, const int32_t* a, const int32_t* b, int64_t i) const {
+    int64_t r;
+    switch (o.arith) {
+      case 0: r = int64_t{a[i]} + b[i]; break;
+      case 1: r = int64_t{a[i]} - b[i]; break;
+      case 2: r = int64_t{a[i]} * b[i]; break;
+      default: return shl_overflows(a[i], b[i]);
+    }
+    return r != static_cast<int32_t>(r);
+  }
+
+  void elementwise(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    bool anyin = false;
+    for (size_t k = 0; k < o.in.size(); ++k) anyin = anyin || in(st, o, k);
+    const int64_t n = o.out_n.empty() ? 0 : o.out_n[0];
+    bool src = false;
+    if (o.source == Source::overflow) {
+      src = overflow_any(o, e.operands[0], e.operands[1], n);
+    } else if (o.source == Source::divzero) {
+      ir::Elem de = e.op->operands[1]->type->elem;
+      switch (ir::elem_bytes(de)) {
+        case 1: src = any_zero<uint8_t>(e.operands[1], n); break;
+        case 2: src = any_zero<uint16_t>(e.operands[1], n); break;
+        case 4: src = any_zero<uint32_t>(e.operands[1], n); break;
+        default: src = any_zero<uint64_t>(e.operands[1], n); break;
+      }
+    }
+    if (!anyin && !src) {
+      for (int r : o.out) set_clean(st, r);
+      return;
+    }
+    for (size_t r = 0; r < o.out.size(); ++r) {
+      int idx = o.out[r];
+      if (idx < 0) continue;
+      uint32_t* out = out_lanes(st, idx);
+      const int64_t rn = o.out_n[r];
+      std::fill(out, out + rn, 0u);
+      for (size_t k = 0; k < o.in.size(); ++k) {
+        const Shadow* s = in(st, o, k);
+        if (!s) continue;
+        if (o.in_n[k] == rn || o.in_n[k] == 1) {
+          for (int64_t i = 0; i < rn; ++i)
+            if (!out[i]) out[i] = lane_of(*s, i);
+        } else {  // shapes differ (multi-result asm with packing): any poison taints every lane
+          uint32_t c = 0;
+          for (uint32_t x : s->lanes) c = c ? c : x;
+          for (int64_t i = 0; i < rn; ++i)
+            if (!out[i]) out[i] = c;
+        }
+      }
+      if (src && rn == n) {
+        if (o.source == Source::overflow) {
+          auto* a = static_cast<const int32_t*>(e.operands[0]);
+          auto* b = static_cast<const int32_t*>(e.operands[1]);
+          for (int64_t i = 0; i < n; ++i)
+            if (!out[i] && overflow_lane(o, a, b, i)) out[i] = o.cause;
+        } else {
+          ir::Elem de = e.op->operands[1]->type->elem;
+          for (int64_t i = 0; i < n; ++i)
+            if (!out[i] && is_zero(e.operands[1], de, i)) out[i] = o.cause;
+        }
+      }
+      finalize(st, idx, e.pid);
+    }
+  }
+
+  void select(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    const Shadow* c = in(st, o, 0);
+    const Shadow* a = in(st, o, 1);
+    const Shadow* b = in(st, o, 2);
+    int idx = o.out[0];
+    if (idx < 0) return;
+    if (!c && !a && !b) return set_clean(st, idx);
+    const int64_t n = o.out_n[0];
+    const uint8_t* cv = static_cast<const uint8_t*>(e.operands[0]);
+    const bool cs = o.in_n[0] == 1;
+    uint32_t* out = out_lanes(st, idx);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t x = c ? lane_of(*c, i) : 0;
+      if (!x) {
+        const Shadow* pick = cv[cs ? 0 : i] ? a : b;
+        x = pick ? lane_of(*pick, i) : 0;
+      }
+      out[i] = x;
+    }
+    finalize(st, idx, e.pid);
+  }
+
+  void load(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    const int64_t n = o.in_n[0];
+    const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
+    sink_operand(st, o, 0, mask, false);
+    if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, false);
+    flush_hits(e.op, e.pid, &st);
+    int idx = o.out.empty() ? -1 : o.out[0];
+    if (idx < 0) return;
+    const Shadow* other = o.other >= 0 ? in(st, o, static_cast<size_t>(o.other)) : nullptr;
+    bool masked_off = false;
+    if (mask && (o.source == Source::masked_load || other)) {
+      bool all = true;
+      for (int64_t i = 0; i < n; ++i) all &= mask[i] != 0;
+      masked_off = !all;
+    }
+    if (!masked_off) return set_clean(st, idx);
+    uint32_t* out = out_lanes(st, idx);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = mask[i] ? 0u : (other ? lane_of(*other, i) : o.cause);
+    finalize(st, idx, e.pid);
+  }
+
+  void store_like(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
+    switch (o.cat) {
+      case Cat::store: case Cat::atomic_rmw:
+        sink_operand(st, o, 0, mask, false);
+        sink_operand(st, o, 1, mask, true);
+        if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, false);
+        break;
+      case Cat::atomic_cas:
+        sink_operand(st, o, 0, nullptr, false);
+        sink_operand(st, o, 1, nullptr, true);
+        sink_operand(st, o, 2, nullptr, true);
+        break;
+      case Cat::block_load:
+        sink_operand(st, o, 0, nullptr, false);
+        break;
+      case Cat::block_store:
+        sink_operand(st, o, 0, nullptr, false);
+        sink_operand(st, o, 1, nullptr, true);
+        break;
+      case Cat::histogram:
+        sink_operand(st, o, 0, mask, true);
+        if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, true);
+        break;
+      case Cat::desc_access:
+        for (size_t k = 0; k < o.in.size(); ++k)
+          sink_operand(st, o, k, nullptr, e.op->operands[k]->type->is_tensor);
+        break;
+      case Cat::cond: case Cat::assert_:
+        sink_operand(st, o, 0, nullptr, true);
+        break;
+      case Cat::for_bounds:
+        for (size_t k = 0; k < 3 && k < o.in.size(); ++k) sink_operand(st, o, k, nullptr, true);
+        break;
+      default: break;
+    }
+    flush_hits(e.op, e.pid, &st);
+    for (int r : o.out) set_clean(st, r);
+  }
+
+  /// Shape ops: result lane i takes operand `src[i].first` lane `src[i].second` (-1: clean).
+  void shape(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    bool anyin = false;
+    for (size_t k = 0; k < o.in.size(); ++k) anyin = anyin || in(st, o, k);
+    if (!anyin) {
+      for (int r : o.out) set_clean(st, r);
+      return;
+    }
+    for (size_t r = 0; r < o.out.size(); ++r) {
+      int idx = o.out[r];
+      if (idx < 0) continue;
+      const int64_t n = o.out_n[r];
+      uint32_t* out = out_lanes(st, idx);
+      const Shadow* s0 = in(st, o, 0);
+      auto from0 = [&](int64_t j) { return s0 ? lane_of(*s0, j) : 0u; };
+      switch (o.cat) {
+        case Cat::splat: case Cat::unsplat:
+          for (int64_t i = 0; i < n; ++i) out[i] = from0(0);
+          break;
+        case Cat::linear:
+          for (int64_t i = 0; i < n; ++i) out[i] = from0(i);
+          break;
+        case Cat::broadcast: {
+          const auto& is = o.in_shape;
+          const auto& os = o.out_shape;
+          auto ist = strides_of(is);
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t rem = i, j = 0;
+            for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
+              int64_t c = rem % os[d];
+              rem /= os[d];
+              if (d < static_cast<int>(is.size()) && is[d] != 1) j += c * ist[d];
+            }
+            out[i] = from0(j);
+          }
+          break;
+        }
+        case Cat::trans: {
+          const auto& is = o.in_shape;
+          const auto& os = o.out_shape;
+          auto ist = strides_of(is);
+          for (int64_t i = 0; i < n; ++i) {
+            int64_t rem = i, j = 0;
+            for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
+              int64_t c = rem % os[d];
+              rem /= os[d];
+              int src_d = d < static_cast<int>(o.order.size()) ? o.order[d] : d;
+              j += c * ist[src_d];
+            }
+            out[i] = from0(j);
+          }
+          break;
+        }
+        case Cat::join: {
+          const Shadow* s1 = in(st, o, 1);
+          for (int64_t i = 0; i < n; ++i) {
+            const Shadow* s = (i & 1) ? s1 : s0;
+            out[i] = s ? lane_of(*s, i / 2) : 0u;
+          }
+          break;
+        }
+        case Cat::split:
+          for (int64_t i = 0; i < n; ++i) out[i] = from0(2 * i + static_cast<int64_t>(r));
+          break;
+        case Cat::cat: {
+          const Shadow* s1 = in(st, o, 1);
+          const int64_t na = o.in_n[0];
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = i < na ? from0(i) : (s1 ? lane_of(*s1, i - na) : 0u);
+          break;
+        }
+        case Cat::gather: {
+          const Shadow* si = in(st, o, 1);
+          const auto& ss = o.in_shape;
+          const auto& os = o.out_shape;
+          auto sst = strides_of(ss);
+          ir::Elem ie = e.op->operands[1]->type->elem;
+          for (int64_t i = 0; i < n; ++i) {
+            uint32_t x = si ? lane_of(*si, i) : 0u;
+            if (!x && s0) {
+              int64_t rem = i, j = 0;
+              bool ok = true;
+              for (int d = static_cast<int>(os.size()) - 1; d >= 0; --d) {
+                int64_t c = rem % os[d];
+                rem /= os[d];
+                if (d == o.axis) c = read_index(e.operands[1], ie, i);
+                if (d >= static_cast<int>(ss.size()) || c < 0 || c >= ss[d]) ok = false;
+                else j += c * sst[d];
+              }
+              if (ok) x = from0(j);
+            }
+            out[i] = x;
+          }
+          break;
+        }
+        default:
+          break;
+      }
+      finalize(st, idx, e.pid);
+    }
+  }
+
+  /// Remember which input lanes of a reduce / scan / dot were undefined (per derived cause).
+  void note_via(State& st, const std::vector<uint32_t>& causes, const Op* op) {
+    std::vector<std::pair<uint32_t, std::pair<int64_t, std::vector<int64_t>>>> local;
+    for (size_t i = 0; i < causes.size(); ++i) {
+      uint32_t c = causes[i];
+      if (!c) continue;
+      uint32_t d = derive(c, op);
+      if (d == c) continue;
+      auto it = std::find_if(local.begin(), local.end(), [&](auto& x) { return x.first == d; });
+      if (it == local.end()) it = local.insert(local.end(), {d, {0, {}}});
+      it->second.first++;
+      if (it->second.second.size() < static_cast<size_t>(opts.max_first))
+        it->second.second.push_back(static_cast<int64_t>(i));
+    }
+    for (auto& x : local) {
+      auto it = std::find_if(st.via_lanes.begin(), st.via_lanes.end(), [&](auto& y) { return y.first == x.first; });
+      if (it == st.via_lanes.end()) st.via_lanes.push_back(std::move(x));
+      else *it = std::move(x);
+    }
+  }
+
+  /// tt.reduce / tt.scan: lanes along `axis` combine; undefined values are re-labelled "via" this op.
+  void reduce_scan(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    bool anyin = false;
+    for (size_t k = 0; k < o.in.size(); ++k) anyin = anyin || in(st, o, k);
+    if (!anyin) {
+      for (int r : o.out) set_clean(st, r);
+      return;
+    }
+    const auto& sh = o.in_shape;
+    int axis = sh.empty() ? 0 : std::clamp(o.axis, 0, static_cast<int>(sh.size()) - 1);
+    int64_t outer = 1, len = sh.empty() ? 1 : sh[axis], inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= sh[d];
+    for (int d = axis + 1; d < static_cast<int>(sh.size()); ++d) inner *= sh[d];
+    // Combined cause of every input lane (first operand first).
+    const int64_t total = outer * len * inner;
+    std::vector<uint32_t> comb(static_cast<size_t>(total), 0u);
+    for (size_t k = 0; k < o.in.size(); ++k)
+      if (const Shadow* s = in(st, o, k))
+        for (int64_t i = 0; i < total; ++i)
+          if (!comb[i]) comb[i] = lane_of(*s, i);
+    note_via(st, comb, e.op);
+    std::vector<uint32_t> res;
+    if (o.cat == Cat::reduce) {
+      res.assign(static_cast<size_t>(outer * inner), 0u);
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t j = 0; j < len; ++j)
+          for (int64_t b = 0; b < inner; ++b) {
+            uint32_t c = comb[(a * len + j) * inner + b];
+            uint32_t& r = res[a * inner + b];
+            if (c && !r) r = derive(c, e.op);
+          }
+    } else {
+      res.assign(static_cast<size_t>(total), 0u);
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t b = 0; b < inner; ++b) {
+          uint32_t run = 0;
+          for (int64_t t = 0; t < len; ++t) {
+            int64_t j = o.reverse ? len - 1 - t : t;
+            int64_t p = (a * len + j) * inner + b;
+            if (!run && comb[p]) run = derive(comb[p], e.op);
+            res[p] = run;
+          }
+        }
+    }
+    for (size_t r = 0; r < o.out.size(); ++r) {
+      int idx = o.out[r];
+      if (idx < 0) continue;
+      uint32_t* out = out_lanes(st, idx);
+      const int64_t n = std::min<int64_t>(o.out_n[r], static_cast<int64_t>(res.size()));
+      std::copy(res.begin(), res.begin() + n, out);
+      finalize(st, idx, e.pid);
+    }
+  }
+
+  void dot(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    const Shadow* a = in(st, o, 0);
+    const Shadow* b = in(st, o, 1);
+    const Shadow* c = in(st, o, 2);
+    int idx = o.out.empty() ? -1 : o.out[0];
+    if (idx < 0) return;
+    if (!a && !b && !c) return set_clean(st, idx);
+    const int64_t n = o.out_n[0];
+    uint32_t* out = out_lanes(st, idx);
+    if (o.cat == Cat::dot_other || o.in_shape.size() < 2 || o.b_shape.size() < 2) {
+      uint32_t any = 0;
+      for (size_t k = 0; k < o.in.size(); ++k)
+        if (const Shadow* s = in(st, o, k))
+          for (uint32_t x : s->lanes) any = any ? any : x;
+      uint32_t d = derive(any, e.op);
+      for (int64_t i = 0; i < n; ++i) out[i] = d;
+      return finalize(st, idx, e.pid);
+    }
+    if (a) note_via(st, a->lanes, e.op);
+    else if (b) note_via(st, b->lanes, e.op);
+    const auto& as = o.in_shape;
+    const auto& bs = o.b_shape;
+    const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+    const int64_t B = std::max<int64_t>(1, n / std::max<int64_t>(1, M * N));
+    std::vector<uint32_t> row(static_cast<size_t>(B * M), 0u), col(static_cast<size_t>(B * N), 0u);
+    if (a)
+      for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K && !row[bb * M + m]; ++k) row[bb * M + m] = lane_of(*a, (bb * M + m) * K + k);
+    if (b)
+      for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t j = 0; j < N; ++j)
+          for (int64_t k = 0; k < K && !col[bb * N + j]; ++k) col[bb * N + j] = lane_of(*b, (bb * K + k) * N + j);
+    for (auto& x : row) x = derive(x, e.op);
+    for (auto& x : col) x = derive(x, e.op);
+    for (int64_t bb = 0; bb < B; ++bb)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t i = (bb * M + m) * N + j;
+          uint32_t x = c ? lane_of(*c, i) : 0u;
+          if (!x) x = row[bb * M + m];
+          if (!x) x = col[bb * N + j];
+          out[i] = x;
+        }
+    finalize(st, idx, e.pid);
+  }
+
+  void scalar_any(const exec::OpEvent& e, const OpInfo& o, State& st) {
+    uint32_t c = 0;
+    for (size_t k = 0; k < o.in.size() && !c; ++k)
+      if (const Shadow* s = in(st, o, k))
+        for (uint32_t x : s->lanes) c = c ? c : x;
+    for (size_t r = 0; r < o.out.size(); ++r) {
+      int idx = o.out[r];
+      if (idx < 0) continue;
+      if (!c) {
+        set_clean(st, idx);
+        continue;
+      }
+      uint32_t* out = out_lanes(st, idx);
+      std::fill(out, out + o.out_n[r], c);
+      finalize(st, idx, e.pid);
+    }
+  }
+
+  void on_op(const exec::OpEvent& e) {
+    const OpInfo* o = info(e.op);
+    if (!o) return;
+    State& st = state(e.pid);
+    switch (o->cat) {
+      case Cat::elementwise: return elementwise(e, *o, st);
+      case Cat::select: return select(e, *o, st);
+      case Cat::load: return load(e, *o, st);
+      case Cat::splat: case Cat::broadcast: case Cat::linear: case Cat::trans: case Cat::join: case Cat::split:
+      case Cat::cat: case Cat::unsplat: case Cat::gather:
+        return shape(e, *o, st);
+      case Cat::reduce: case Cat::scan: return reduce_scan(e, *o, st);
+      case Cat::dot: case Cat::dot_other: return dot(e, *o, st);
+      case Cat::scalar_any: return scalar_any(e, *o, st);
+      case Cat::none: return;
+      default: return store_like(e, *o, st);
+    }
+  }
+
+  void on_transfer(const exec::TransferEvent& e) {
+    if (plan.tracked.empty()) return;
+    State* st = nullptr;
+    // Parallel assignment: read every poisoned source before writing any destination.
+    thread_local std::vector<std::pair<int, std::vector<uint32_t>>> moves;
+    thread_local std::vector<int> cleans;
+    moves.clear();
+    cleans.clear();
+    for (int i = 0; i < e.count; ++i) {
+      auto d = plan.tracked.find(e.dst[i]);
+      if (d == plan.tracked.end()) continue;
+      if (!st) st = &state(e.pid);
+      auto s = plan.tracked.find(e.src[i]);
+      if (s != plan.tracked.end() && st->sh[s->second].any) moves.emplace_back(d->second, st->sh[s->second].lanes);
+      else cleans.push_back(d->second);
+    }
+    if (!st) return;
+    for (int c : cleans) set_clean(*st, c);
+    for (auto& [d, lanes] : moves) {
+      uint32_t* out = out_lanes(*st, d);
+      const int64_t n = plan.numel[d];
+      for (int64_t i = 0; i < n; ++i) out[i] = lanes.size() == 1 ? lanes[0] : lanes[static_cast<size_t>(i)];
+      finalize(*st, d, e.pid);
+    }
+  }
+
+  // -- out of bounds and asserts -------------------------------------------------------------------
+
+  static Kind access_kind(exec::AccessKind k) {
+    switch (k) {
+      case exec::AccessKind::load: return Kind::oob_load;
+      case exec::AccessKind::store: return Kind::oob_store;
+      default: return Kind::oob_atomic;
+    }
+  }
+
+  void on_access(const exec::AccessEvent& e) {
+    if (!e.bad_lanes) return;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      Agg* oob = nullptr;
+      Agg* null = nullptr;
+      for (int64_t i = 0; i < e.lanes; ++i) {
+        if (!e.mask[i]) continue;
+        exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
+        if (w.in_bounds) continue;
+        Agg* a;
+        if (!w.buffer) {
+          if (!null) {
+            null = &agg(Kind::null_pointer, e.op, nullptr);
+            note_pid(*null, e.pid);
+            null->occurrences++;
+          }
+          a = null;
+          a->has_addr = true;
+          a->addr_min = std::min(a->addr_min, e.addrs[i]);
+          a->addr_max = std::max(a->addr_max, e.addrs[i]);
+        } else {
+          if (!oob) {
+            oob = &agg(access_kind(e.kind), e.op, nullptr);
+            note_pid(*oob, e.pid);
+            oob->occurrences++;
+          }
+          a = oob;
+          const exec::Buffer& b = *w.buffer;
+          int eb = std::max(1, ir::elem_bytes(b.dtype));
+          if (!a->has_buffer) {
+            a->has_buffer = true;
+            a->buffer.name = b.name;
+            a->buffer.dtype = ir::elem_name(b.dtype);
+            a->buffer.shape = b.shape;
+            a->buffer.strides = b.strides;
+            a->buffer.bytes = b.bytes;
+            a->buffer.numel = static_cast<int64_t>(b.bytes / static_cast<uint64_t>(eb));
+          }
+          int64_t off = w.offset >= 0 ? w.offset / eb : -((-w.offset + eb - 1) / eb);
+          a->off_min = std::min(a->off_min, off);
+          a->off_max = std::max(a->off_max, off);
+        }
+        a->lanes++;
+        keep_first<int64_t>(a->first_lanes, i, static_cast<size_t>(opts.max_first), i64_less);
+      }
+    }
+    maybe_abort();
+  }
+
+  void on_assert(const exec::AssertEvent& e) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      Agg& a = agg(Kind::assert_failed, e.op, nullptr);
+      note_pid(a, e.pid);
+      a.occurrences++;
+      a.lanes += e.failed_lanes;
+      if (e.first_lane >= 0) keep_first<int64_t>(a.first_lanes, e.first_lane, static_cast<size_t>(opts.max_first), i64_less);
+      if (a.message.empty()) a.message = e.message;
+    }
+    maybe_abort();
+  }
+
+  // -- findings ----------------------------------------------------------------------------------
+
+  std::string source_line(const std::string& file, int line) {
+    if (file.empty() || line <= 0) return "";
+    auto it = files.find(file);
+    if (it == files.end()) {
+      std::vector<std::string> lines;
+      std::ifstream in(file);
+      for (std::string s; std::getline(in, s);) {
+        if (!s.empty() && s.back() == '\r') s.pop_back();
+        lines.push_back(std::move(s));
+      }
+      it = files.emplace(file, std::move(lines)).first;
+    }
+    return line <= static_cast<int>(it->second.size()) ? it->second[line - 1] : "";
+  }
+
+  OpSite site_of(const Op* op) {
+    OpSite s;
+    s.op = op->name;
+    s.ttir_file = m.filename;
+    s.ttir_line = op->pos.line;
+    s.ttir_col = op->pos.col;
+    s.file = op->loc.file;
+    s.line = op->loc.line;
+    s.col = op->loc.col;
+    s.var = op->loc.var;
+    s.source_line = source_line(s.file, s.line);
+    for (auto& [f, l] : op->loc.stack) {
+      bool triton_lib = f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
+      if (!(f == s.file && l == s.line) && !triton_lib) s.inlined_from.push_back(fmt::format("{}:{}", f, l));
+    }
+    return s;
+  }
+
+  static std::string where_py(const OpSite& s) {
+    return s.file.empty() ? fmt::format("{}:{}:{}", s.ttir_file, s.ttir_line, s.ttir_col)
+                          : fmt::format("{}:{}", s.file, s.line);
+  }
+
+  std::string summary(const Finding& f) {
+    auto plural = [](int64_t n, const char* w) { return fmt::format("{} {}{}", n, w, n == 1 ? "" : "s"); };
+    std::string counts = fmt::format("{} in {}", plural(f.lanes, "lane"), plural(f.programs, "program"));
+    switch (f.kind) {
+      case Kind::oob_load: case Kind::oob_store: case Kind::oob_atomic: {
+        const char* what = f.kind == Kind::oob_load ? "load from" : f.kind == Kind::oob_store ? "store to" : "atomic on";
+        std::string far;
+        if (f.elements_past > 0) far = fmt::format("up to {} past the end", plural(f.elements_past, "element"));
+        if (f.elements_before > 0)
+          far += fmt::format("{}up to {} before the start", far.empty() ? "" : ", ", plural(f.elements_before, "element"));
+        return fmt::format("out-of-bounds {} '{}' ({} elements): element offsets {}..{} ({}); {}", what,
+                           f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min, f.offset_max,
+                           far, counts);
+      }
+      case Kind::null_pointer:
+        return fmt::format("access through a null or integer-made pointer (addresses 0x{:x}..0x{:x}); {}", f.address_min,
+                           f.address_max, counts);
+      case Kind::assert_failed:
+        return fmt::format("device assert failed: `{}`; {}", f.message, counts);
+      case Kind::undefined_value:
+        return fmt::format("{} uses values that the masked {} at {} leaves undefined in masked-off lanes (no `other`); {}",
+                           f.site.op, f.cause ? f.cause->op : "load", f.cause ? where_py(*f.cause) : "?", counts);
+      case Kind::int32_overflow:
+        return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}; {}", f.site.op,
+                           f.use ? f.use->op : "a memory op", counts);
+      case Kind::division_by_zero:
+        return fmt::format("{} divides by zero and the result is used by {}; {}", f.site.op,
+                           f.use ? f.use->op : "a later op", counts);
+    }
+    return "";
+  }
+
+  size_t finish(const LaunchInfo& info) {
+    std::lock_guard<std::mutex> g(mu);
+    std::vector<Finding> out;
+    for (auto& [key, a] : aggs) {
+      Finding f;
+      f.kind = a.kind;
+      f.kernel = info.kernel;
+      f.site = site_of(a.site);
+      if (a.cause && a.cause != a.site) f.cause = site_of(a.cause);
+      if (a.use && a.use != a.site) f.use = site_of(a.use);
+      f.programs = static_cast<int64_t>(a.pids.size());
+      f.first_programs = a.first_pids;
+      f.lanes = a.lanes;
+      f.first_lanes = a.first_lanes;
+      f.occurrences = a.occurrences;
+      if (a.has_buffer) {
+        f.buffer = a.buffer;
+        f.has_offsets = true;
+        f.offset_min = a.off_min;
+        f.offset_max = a.off_max;
+        f.elements_before = a.off_min < 0 ? -a.off_min : 0;
+        f.elements_past = a.off_max >= a.buffer.numel ? a.off_max - a.buffer.numel + 1 : 0;
+      }
+      if (a.has_addr) {
+        f.has_addresses = true;
+        f.address_min = a.addr_min;
+        f.address_max = a.addr_max;
+      }
+      f.message = a.message;
+      f.launch_stack = info.stack;
+      f.summary = summary(f);
+      out.push_back(std::move(f));
+    }
+    std::sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
+      return std::tie(x.site.ttir_line, x.site.ttir_col, x.kind) < std::tie(y.site.ttir_line, y.site.ttir_col, y.kind);
+    });
+    aggs.clear();
+    for (auto& f : out) findings.push_back(std::move(f));
+    return out.size();
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+Sanitizer::Sanitizer(const ir::Module& module, bool abort_on_first)
+    : Sanitizer(module, SanitizerOptions{abort_on_first}) {}
+
+Sanitizer::Sanitizer(const ir::Module& module, const SanitizerOptions& opts)
+    : impl_(std::make_unique<Impl>(module, opts)) {}
+
+Sanitizer::~Sanitizer() = default;
+
+unsigned Sanitizer::kinds() const { return impl_->kinds; }
+
+void Sanitizer::on_access(const exec::AccessEvent& e) { impl_->on_access(e); }
+
+bool Sanitizer::watches(const ir::Op& op) const { return impl_->info(&op) != nullptr; }
+
+void Sanitizer::on_op(const exec::OpEvent& e) { impl_->on_op(e); }
+
+void Sanitizer::on_transfer(const exec::TransferEvent& e) { impl_->on_transfer(e); }
+
+void Sanitizer::on_program(exec::ProgramId pid, bool begin) {
+  if (begin) impl_->begin(pid);
+  else impl_->end(pid);
+}
+
+void Sanitizer::on_assert(const exec::AssertEvent& e) { impl_->on_assert(e); }
+
+size_t Sanitizer::finish(const LaunchInfo& info) { return impl_->finish(info); }
+
+const std::vector<Finding>& Sanitizer::findings() const { return impl_->findings; }
+
+size_t Sanitizer::watched_ops() const { return impl_->plan.ops.size(); }
+
+}  // namespace tilescope::analysis

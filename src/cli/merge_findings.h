@@ -1,0 +1,65 @@
+// Group findings across launches and processes: the same kind at the same site of the same kernel
+// (and, for out-of-bounds kinds, the same buffer) becomes one finding with summed counts. Used by
+// `tilescope sanitize` (findings of every child process) and the native module (every launch of one
+// process). Header-only so both link it without another library.
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tilescope/analysis/sanitizer.h"
+
+namespace tilescope::cli {
+
+inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis::Finding>& in, size_t keep = 5) {
+  using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string>;
+  std::map<Key, size_t> index;
+  std::vector<analysis::Finding> out;
+  for (const auto& f : in) {
+    Key k{static_cast<int>(f.kind), f.kernel, f.site.file,     f.site.line, f.site.col,
+          f.site.ttir_line,         f.site.ttir_col, f.site.op, f.buffer ? f.buffer->name : std::string()};
+    auto it = index.find(k);
+    if (it == index.end()) {
+      index.emplace(k, out.size());
+      out.push_back(f);
+      continue;
+    }
+    analysis::Finding& g = out[it->second];
+    g.programs += f.programs;
+    g.lanes += f.lanes;
+    g.occurrences += f.occurrences;
+    for (auto& p : f.first_programs)
+      if (g.first_programs.size() < keep && std::find(g.first_programs.begin(), g.first_programs.end(), p) ==
+                                                 g.first_programs.end())
+        g.first_programs.push_back(p);
+    for (auto l : f.first_lanes)
+      if (g.first_lanes.size() < keep && std::find(g.first_lanes.begin(), g.first_lanes.end(), l) == g.first_lanes.end())
+        g.first_lanes.push_back(l);
+    if (f.has_offsets) {
+      if (!g.has_offsets) {
+        g.has_offsets = true;
+        g.offset_min = f.offset_min;
+        g.offset_max = f.offset_max;
+      }
+      g.offset_min = std::min(g.offset_min, f.offset_min);
+      g.offset_max = std::max(g.offset_max, f.offset_max);
+      g.elements_before = std::max(g.elements_before, f.elements_before);
+      g.elements_past = std::max(g.elements_past, f.elements_past);
+    }
+    if (f.has_addresses) {
+      if (!g.has_addresses) {
+        g.has_addresses = true;
+        g.address_min = f.address_min;
+        g.address_max = f.address_max;
+      }
+      g.address_min = std::min(g.address_min, f.address_min);
+      g.address_max = std::max(g.address_max, f.address_max);
+    }
+  }
+  return out;
+}
+
+}  // namespace tilescope::cli

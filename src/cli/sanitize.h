@@ -1,0 +1,32 @@
+// The `tilescope sanitize` and `tilescope demo` subcommands (src/cli/sanitize.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tilescope::cli {
+
+struct SanitizeOptions {
+  std::string json_path;   // --json: all findings, the documented JSON schema
+  std::string sarif_path;  // --sarif: SARIF 2.1.0
+  int exit_code = 1;       // --exit-code: the status when there are findings
+  bool abort_on_first = false;
+  int threads = 0;
+  std::string color = "auto";  // auto | always | never
+  std::vector<std::string> command;  // the program to run: python script.py ARGS, pytest ...
+};
+
+/// Register `sanitize` on `app`; returns the subcommand (check it with `*sub` after parsing).
+CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);
+/// Run the command with every Triton launch of it (and of its child processes) on the engine under
+/// the sanitizer; print the merged report; write --json / --sarif. Returns the exit status: the
+/// --exit-code when there were findings, else the command's own status.
+int sanitize_command(const SanitizeOptions& o);
+
+/// Register `demo`: runs the bundled examples (examples/demo.py) and shows the findings.
+CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args);
+int demo_command(const std::vector<std::string>& args);
+
+}  // namespace tilescope::cli
