@@ -20,7 +20,7 @@ setup:
 # The Python package (tilescope._native, the `tilescope` command, the auto-activation .pth), built
 # by scikit-build-core in build-py/ (incremental) and reinstalled only when a source changed.
 PY_STAMP := build-py/.installed
-PY_SOURCES := $(shell find src include python -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' -o -name '*.pth' \) 2>/dev/null) \
+PY_SOURCES := $(shell find src include python examples -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' -o -name '*.pth' \) 2>/dev/null) \
   CMakeLists.txt pyproject.toml
 python-package: $(PY_STAMP)
 $(PY_STAMP): $(PY_SOURCES)
@@ -49,6 +49,9 @@ test-python:
 
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
+
+fidelity: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
