@@ -3,7 +3,8 @@
 x is a 3-row view with a row stride of 2**30 elements (a large stride: think of rows taken from a
 huge tensor). Triton passes a stride below 2**31 as an int32, and program_id is an int32, so for
 row 2 the product 2 * 2**30 = 2**31 wraps to -2**31 and the load goes 2 GiB before x.
-The bug (line 26, marked `# BUG:`): the fix is `row.to(tl.int64) * stride`.
+The bug (line 27, marked `# BUG:`): the fix is `row.to(tl.int64) * stride`. tilescope reports the
+overflow at the multiplication, and the load it feeds, which lands 2**31 elements before x.
 
 Only the three rows' 256-byte windows are ever touched: the 2 GiB storage is allocated with
 torch.empty and never written elsewhere, so it costs (almost) no real memory.
@@ -24,7 +25,7 @@ def row_sum_kernel(x_ptr, out_ptr, stride, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     start = row * stride  # BUG: int32 product overflows for row 2  expect: int32-overflow
-    x = tl.load(x_ptr + start + cols, mask=cols < n_cols, other=0)
+    x = tl.load(x_ptr + start + cols, mask=cols < n_cols, other=0)  # expect: out-of-bounds-load
     tl.store(out_ptr + row, tl.sum(x.to(tl.int32), axis=0))
 
 

@@ -16,6 +16,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +39,9 @@ def docstring_summary(path: Path) -> tuple[str, str]:
 
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     paras = [" ".join(p.split()) for p in doc.split("\n\n")]
-    bug = next((p for p in paras if p.startswith("The bug")), "")
-    return (paras[0] if paras else path.name), bug
+    bug = next((p[p.index("The bug"):] for p in paras if "The bug" in p), "")
+    title = paras[0].removeprefix("BUGGY: ") if paras else path.name
+    return title, bug
 
 
 def expected(path: Path) -> set[tuple[str, int]]:
@@ -79,7 +81,7 @@ def sanitize_example(path: Path) -> tuple[bool, str]:
     return ok, f"{kinds}" + ("" if ok else f"  (expected {sorted(want)}, got {sorted(got)}, exit {p.returncode})")
 
 
-def sanitizer_part(only: str | None, quick: bool) -> bool:
+def sanitizer_part(only: str | None, quick: bool) -> list[tuple[str, bool, str]]:
     buggy = sorted(EXAMPLES.glob("buggy_*.py"))
     if only:
         buggy = [p for p in buggy if p.stem == only or p.name == only]
@@ -93,15 +95,21 @@ def sanitizer_part(only: str | None, quick: bool) -> bool:
         title, bug = docstring_summary(path)
         banner(f"{path.name}: {title}")
         if bug:
-            print(bug)
+            print(textwrap.fill(bug, 100))
             print()
         results.append((path.name, *sanitize_example(path)))
     if not only:
         banner("A correct kernel: zero findings, exit status 0")
         results.append(("softmax.py", *sanitize_example(EXAMPLES / "softmax.py")))
-    banner("Summary: what tilescope found in each example")
+    return results
+
+
+def summary(results) -> bool:
+    banner("Summary: what tilescope sanitize found in each example")
     for name, ok, what in results:
         print(f"  {'ok ' if ok else 'BAD'}  {name:38s} {what}")
+    print("\nEach finding names the kind, the Python line, the buffer and how far outside it the access")
+    print("went. Try your own program: tilescope sanitize -- python your_script.py (or -- pytest ...).")
     return all(ok for _, ok, _ in results)
 
 
@@ -185,9 +193,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="only the sanitizer part, three buggy examples")
     ap.add_argument("--only", help="run one example (a file name in examples/)")
     a = ap.parse_args()
-    ok = sanitizer_part(a.only, a.quick)
+    results = sanitizer_part(a.only, a.quick)
+    ok = True
     if not (a.quick or a.only):
         ok &= engine_part()
+    ok &= summary(results)
     print("\ndemo:", "all steps behaved as expected" if ok else "SOMETHING WENT WRONG")
     return 0 if ok else 1
 

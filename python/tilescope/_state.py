@@ -43,11 +43,13 @@ def clear() -> None:
 
 
 def _findings_path() -> str:
+    # Keyed by pid: a forked child (multiprocessing) must not overwrite its parent's file.
     global _file
-    if _file is None:
+    pid = os.getpid()
+    if _file is None or _file[0] != pid:
         os.makedirs(findings_dir, exist_ok=True)
-        _file = os.path.join(findings_dir, f"findings-{os.getpid()}-{id(_findings):x}.json")
-    return _file
+        _file = (pid, os.path.join(findings_dir, f"findings-{pid}-{os.urandom(4).hex()}.json"))
+    return _file[1]
 
 
 def write_findings() -> None:
@@ -61,6 +63,18 @@ def write_findings() -> None:
         with open(tmp, "w") as f:
             json.dump(doc, f)
         os.replace(tmp, path)
+
+
+def _after_fork_in_child() -> None:
+    # The parent reports its own findings; the child reports only what it finds itself.
+    global _launches, _lock
+    _lock = threading.Lock()
+    _findings.clear()
+    _launches = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def record(findings_json: str, kernel: str, stack: list[str]) -> None:

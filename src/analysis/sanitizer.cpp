@@ -832,8 +832,26 @@ struct Sanitizer::Impl {
     }
   }
 
+  /// Whether any destination of this transfer is tracked. Cached per thread on (dst[0], count): a
+  /// loop sends the same transfer every iteration.
+  bool transfer_relevant(const exec::TransferEvent& e) const {
+    struct Cache {
+      uint64_t epoch = 0;
+      const ir::Value* d0 = nullptr;
+      int count = -1;
+      bool relevant = false;
+    };
+    thread_local Cache c;
+    if (e.count <= 0) return false;
+    if (c.epoch == epoch && c.d0 == e.dst[0] && c.count == e.count) return c.relevant;
+    bool rel = false;
+    for (int i = 0; i < e.count && !rel; ++i) rel = plan.tracked.count(e.dst[i]) != 0;
+    c = Cache{epoch, e.dst[0], e.count, rel};
+    return rel;
+  }
+
   void on_transfer(const exec::TransferEvent& e) {
-    if (plan.tracked.empty()) return;
+    if (plan.tracked.empty() || !transfer_relevant(e)) return;
     State* st = nullptr;
     // Parallel assignment: read every poisoned source before writing any destination.
     thread_local std::vector<std::pair<int, std::vector<uint32_t>>> moves;

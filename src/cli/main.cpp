@@ -1,6 +1,7 @@
 // The `tilescope` command.
 //
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
+//                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--color auto|always|never]
 //
 // The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
@@ -359,13 +360,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   tilescope::cli::SanitizeOptions sanitize_opts;
-  auto* sanitize = tilescope::cli::add_sanitize(app, sanitize_opts);
+  tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
+  try {
+    if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
+  } catch (const tilescope::Error& e) {
+    std::cerr << "tilescope: error: " << e.what() << "\n";
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*sanitize) return tilescope::cli::sanitize_command(sanitize_opts);
-    if (*demo) return tilescope::cli::demo_command(demo_args);
+        if (*demo) return tilescope::cli::demo_command(demo_args);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: error: " << e.what() << "\n";

@@ -18,6 +18,7 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
   using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string>;
   std::map<Key, size_t> index;
   std::vector<analysis::Finding> out;
+  std::vector<int64_t> merged;  // launches folded into each output finding
   for (const auto& f : in) {
     Key k{static_cast<int>(f.kind), f.kernel, f.site.file,     f.site.line, f.site.col,
           f.site.ttir_line,         f.site.ttir_col, f.site.op, f.buffer ? f.buffer->name : std::string()};
@@ -25,9 +26,11 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
     if (it == index.end()) {
       index.emplace(k, out.size());
       out.push_back(f);
+      merged.push_back(1);
       continue;
     }
     analysis::Finding& g = out[it->second];
+    merged[it->second] += 1;
     g.programs += f.programs;
     g.lanes += f.lanes;
     g.occurrences += f.occurrences;
@@ -58,6 +61,16 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
       g.address_min = std::min(g.address_min, f.address_min);
       g.address_max = std::max(g.address_max, f.address_max);
     }
+  }
+  // The per-launch summary ends with "; N lanes in M programs": restate the summed counts.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (merged[i] < 2) continue;
+    analysis::Finding& g = out[i];
+    auto cut = g.summary.rfind("; ");
+    if (cut == std::string::npos) continue;
+    auto plural = [](int64_t n, const char* w) { return std::to_string(n) + " " + w + (n == 1 ? "" : "s"); };
+    g.summary = g.summary.substr(0, cut) + "; " + plural(g.lanes, "lane") + " in " + plural(g.programs, "program") +
+                " over " + std::to_string(merged[i]) + " launches";
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -130,8 +131,41 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  s->add_option("command", o.command, "the program and its arguments, after --")->required();
+  s->add_option("command", o.command, "the program and its arguments: [--] python script.py ARGS, [--] pytest ...");
   return s;
+}
+
+int sanitize_main(int argc, char** argv) {
+  // The command starts after `--` or at the first argument that is not one of our options; it is
+  // passed on untouched (its own options are not ours to parse).
+  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads", "--color"};
+  std::vector<std::string> ours, command;
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    ours.push_back(a);
+    if (with_value.count(a) && i + 1 < argc) ours.push_back(argv[++i]);
+  }
+  for (; i < argc; ++i) command.emplace_back(argv[i]);
+  CLI::App app{"tilescope sanitize"};
+  SanitizeOptions o;
+  CLI::App* sub = add_sanitize(app, o);
+  std::vector<std::string> args{"sanitize"};
+  args.insert(args.end(), ours.begin(), ours.end());
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // help: 0; a usage error: 2, as for every tilescope command
+  }
+  (void)sub;
+  o.command = command;
+  return sanitize_command(o);
 }
 
 int sanitize_command(const SanitizeOptions& o) {
@@ -156,10 +190,8 @@ int sanitize_command(const SanitizeOptions& o) {
   int processes = 0;
   int64_t launches = 0;
   std::vector<analysis::Finding> findings;
-  int64_t raw = 0;
   try {
     json all = read_findings(dir, processes, launches);
-    raw = static_cast<int64_t>(all.size());
     findings = cli::merge_findings(report::from_json(all));
   } catch (...) {
     std::error_code ec;
@@ -169,10 +201,12 @@ int sanitize_command(const SanitizeOptions& o) {
   std::error_code ec;
   fs::remove_all(dir, ec);
 
+  if (processes == 0)
+    std::cerr << "tilescope: warning: no Python process reported to the sanitizer; is the tilescope package "
+                 "installed in the Python that ran the command (pip install .)?\n";
   std::cerr << report::to_text(findings, use_color(o.color));
   std::cerr << fmt::format("tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n",
                            report::summary_line(findings), launches, processes, status);
-  (void)raw;
   if (!o.json_path.empty()) write_file(o.json_path, report::to_json(findings).dump(2) + "\n");
   if (!o.sarif_path.empty()) write_file(o.sarif_path, report::to_sarif(findings).dump(2) + "\n");
   if (!findings.empty()) return o.exit_code;

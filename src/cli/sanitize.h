@@ -15,7 +15,7 @@ struct SanitizeOptions {
   bool abort_on_first = false;
   int threads = 0;
   std::string color = "auto";  // auto | always | never
-  std::vector<std::string> command;  // the program to run: python script.py ARGS, pytest ...
+  std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };
 
 /// Register `sanitize` on `app`; returns the subcommand (check it with `*sub` after parsing).
@@ -24,6 +24,9 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);
 /// the sanitizer; print the merged report; write --json / --sarif. Returns the exit status: the
 /// --exit-code when there were findings, else the command's own status.
 int sanitize_command(const SanitizeOptions& o);
+/// `tilescope sanitize [OPTIONS] [--] COMMAND...` from main's argv (argv[1] == "sanitize"): the
+/// command's own arguments are passed on untouched, so they are split off before option parsing.
+int sanitize_main(int argc, char** argv);
 
 /// Register `demo`: runs the bundled examples (examples/demo.py) and shows the findings.
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args);

@@ -66,10 +66,18 @@ static void emit_op(Program& p, const Step& s) {
 }
 
 static void emit_transfer(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
-  std::vector<const ir::Value*> d(dst.size()), s(src.size());
+  // Stack arrays for the common case: loops send one of these per iteration.
+  constexpr size_t kMax = 16;
+  const ir::Value* small_d[kMax];
+  const ir::Value* small_s[kMax];
+  std::vector<const ir::Value*> big_d, big_s;
+  const ir::Value** d = small_d;
+  const ir::Value** s = small_s;
+  if (dst.size() > kMax) { big_d.resize(dst.size()); d = big_d.data(); }
+  if (src.size() > kMax) { big_s.resize(src.size()); s = big_s.data(); }
   for (size_t i = 0; i < dst.size(); ++i) d[i] = p.plan->slot_value[dst[i]];
   for (size_t i = 0; i < src.size(); ++i) s[i] = p.plan->slot_value[src[i]];
-  TransferEvent e{p.pid, d.data(), s.data(), static_cast<int>(std::min(dst.size(), src.size()))};
+  TransferEvent e{p.pid, d, s, static_cast<int>(std::min(dst.size(), src.size()))};
   for (Observer* o : *p.observers)
     if (o->kinds() & kOpResult) o->on_transfer(e);
 }

@@ -121,7 +121,7 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
     }
     if (f.use) note("used by", site_line(*f.use));
     if (!f.launch_stack.empty()) {
-      note("launched from", "");
+      out += fmt::format("  {} launched from:\n", st.blue("="));
       for (auto& fr : f.launch_stack) out += fmt::format("      {}\n", fr);
     }
     out += "\n";

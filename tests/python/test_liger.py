@@ -164,8 +164,10 @@ def case_tvd():
 
     p = torch.softmax(torch.randn(6, 90), dim=-1)
     q = torch.softmax(torch.randn(6, 90), dim=-1)
-    got = LigerTVDLossFunction.apply(p, q)
-    close(got, 0.5 * (p - q).abs().sum() / p.shape[0])
+    got, (gp,) = grads(lambda p: LigerTVDLossFunction.apply(p, q), p)
+    want, (rp,) = grads(lambda p: 0.5 * (p - q).abs().sum() / p.shape[0], p)
+    close(got, want)
+    close(gp, rp)
 
 
 def case_rope():
@@ -185,10 +187,12 @@ def case_rope():
         c, s = cos[:, None], sin[:, None]
         return q * c + rot(q) * s, k * c + rot(k) * s
 
-    qg, kg = LigerRopeFunction.apply(q.clone(), k.clone(), cos, sin)
-    qr, kr = ref(q, k)
-    close(qg, qr)
-    close(kg, kr)
+    got, (gq, gk) = grads(lambda q, k: torch.cat([t.flatten() for t in LigerRopeFunction.apply(q, k, cos, sin)]),
+                          q, k)
+    want, (rq, rk) = grads(lambda q, k: torch.cat([t.flatten() for t in ref(q, k)]), q, k)
+    close(got, want)
+    close(gq, rq)
+    close(gk, rk)
 
 
 def case_softmax():
@@ -223,6 +227,8 @@ def case_dyt():
 
     x = torch.randn(6, 64)
     alpha, gamma, beta = torch.tensor([0.7]), torch.randn(64), torch.randn(64)
+    # forward only: Liger's DyT backward sizes its partial sums from the CUDA/XPU SM count and has no CPU
+    # branch (UnboundLocalError: NUM_SMS in liger_dyt_bwd), before any kernel is launched
     got = LigerDyTFunction.apply(x, alpha, gamma, beta)
     close(got, gamma * torch.tanh(alpha * x) + beta)
 
@@ -232,8 +238,11 @@ def case_group_norm():
 
     x = torch.randn(2, 6, 20)
     w, b = torch.randn(6), torch.randn(6)
-    got = LigerGroupNormFunction.apply(x, w, b, 6, 3, 1e-6)
-    close(got, torch.nn.functional.group_norm(x, 3, w, b, 1e-6))
+    got, gg = grads(lambda x, w, b: LigerGroupNormFunction.apply(x, w, b, 6, 3, 1e-6), x, w, b)
+    want, rg = grads(lambda x, w, b: torch.nn.functional.group_norm(x, 3, w, b, 1e-6), x, w, b)
+    close(got, want)
+    for a, r in zip(gg, rg):
+        close(a, r)
 
 
 def case_fused_add_rms_norm():
@@ -264,8 +273,78 @@ def case_poly_norm():
     def norm(v):
         return v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6)
 
-    got = LigerPolyNormFunction.apply(x, w, b, 1e-6)
-    close(got, w[0] * norm(x**3) + w[1] * norm(x**2) + w[2] * norm(x) + b)
+    got, gg = grads(lambda x, w, b: LigerPolyNormFunction.apply(x, w, b, 1e-6), x, w, b)
+    want, rg = grads(lambda x, w, b: w[0] * norm(x**3) + w[1] * norm(x**2) + w[2] * norm(x) + b, x, w, b)
+    close(got, want)
+    for a, r in zip(gg, rg):
+        close(a, r, rtol=1e-4, atol=5e-4)
+
+
+def case_cross_entropy_softcap_z_loss_bf16():
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+
+    x = (torch.randn(6, 260) * 4).to(torch.bfloat16)
+    t = torch.randint(0, 260, (6,))
+    loss, z_loss, _, _ = LigerCrossEntropyFunction.apply(x, t, None, -100, 1e-4, 0.0, "mean", 30.0, True)
+    xf = 30.0 * torch.tanh(x.float() / 30.0)
+    lse = torch.logsumexp(xf, dim=-1)
+    ce = torch.nn.functional.cross_entropy(xf, t)
+    z = (1e-4 * lse.pow(2)).mean()
+    close(z_loss.float(), z, rtol=2e-2, atol=1e-4)
+    close(loss.float(), ce + z, rtol=2e-2, atol=2e-2)
+
+
+def case_rms_norm_gemma_fp16():
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+    x, w = torch.randn(5, 64).half(), (torch.randn(64) * 0.1).half()
+    got = LigerRMSNormFunction.apply(x, w, 1e-6, 1.0, "gemma")
+    xf = x.float()
+    want = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + w.float())).half()
+    close(got, want, rtol=2e-3, atol=2e-3)
+
+
+def case_fused_linear_jsd():
+    from liger_kernel.ops.fused_linear_jsd import LigerFusedLinearJSDFunction
+
+    hs, ht = torch.randn(6, 16), torch.randn(6, 16)
+    ws, wt = torch.randn(50, 16) * 0.3, torch.randn(50, 16) * 0.3
+
+    def ref(hs, ws):
+        q = torch.log_softmax(hs @ ws.t(), dim=-1)
+        p = torch.log_softmax(ht @ wt.t(), dim=-1)
+        m = 0.5 * (q.exp() + p.exp())
+        return (0.5 * (p.exp() * (p - m.log())).sum(-1) + 0.5 * (q.exp() * (q - m.log())).sum(-1)).sum() / 6
+
+    got, (gh, gw) = grads(lambda hs, ws: LigerFusedLinearJSDFunction.apply(hs, ws, ht, wt), hs, ws)
+    want, (rh, rw) = grads(ref, hs, ws)
+    close(got, want)
+    close(gh, rh)
+    close(gw, rw)
+
+
+def case_qwen2vl_mrope():
+    from liger_kernel.ops.qwen2vl_mrope import LigerQwen2VLMRopeFunction
+
+    bsz, hq, hk, seq, d = 1, 2, 1, 6, 16
+    section = [2, 3, 3]  # sums to d // 2
+    q, k = torch.randn(bsz, hq, seq, d), torch.randn(bsz, hk, seq, d)
+    ang = torch.randn(3, bsz, seq, d // 2)
+    emb = torch.cat([ang, ang], dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def pick(t):  # Qwen2-VL: section i of the rotary dims takes its angles from position axis i % 3
+        parts = t.split(section * 2, dim=-1)
+        return torch.cat([m[i % 3] for i, m in enumerate(parts)], dim=-1).unsqueeze(1)
+
+    c, s_ = pick(cos), pick(sin)
+
+    def rot(x):
+        return torch.cat([-x[..., d // 2:], x[..., : d // 2]], dim=-1)
+
+    qg, kg = LigerQwen2VLMRopeFunction.apply(q.clone(), k.clone(), cos, sin, section)
+    close(qg, q * c + rot(q) * s_)
+    close(kg, k * c + rot(k) * s_)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}

@@ -16,6 +16,7 @@ KERNELS = {
     "atomic_hist_kernel": ({"idx_ptr": "*i32", "hist_ptr": "*i32"}, {"BLOCK": 16}),
     "undef_rows_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "rows": "i32"}, {"ROWS": 4, "COLS": 8}),
     "loop_undef_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 16}),
+    "undef_branch_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {}),
 }
 
 

@@ -78,3 +78,14 @@ def loop_undef_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, acc, mask=offs < n)
     total = tl.sum(acc, axis=0)
     tl.store(out_ptr + BLOCK, total)
+
+
+@triton.jit
+def undef_branch_kernel(x_ptr, out_ptr, n):
+    v = tl.load(x_ptr, mask=n > 0)
+    if v > 0:
+        tl.store(out_ptr, 1.0)
+    i = 0
+    while i < v:
+        i += 1
+    tl.store(out_ptr + 1, i.to(tl.float32))

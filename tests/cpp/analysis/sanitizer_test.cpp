@@ -1,0 +1,429 @@
+// The sanitizer on small kernels compiled by Triton (tests/cpp/analysis/kernels.py -> *.ttir, see
+// generate.py) and on fixtures of tests/ttir. Expected lines are found by searching the Python source
+// for the statement (independent of tilescope); expected lanes, offsets and programs are computed by
+// hand from the kernel and its inputs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/cpp/harness.h"
+#include "tilescope/analysis/sanitizer.h"
+
+namespace tilescope::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kHere = fs::path(__FILE__).parent_path();
+const fs::path kRoot = kHere.parent_path().parent_path().parent_path();
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// 1-based line of the first line of `py` containing `needle`.
+int line_of(const fs::path& py, const std::string& needle) {
+  std::ifstream in(py);
+  int n = 0;
+  for (std::string s; std::getline(in, s);) {
+    ++n;
+    if (s.find(needle) != std::string::npos) return n;
+  }
+  ADD_FAILURE() << needle << " not in " << py;
+  return -1;
+}
+
+int kline(const std::string& needle) { return line_of(kHere / "kernels.py", needle); }
+
+struct Outcome {
+  std::vector<Finding> findings;
+  bool aborted = false;
+};
+
+/// Run `file` (relative to tests/cpp/analysis or absolute) under a Sanitizer. Runs from the repository
+/// root's point of view: locations are relative to it, so source lines are read from there.
+Outcome sanitize(const fs::path& file, const std::vector<exec::Arg>& args, exec::Memory& mem,
+             std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1, SanitizerOptions so = {}) {
+  fs::path old = fs::current_path();
+  fs::current_path(kRoot);
+  ir::Module m = ir::read(slurp(file), file.string());
+  ir::verify(m);
+  exec::Engine e(m);
+  Sanitizer s(m, so);
+  exec::LaunchOptions o;
+  o.grid = grid;
+  o.threads = threads;
+  o.observers = {&s};
+  Outcome r;
+  try {
+    e.launch(m.entry()->name, args, mem, o);
+  } catch (const AbortRequested&) {
+    r.aborted = true;
+  }
+  s.finish(LaunchInfo{m.entry()->name, {"test.py:1 in main"}});
+  r.findings = s.findings();
+  fs::current_path(old);
+  return r;
+}
+
+std::string describe(const std::vector<Finding>& fs) {
+  std::string s;
+  for (auto& f : fs) s += std::string(kind_name(f.kind)) + " " + f.site.op + " line " + std::to_string(f.site.line) + ": " + f.summary + "\n";
+  return s;
+}
+
+const Finding* only(const Outcome& r, Kind k) {
+  const Finding* f = nullptr;
+  int n = 0;
+  for (auto& x : r.findings)
+    if (x.kind == k) f = &x, ++n;
+  EXPECT_EQ(n, 1) << describe(r.findings);
+  return f;
+}
+
+TEST(SanitizerPoison, MaskedLoadWithoutOtherIntoSumIsReportedAtTheReduce) {
+  std::vector<float> x(16, 1.0f), out(1, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, Kind::undefined_value);
+  EXPECT_EQ(f.site.op, "tt.reduce");
+  EXPECT_EQ(f.site.line, kline("s = tl.sum(x, axis=0)"));
+  EXPECT_EQ(f.site.file, "tests/cpp/analysis/kernels.py");
+  EXPECT_EQ(f.site.source_line, "    s = tl.sum(x, axis=0)");
+  EXPECT_EQ(f.site.ttir_line, 17);  // `%s = "tt.reduce"(%x_2)` in undef_sum.ttir
+  ASSERT_TRUE(f.cause);
+  EXPECT_EQ(f.cause->op, "tt.load");
+  EXPECT_EQ(f.cause->line, kline("x = tl.load(x_ptr + offs, mask=mask)"));
+  ASSERT_TRUE(f.use);
+  EXPECT_EQ(f.use->op, "tt.store");
+  // Lanes 10..15 of the load are masked off (n = 10, BLOCK = 16).
+  EXPECT_EQ(f.lanes, 6);
+  EXPECT_EQ(f.first_lanes, (std::vector<int64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(f.programs, 1);
+  EXPECT_EQ(f.kernel, "undef_sum_kernel");
+  EXPECT_EQ(f.launch_stack, std::vector<std::string>{"test.py:1 in main"});
+}
+
+TEST(SanitizerPoison, WhereBeforeTheSumCleansTheUndefinedLanes) {
+  std::vector<float> x(16, 1.0f), out(1, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "where_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
+  EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
+  EXPECT_EQ(out[0], 10.0f);
+}
+
+TEST(SanitizerPoison, NoMaskedOffLaneNoFinding) {
+  std::vector<float> x(16, 1.0f), out(1, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)}, mem);
+  EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
+}
+
+TEST(SanitizerPoison, UndefinedValuesStoredInActiveLanesAreReportedAtTheStore) {
+  std::vector<float> x(16, 1.0f), out(16, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "undef_store.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(12)}, mem);
+  const Finding* f = only(r, Kind::undefined_value);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(f->site.op, "tt.store");
+  EXPECT_EQ(f->site.line, kline("tl.store(out_ptr + offs, x * 2.0)"));
+  EXPECT_EQ(f->cause->line, kline("x = tl.load(x_ptr + offs, mask=offs < n)"));
+  EXPECT_EQ(f->lanes, 4);
+  EXPECT_EQ(f->first_lanes, (std::vector<int64_t>{12, 13, 14, 15}));
+}
+
+TEST(SanitizerPoison, FullyMaskedRowsReducedAndStoredUnderTheRowMaskAreNotAFinding) {
+  // ROWS = 4, rows = 3: row 3 is all undefined, its sum is undefined, and the store masks it off.
+  std::vector<float> x(32, 1.0f), out(4, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "undef_rows.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(3)}, mem);
+  EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
+  EXPECT_EQ(out[0], 8.0f);
+}
+
+TEST(SanitizerPoison, PoisonIsCarriedThroughLoopIterArgs) {
+  std::vector<float> x(64, 1.0f), out(17, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  // n = 50: iteration k = 3 loads offsets 48..63, lanes 2..15 undefined; acc carries them.
+  Outcome r = sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(50)}, mem);
+  ASSERT_EQ(r.findings.size(), 2u) << describe(r.findings);
+  EXPECT_EQ(r.findings[0].site.op, "tt.store");
+  EXPECT_EQ(r.findings[0].site.line, kline("tl.store(out_ptr + offs, acc, mask=offs < n)"));
+  EXPECT_EQ(r.findings[0].lanes, 14);
+  EXPECT_EQ(r.findings[0].first_lanes, (std::vector<int64_t>{2, 3, 4, 5, 6}));
+  EXPECT_EQ(r.findings[0].cause->line, kline("acc += tl.load(x_ptr + o, mask=o < n)"));
+  EXPECT_EQ(r.findings[1].site.op, "tt.reduce");
+  EXPECT_EQ(r.findings[1].site.line, kline("total = tl.sum(acc, axis=0)"));
+  EXPECT_EQ(r.findings[1].lanes, 14);
+
+  std::vector<float> x2(64, 1.0f), out2(17, 0.0f);
+  exec::Memory mem2;
+  xb = test::add_buffer(mem2, x2, "x_ptr", ir::Elem::f32);
+  ob = test::add_buffer(mem2, out2, "out_ptr", ir::Elem::f32);
+  Outcome clean = sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(64)}, mem2);
+  EXPECT_TRUE(clean.findings.empty()) << describe(clean.findings);
+  EXPECT_EQ(out2[16], 64.0f);
+}
+
+TEST(SanitizerPoison, Int32OverflowIsReportedAtTheMultiplyEvenWhenTheWrappedAddressIsInBounds) {
+  // start = pid * stride with stride = 2^30: pid 1 -> 2^30 (no overflow, out of bounds), pid 2 -> 2^31
+  // wraps to -2^31, pid 3 -> 3*2^30 wraps to -2^30, pid 4 -> 2^32 wraps to 0 (inside x!).
+  std::vector<float> x(16, 1.0f), out(80, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "overflow.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1 << 30)}, mem,
+                   {5, 1, 1}, 2);
+  const Finding* ov = only(r, Kind::int32_overflow);
+  ASSERT_TRUE(ov);
+  EXPECT_EQ(ov->site.op, "arith.muli");
+  EXPECT_EQ(ov->site.line, kline("start = pid * stride"));
+  EXPECT_EQ(ov->site.var, "start");
+  EXPECT_EQ(ov->site.ttir_line, 9);
+  EXPECT_EQ(ov->programs, 3);
+  EXPECT_EQ(ov->first_programs, (std::vector<exec::ProgramId>{{2, 0, 0}, {3, 0, 0}, {4, 0, 0}}));
+  EXPECT_EQ(ov->lanes, 3 * 16);
+  ASSERT_TRUE(ov->use);
+  EXPECT_EQ(ov->use->op, "tt.load");
+
+  const Finding* oob = only(r, Kind::oob_load);
+  ASSERT_TRUE(oob);
+  EXPECT_EQ(oob->first_programs, (std::vector<exec::ProgramId>{{1, 0, 0}, {2, 0, 0}, {3, 0, 0}}));
+  EXPECT_EQ(oob->offset_min, -2147483648LL);
+  EXPECT_EQ(oob->offset_max, (1LL << 30) + 15);
+  EXPECT_EQ(oob->elements_before, 2147483648LL);
+  EXPECT_EQ(oob->elements_past, (1LL << 30) + 15 - 16 + 1);
+  EXPECT_EQ(r.findings.size(), 2u) << describe(r.findings);
+}
+
+TEST(SanitizerPoison, NoOverflowNoFinding) {
+  std::vector<float> x(16 * 5, 1.0f), out(80, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kHere / "overflow.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)}, mem, {5, 1, 1});
+  EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
+}
+
+TEST(SanitizerPoison, DivisionByZeroIsReportedAtTheDivisionWhenItsResultIsStored) {
+  std::vector<int32_t> a(16), b(16), out(16, 0);
+  for (int i = 0; i < 16; ++i) a[i] = 100 + i, b[i] = i;  // b[0] = 0
+  exec::Memory mem;
+  int ab = test::add_buffer(mem, a, "a_ptr", ir::Elem::i32);
+  int bb = test::add_buffer(mem, b, "b_ptr", ir::Elem::i32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::i32);
+  std::vector<exec::Arg> args{exec::Arg::buf(ab), exec::Arg::buf(bb), exec::Arg::buf(ob), exec::Arg::i64(16)};
+  Outcome r = sanitize(kHere / "divide.ttir", args, mem);
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, Kind::division_by_zero);
+  EXPECT_EQ(f.site.op, "arith.divsi");
+  EXPECT_EQ(f.site.line, kline("q = a // b"));
+  EXPECT_EQ(f.lanes, 1);
+  EXPECT_EQ(f.first_lanes, std::vector<int64_t>{0});
+  ASSERT_TRUE(f.use);
+  EXPECT_EQ(f.use->op, "tt.store");
+  EXPECT_EQ(out[5], 21);  // 105 / 5
+
+  // The same division with every lane masked off at the store (n = 0): nothing consumes lane 0.
+  args[3] = exec::Arg::i64(0);
+  Outcome clean = sanitize(kHere / "divide.ttir", args, mem);
+  EXPECT_TRUE(clean.findings.empty()) << describe(clean.findings);
+}
+
+TEST(SanitizerPoison, UndefinedBranchConditionsAreReportedAtTheBranch) {
+  std::vector<float> x(1, 1.0f), out(2, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  // n = 0: the scalar load is masked off, so `v` is undefined; `if v > 0` and `while i < v` branch on it.
+  Outcome r = sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(0)}, mem);
+  ASSERT_EQ(r.findings.size(), 2u) << describe(r.findings);
+  EXPECT_EQ(r.findings[0].kind, Kind::undefined_value);
+  EXPECT_EQ(r.findings[0].site.op, "scf.if");
+  EXPECT_EQ(r.findings[0].site.line, kline("if v > 0:"));
+  EXPECT_EQ(r.findings[1].site.op, "scf.condition");
+  EXPECT_EQ(r.findings[1].site.line, kline("while i < v:"));
+  for (auto& f : r.findings) EXPECT_EQ(f.cause->line, kline("v = tl.load(x_ptr, mask=n > 0)"));
+
+  Outcome clean = sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1)}, mem);
+  EXPECT_TRUE(clean.findings.empty()) << describe(clean.findings);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Out of bounds, null, asserts
+
+TEST(SanitizerMemory, OutOfBoundsLoadsAndStoreGroupedBySiteWithOffsets) {
+  // add_tail (BLOCK 128) on 1000-element buffers with n = 1100 and 9 programs: program 7 lanes
+  // 104..127 (offsets 1000..1023) and program 8 lanes 0..75 (offsets 1024..1099) are outside.
+  std::vector<float> x(1000, 1.0f), y(1000, 2.0f), out(1000, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
+                   {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)}, mem, {9, 1, 1}, 3);
+  ASSERT_EQ(r.findings.size(), 3u) << describe(r.findings);
+  const fs::path py = kRoot / "tests/ttir/kernels.py";
+  const Kind kinds[] = {Kind::oob_load, Kind::oob_load, Kind::oob_store};
+  const char* names[] = {"x_ptr", "y_ptr", "out_ptr"};
+  const int lines[] = {line_of(py, "x = tl.load(x_ptr + offs, mask=mask)"), line_of(py, "y = tl.load(y_ptr + offs, mask=mask)"),
+                       line_of(py, "tl.store(out_ptr + offs, x + y, mask=mask)")};
+  for (int i = 0; i < 3; ++i) {
+    const Finding& f = r.findings[i];
+    EXPECT_EQ(f.kind, kinds[i]);
+    EXPECT_EQ(f.site.line, lines[i]);
+    ASSERT_TRUE(f.buffer);
+    EXPECT_EQ(f.buffer->name, names[i]);
+    EXPECT_EQ(f.buffer->numel, 1000);
+    EXPECT_EQ(f.buffer->bytes, 4000u);
+    EXPECT_EQ(f.buffer->dtype, "f32");
+    EXPECT_EQ(f.programs, 2);
+    EXPECT_EQ(f.first_programs, (std::vector<exec::ProgramId>{{7, 0, 0}, {8, 0, 0}}));
+    EXPECT_EQ(f.lanes, 24 + 76);
+    EXPECT_EQ(f.first_lanes, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+    EXPECT_EQ(f.offset_min, 1000);
+    EXPECT_EQ(f.offset_max, 1099);
+    EXPECT_EQ(f.elements_past, 100);
+    EXPECT_EQ(f.elements_before, 0);
+  }
+  EXPECT_NE(r.findings[2].summary.find("up to 100 elements past the end"), std::string::npos) << r.findings[2].summary;
+  EXPECT_EQ(out[999], 3.0f);  // in-bounds lanes still ran
+}
+
+TEST(SanitizerMemory, ManyThreadsGiveTheSameCounts) {
+  // 64 programs of 128 lanes over 4000 elements with n = 8192: programs 32..63 wholly outside
+  // (offsets up to 8191), program 31 lanes 32..127 outside (offsets 4000..4095).
+  std::vector<float> x(4000, 1.0f), y(4000, 2.0f), out(4000, 0.0f);
+  for (int threads : {1, 4}) {
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+    int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
+    int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+    Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
+                     {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(8192)}, mem,
+                     {64, 1, 1}, threads);
+    ASSERT_EQ(r.findings.size(), 3u) << describe(r.findings);
+    for (auto& f : r.findings) {
+      EXPECT_EQ(f.programs, 33);
+      EXPECT_EQ(f.lanes, 96 + 32 * 128);
+      EXPECT_EQ(f.offset_min, 4000);
+      EXPECT_EQ(f.offset_max, 8191);
+      EXPECT_EQ(f.first_programs.front(), (exec::ProgramId{31, 0, 0}));
+    }
+  }
+}
+
+TEST(SanitizerMemory, OutOfBoundsAtomic) {
+  std::vector<int32_t> idx(16), hist(10, 0);
+  for (int i = 0; i < 16; ++i) idx[i] = i;
+  exec::Memory mem;
+  int ib = test::add_buffer(mem, idx, "idx_ptr", ir::Elem::i32);
+  int hb = test::add_buffer(mem, hist, "hist_ptr", ir::Elem::i32);
+  Outcome r = sanitize(kHere / "atomic_hist.ttir", {exec::Arg::buf(ib), exec::Arg::buf(hb)}, mem);
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, Kind::oob_atomic);
+  EXPECT_EQ(f.site.op, "tt.atomic_rmw");
+  EXPECT_EQ(f.site.line, kline("tl.atomic_add(hist_ptr + idx, 1)"));
+  EXPECT_EQ(f.lanes, 6);
+  EXPECT_EQ(f.offset_min, 10);
+  EXPECT_EQ(f.offset_max, 15);
+  EXPECT_EQ(f.elements_past, 6);
+  EXPECT_EQ(f.buffer->name, "hist_ptr");
+  EXPECT_EQ(hist, std::vector<int32_t>(10, 1));
+}
+
+TEST(SanitizerMemory, NullPointer) {
+  std::vector<float> y(128, 2.0f), out(128, 0.0f);
+  exec::Memory mem;
+  int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  exec::Arg null_ptr;  // a scalar 0 for a pointer argument: the null pointer
+  Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir", {null_ptr, exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(128)},
+                   mem);
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, Kind::null_pointer);
+  EXPECT_EQ(f.site.op, "tt.load");
+  EXPECT_EQ(f.lanes, 128);
+  EXPECT_TRUE(f.has_addresses);
+  EXPECT_EQ(f.address_min, 0u);
+  EXPECT_EQ(f.address_max, 127u * 4);
+  EXPECT_FALSE(f.buffer);
+}
+
+TEST(SanitizerMemory, FailedAssert) {
+  std::vector<int32_t> x(64, 2), y(64, 0);
+  x[37] = -4;
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::i32);
+  int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::i32);
+  Outcome r = sanitize(kRoot / "tests/ttir/device_assert_fail.ttir", {exec::Arg::buf(xb), exec::Arg::buf(yb)}, mem, {2, 1, 1});
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, Kind::assert_failed);
+  EXPECT_EQ(f.site.op, "tt.assert");
+  EXPECT_EQ(f.site.line, line_of(kRoot / "tests/ttir/kernels.py", "tl.device_assert(x >= 0, \"x must be non-negative\")"));
+  EXPECT_EQ(f.message, "x must be non-negative");
+  EXPECT_EQ(f.programs, 1);
+  EXPECT_EQ(f.first_programs, (std::vector<exec::ProgramId>{{1, 0, 0}}));
+  EXPECT_EQ(f.lanes, 1);
+  EXPECT_EQ(f.first_lanes, std::vector<int64_t>{37 - 32});
+}
+
+TEST(SanitizerMemory, AbortOnFirstStopsTheLaunch) {
+  std::vector<float> x(1000, 1.0f), y(1000, 2.0f), out(1000, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  SanitizerOptions so;
+  so.abort_on_first = true;
+  Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
+                   {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)}, mem, {9, 1, 1}, 1, so);
+  EXPECT_TRUE(r.aborted);
+  ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
+  EXPECT_EQ(r.findings[0].kind, Kind::oob_load);
+  EXPECT_EQ(out[1000 - 1], 0.0f);  // program 7 stopped at its first load, before its store
+}
+
+TEST(SanitizerMemory, PoisonAnalysesCanBeTurnedOff) {
+  std::vector<float> x(16, 1.0f), out(1, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  SanitizerOptions so;
+  so.poison = false;
+  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem,
+                   {1, 1, 1}, 1, so);
+  EXPECT_TRUE(r.findings.empty());
+  ir::Module m = ir::read(slurp(kHere / "undef_sum.ttir"), "undef_sum.ttir");
+  ir::verify(m);
+  EXPECT_EQ(Sanitizer(m, so).kinds() & exec::kOpResult, 0u);
+  EXPECT_NE(Sanitizer(m).kinds() & exec::kOpResult, 0u);
+  EXPECT_GT(Sanitizer(m).watched_ops(), 0u);
+}
+
+}  // namespace
+}  // namespace tilescope::analysis

@@ -1,0 +1,180 @@
+// Report writers: text (source line and caret), JSON (schema fields, round trip), SARIF 2.1.0 shape.
+// Findings are built by hand so the expected text comes from the test, not from the sanitizer.
+#include <gtest/gtest.h>
+
+#include "tilescope/ir/diag.h"
+#include "tilescope/report/report.h"
+
+namespace tilescope::report {
+namespace {
+
+using analysis::Finding;
+using analysis::Kind;
+using analysis::OpSite;
+
+OpSite site(const std::string& op, int line, int col, const std::string& src, const std::string& var = "") {
+  OpSite s;
+  s.op = op;
+  s.ttir_file = "k.ttir";
+  s.ttir_line = line + 100;
+  s.ttir_col = 5;
+  s.file = "kern.py";
+  s.line = line;
+  s.col = col;
+  s.var = var;
+  s.source_line = src;
+  return s;
+}
+
+Finding oob() {
+  Finding f;
+  f.kind = Kind::oob_store;
+  f.kernel = "add_kernel";
+  f.site = site("tt.store", 12, 13, "    tl.store(out_ptr + offs, x, mask=m)");
+  f.programs = 7;
+  f.first_programs = {{3, 0, 0}, {4, 0, 0}};
+  f.lanes = 104;
+  f.first_lanes = {0, 1};
+  f.occurrences = 7;
+  f.buffer = analysis::BufferInfo{"out_ptr", "f32", {4096}, {1}, 16384, 4096};
+  f.has_offsets = true;
+  f.offset_min = 4096;
+  f.offset_max = 4199;
+  f.elements_past = 104;
+  f.launch_stack = {"script.py:3 in <module>", "script.py:9 in main"};
+  f.summary = "out-of-bounds store";
+  return f;
+}
+
+Finding undef() {
+  Finding f;
+  f.kind = Kind::undefined_value;
+  f.kernel = "row_sum";
+  f.site = site("tt.reduce", 20, 15, "    s = tl.sum(x, axis=0)", "s");
+  f.cause = site("tt.load", 19, 16, "    x = tl.load(p + offs, mask=m)", "x");
+  f.use = site("tt.store", 21, 4, "    tl.store(o, s)");
+  f.programs = 1;
+  f.first_programs = {{0, 0, 0}};
+  f.lanes = 6;
+  f.first_lanes = {10, 11, 12, 13, 14};
+  f.summary = "tt.reduce uses undefined values";
+  return f;
+}
+
+TEST(ReportText, SourceLineWithCaretUnderTheColumn) {
+  std::string t = to_text({oob()}, false);
+  EXPECT_NE(t.find("error[out-of-bounds-store]: out-of-bounds store\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("--> kern.py:12:13 in kernel add_kernel"), std::string::npos) << t;
+  EXPECT_NE(t.find(" 12 |     tl.store(out_ptr + offs, x, mask=m)\n"), std::string::npos) << t;
+  // The caret line: gutter of the same width, then 13 spaces (Triton's 0-based column), then '^'.
+  EXPECT_NE(t.find("    | " + std::string(13, ' ') + "^\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("TTIR: tt.store at k.ttir:112:5"), std::string::npos) << t;
+  EXPECT_NE(t.find("programs: 7 (first: (3, 0, 0), (4, 0, 0), ...)"), std::string::npos) << t;
+  EXPECT_NE(t.find("lanes: 104 (first: 0, 1, ...)"), std::string::npos) << t;
+  EXPECT_NE(t.find("buffer: out_ptr: f32, shape [4096], strides [1], 16384 bytes (4096 elements)"), std::string::npos) << t;
+  EXPECT_NE(t.find("element offsets: 4096..4199, up to 104 elements past the end"), std::string::npos) << t;
+  EXPECT_NE(t.find("launched from:\n      script.py:3 in <module>\n      script.py:9 in main\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("\x1b["), std::string::npos);
+}
+
+TEST(ReportText, ColourOnlyWhenAsked) {
+  std::string t = to_text({oob()}, true);
+  EXPECT_NE(t.find("\x1b[1;31merror[out-of-bounds-store]\x1b[0m"), std::string::npos) << t;
+  EXPECT_TRUE(to_text({}, true).empty());
+}
+
+TEST(ReportText, PoisonKindsNameTheCauseAndTheVariable) {
+  std::string t = to_text({undef()}, false);
+  EXPECT_NE(t.find("(variable 's')"), std::string::npos) << t;
+  EXPECT_NE(t.find("^ s\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("undefined values from: tt.load ('x') at kern.py:19:16 [TTIR k.ttir:119:5]"), std::string::npos) << t;
+  EXPECT_NE(t.find("19 | x = tl.load(p + offs, mask=m)"), std::string::npos) << t;
+  EXPECT_NE(t.find("used by: tt.store at kern.py:21:4"), std::string::npos) << t;
+}
+
+TEST(ReportText, SummaryLineCountsKinds) {
+  EXPECT_EQ(summary_line({}), "no findings");
+  EXPECT_EQ(summary_line({oob(), undef(), oob()}), "3 findings (2 out-of-bounds-store, 1 undefined-value)");
+}
+
+TEST(ReportJson, DocumentedFields) {
+  nlohmann::json j = to_json({oob(), undef()});
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  const auto& a = j[0];
+  EXPECT_EQ(a["kind"], "out-of-bounds-store");
+  EXPECT_EQ(a["kernel"], "add_kernel");
+  EXPECT_EQ(a["file"], "kern.py");
+  EXPECT_EQ(a["line"], 12);
+  EXPECT_EQ(a["col"], 13);
+  EXPECT_EQ(a["op"], "tt.store");
+  EXPECT_EQ(a["source"], "    tl.store(out_ptr + offs, x, mask=m)");
+  EXPECT_EQ(a["ttir"]["line"], 112);
+  EXPECT_EQ(a["programs"]["count"], 7);
+  EXPECT_EQ(a["programs"]["first"][1], nlohmann::json({4, 0, 0}));
+  EXPECT_EQ(a["lanes"]["count"], 104);
+  EXPECT_EQ(a["buffer"]["name"], "out_ptr");
+  EXPECT_EQ(a["buffer"]["shape"], nlohmann::json({4096}));
+  EXPECT_EQ(a["buffer"]["bytes"], 16384);
+  EXPECT_EQ(a["offsets"]["min"], 4096);
+  EXPECT_EQ(a["offsets"]["elements_past"], 104);
+  EXPECT_TRUE(a["cause"].is_null());
+  EXPECT_TRUE(a["addresses"].is_null());
+  EXPECT_EQ(a["launch_stack"].size(), 2u);
+  const auto& b = j[1];
+  EXPECT_EQ(b["cause"]["op"], "tt.load");
+  EXPECT_EQ(b["cause"]["line"], 19);
+  EXPECT_EQ(b["use"]["op"], "tt.store");
+  EXPECT_EQ(b["var"], "s");
+  EXPECT_TRUE(b["buffer"].is_null());
+}
+
+TEST(ReportJson, RoundTrip) {
+  Finding n;
+  n.kind = Kind::null_pointer;
+  n.site = site("tt.load", 3, 4, "x");
+  n.has_addresses = true;
+  n.address_min = 0;
+  n.address_max = 0x1fc;
+  std::vector<Finding> in{oob(), undef(), n};
+  nlohmann::json j = to_json(in);
+  std::vector<Finding> back = from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(back[2].address_max, 0x1fcu);
+  EXPECT_EQ(to_text(back, false), to_text(in, false));
+}
+
+TEST(ReportJson, BadInputIsALocatedError) {
+  EXPECT_THROW(from_json(nlohmann::json::object()), Error);
+  EXPECT_THROW(from_json(nlohmann::json::parse(R"([{"kind": "no-such-kind"}])")), Error);
+  EXPECT_THROW(from_json(nlohmann::json::parse(R"([{"kind": "null-pointer", "line": "x"}])")), Error);
+  EXPECT_THROW(from_json(nlohmann::json::parse(R"([3])")), Error);
+}
+
+TEST(ReportSarif, Shape) {
+  nlohmann::json s = to_sarif({oob(), undef()});
+  EXPECT_EQ(s["version"], "2.1.0");
+  ASSERT_EQ(s["runs"].size(), 1u);
+  const auto& run = s["runs"][0];
+  EXPECT_EQ(run["tool"]["driver"]["name"], "tilescope");
+  const auto& rules = run["tool"]["driver"]["rules"];
+  ASSERT_EQ(rules.size(), 8u);  // one per kind
+  ASSERT_EQ(run["results"].size(), 2u);
+  const auto& r0 = run["results"][0];
+  EXPECT_EQ(r0["ruleId"], "out-of-bounds-store");
+  EXPECT_EQ(rules[r0["ruleIndex"].get<int>()]["id"], "out-of-bounds-store");
+  const auto& loc = r0["locations"][0]["physicalLocation"];
+  EXPECT_EQ(loc["artifactLocation"]["uri"], "kern.py");
+  EXPECT_EQ(loc["region"]["startLine"], 12);
+  EXPECT_EQ(loc["region"]["startColumn"], 14);  // SARIF columns are 1-based
+  const auto& r1 = run["results"][1];
+  EXPECT_EQ(r1["ruleId"], "undefined-value");
+  // related: the TTIR op, the cause (load), the use (store)
+  ASSERT_EQ(r1["relatedLocations"].size(), 3u);
+  EXPECT_EQ(r1["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"], "k.ttir");
+  EXPECT_EQ(r1["relatedLocations"][1]["physicalLocation"]["region"]["startLine"], 19);
+  EXPECT_EQ(r1["level"], "error");
+}
+
+}  // namespace
+}  // namespace tilescope::report
