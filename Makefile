@@ -6,7 +6,7 @@ PY ?= python3
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format
 JOBS ?= $(shell nproc)
 
-.PHONY: setup python-package build demo test test-cpp test-python bench clean format
+.PHONY: setup python-package build demo test test-cpp test-python test-peers bench bench-peers clean format
 
 setup:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -47,11 +47,23 @@ test-cpp:
 test-python:
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) -m pytest -q tests/python
 
+# Liger-Kernel's own tests (from its PyPI sdist, into .peer/) under tilescope and TRITON_INTERPRET=1: bench/PEERS.md.
+test-peers: setup build
+	@$(PY) -m pip install -q --disable-pip-version-check pytest-timeout transformers
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps liger-kernel==0.8.5
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/peer_suite.py $(PEER_ARGS)
+
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
 
 fidelity: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py
+
+# tilescope's sanitizer against triton-viz's and TRITON_INTERPRET=1 (bench/peers.py; about 10 minutes).
+bench-peers: setup
+	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements-peers.txt
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps triton-viz==3.0
+	$(PY) bench/peers.py
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

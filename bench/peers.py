@@ -464,10 +464,37 @@ def versions() -> dict:
 # Report
 
 
+def _md_cell(info):
+    """'first (min-max) / again' for the table."""
+    if "median" in info:
+        c = fmt_s(info["median"])
+        if info["n"] > 1:
+            c += f" ({fmt_s(info['min'])}-{fmt_s(info['max'])})"
+        if "warm" in info:
+            c += f" / {fmt_s(info['warm'])}"
+        if "capped" in info:
+            c += " (a later run capped)"
+        return c
+    if "capped" in info:
+        return f"> {info['capped']:.0f} s (capped)"
+    if "error" in info:
+        return "fails (below)"
+    return "-"
+
+
+def _total_line(tot, key, label):
+    tv, ti = tot["triton-viz"], tot["interpreter"]
+    parts = []
+    for name, t in (("triton-viz", tv), ("TRITON_INTERPRET=1", ti)):
+        if t["ratio"]:
+            parts.append(f"tilescope {fmt_s(t['tilescope'])} vs {name} {fmt_s(t['peer'])} over the {t['cases']} cases "
+                         f"both ran: **{'>' if t['lower'] else ''}{t['ratio']:.1f}x**")
+    return f"- {label}: " + "; ".join(parts) + "."
+
+
 def markdown(result, args_line: str) -> str:
     rows = result["rows"]
     v = result["versions"]
-    tot = totals(rows)
     la = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
         BEGIN,
@@ -475,24 +502,28 @@ def markdown(result, args_line: str) -> str:
         "",
         "Written by `make bench-peers` (`bench/peers.py`, cases in `bench/peers_kernels.py`); do not edit by hand.",
         "",
-        f"- Machine: {result['machine']}; load average at the end (1/5/15 min): {la} (other work on the machine "
-        f"slows every tool alike).",
+        f"- Machine: {result['machine']}; load average at the end (1/5/15 min): {la}. The machine is shared: "
+        "other work slows every tool, tilescope's multi-threaded engine most (the peers use one core).",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M')}; " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
         f"- Command: `{args_line}`; whole run {result['total_s']:.0f} s.",
-        "- **tilescope**: `@tilescope.trace(\"sanitizer\")` (every program and lane run on the CPU engine, all "
-        "cores, every access checked). **triton-viz**: `triton_viz.trace(client=SymbolicSanitizer(abort_on_error="
-        "False))`, its z3 sanitizer on Triton's interpreter. **interpreter**: `TRITON_INTERPRET=1`, no checks.",
-        "- Each number is the time of the case's launch(es) inside a fresh process (forked per measurement, tools "
-        "alternating ABC/BCA/CAB), i.e. the first launch, including tilescope's compilation of the kernel (Triton's "
-        f"front end to TTIR, then its plan). Median (min-max, n runs); a tool stops repeating a case after "
-        f"{result['budget']:.0f} s and a run is killed at {result['cap']:.0f} s (capped: the ratio is a lower bound).",
-        "- \"warm\": tilescope's and triton-viz's second launch in the same process (compiled kernel reused; "
-        "triton-viz's per-launch cache cleared, as its own benchmark does).",
-        "- Outputs: compared with the interpreter's (allclose). triton-viz's sanitizer does not compute outputs: it "
-        "evaluates the kernel symbolically (z3) and leaves the output buffers untouched.",
+        "- **tilescope**: `@tilescope.trace(\"sanitizer\")`: every program and lane runs on the CPU engine (all "
+        "cores) and every access is checked. **triton-viz**: `triton_viz.trace(client=SymbolicSanitizer("
+        "abort_on_error=False))`, its z3 symbolic sanitizer on Triton's interpreter. **interpreter**: "
+        "`TRITON_INTERPRET=1`, no checks.",
+        "- Each time is the sum of the case's kernel launches (library host code around them excluded), measured in "
+        "a fresh process forked per measurement (tools alternating ABC/BCA/CAB), after one launch of a tiny "
+        "unrelated kernel by the same tool (so process-wide one-time costs are not counted). **first**: the first "
+        "launch of the case's kernel in the process, including tilescope's compilation (Triton's front end to TTIR, "
+        "then its plan); median (min-max) of the runs. **again**: the same launch again in that process on fresh "
+        "inputs (compiled kernel reused; triton-viz's per-launch cache cleared, as its own benchmark does).",
+        f"- A tool stops repeating a case after {result['budget']:.0f} s; a run is killed at {result['cap']:.0f} s "
+        "(capped: the ratio is then a lower bound).",
+        "- Outputs compared with the interpreter's (allclose). triton-viz's sanitizer does not compute outputs: it "
+        "evaluates one program symbolically (all programs once a load feeds an address) and leaves the output "
+        "buffers as they were.",
         "",
-        "| kernel | size | tilescope | warm | triton-viz | warm | TRITON_INTERPRET=1 | viz / ts | interp / ts | "
-        "outputs = interp (ts / viz) |",
+        "| kernel | size | tilescope first / again | triton-viz first / again | TRITON_INTERPRET=1 first / again "
+        "| viz / ts first | again | interp / ts first | again | outputs = interp (ts / viz) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
 
@@ -501,21 +532,21 @@ def markdown(result, args_line: str) -> str:
 
     for row in rows:
         t = row["tools"]
-        w = lambda i: fmt_s(i["warm"]) if "warm" in i else "-"  # noqa: E731
         lines.append(
-            f"| {row['kernel']} | {row['size']} | {_cell(t['tilescope'])} | {w(t['tilescope'])} | {_cell(t['triton-viz'])} "
-            f"| {w(t['triton-viz'])} | {_cell(t['interpreter'])} | **{fmt_ratio(ratio(row, 'triton-viz'))}** "
-            f"| **{fmt_ratio(ratio(row, 'interpreter'))}** | {yn(t['tilescope'].get('outputs_match'))} / "
+            f"| {row['kernel']} | {row['size']} | {_md_cell(t['tilescope'])} | {_md_cell(t['triton-viz'])} "
+            f"| {_md_cell(t['interpreter'])} | **{fmt_ratio(ratio(row, 'triton-viz'))}** "
+            f"| {fmt_ratio(ratio(row, 'triton-viz', 'warm'))} | **{fmt_ratio(ratio(row, 'interpreter'))}** "
+            f"| {fmt_ratio(ratio(row, 'interpreter', 'warm'))} | {yn(t['tilescope'].get('outputs_match'))} / "
             f"{yn(t['triton-viz'].get('outputs_match'))} |")
-    tv, ti = tot["triton-viz"], tot["interpreter"]
     lines += [
         "",
-        f"Total (sum of the medians over the {tv['cases']} cases both ran): tilescope {fmt_s(tv['tilescope'])}, "
-        f"triton-viz {fmt_s(tv['peer'])}: **{'>' if tv['lower'] else ''}{tv['ratio']:.1f}x**. "
-        f"Over {ti['cases']} cases: tilescope {fmt_s(ti['tilescope'])}, TRITON_INTERPRET=1 {fmt_s(ti['peer'])}: "
-        f"**{'>' if ti['lower'] else ''}{ti['ratio']:.1f}x**." if tv["ratio"] and ti["ratio"] else "Total: n/a",
+        "Totals (sums of the medians):",
         "",
-        "Findings (first run of each case; the planted bug is the off-by-one row mask of `gemm_oob_kernel`'s A load):",
+        _total_line(totals(rows, "median"), "median", "first launch"),
+        _total_line(totals(rows, "warm"), "warm", "again"),
+        "",
+        "Findings (first run of each case; the planted bug is the off-by-one row mask (`<=`) of "
+        "`gemm_oob_kernel`'s A load, which reads one row past the end of A):",
         "",
         "| kernel | size | planted OOB | tilescope | triton-viz | interpreter |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -525,12 +556,12 @@ def markdown(result, args_line: str) -> str:
         lines.append(f"| {row['kernel']} | {row['size']} | {'yes' if row['planted'] else 'no'} "
                      f"| {_found(t['tilescope'], row['planted'])} | {_found(t['triton-viz'], row['planted'])} "
                      f"| {'no checks' if 'median' in t['interpreter'] else 'n/a'} |")
-    lines += ["", "Messages of the peers' failures, and the findings reported:", ""]
+    lines += ["", "Failures, and the findings reported:", ""]
     for row in rows:
         for tool in TOOLS:
             info = row["tools"][tool]
             if "error" in info:
-                lines.append(f"- {row['name']}, {tool}: `{info['error']}`")
+                lines.append(f"- {row['name']}, {tool}: fails: `{info['error']}`")
             fs = sorted(set(info.get("findings", [])))
             if fs:
                 lines.append(f"- {row['name']}, {tool}: {len(info['findings'])} finding(s): {'; '.join(fs[:4])}")
@@ -554,9 +585,9 @@ def write_results(text: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=3, help="measurements per tool and case (at most)")
+    ap.add_argument("--reps", type=int, default=4, help="measurements per tool and case (at most)")
     ap.add_argument("--cap", type=float, default=60.0, help="seconds after which a measurement is killed")
-    ap.add_argument("--budget", type=float, default=25.0, help="seconds per tool and case before repeats stop")
+    ap.add_argument("--budget", type=float, default=20.0, help="seconds per tool and case before repeats stop")
     ap.add_argument("--only", nargs="*", help="cases whose name contains one of these")
     ap.add_argument("--quick", action="store_true", help="the smoke test's tiny sizes")
     ap.add_argument("--no-results", action="store_true", help="do not write bench/RESULTS.md")

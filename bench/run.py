@@ -270,8 +270,16 @@ def write_results(rows, mach, total, args):
     lines += ["", "Wall time of the whole `tilescope run` process (TTIR parse, .npy I/O, launch), median:", ""]
     for r in rows:
         lines.append(f"- {r['name']}: {r['ts_wall'] * 1e3:.1f} ms")
-    with open(os.path.join(ROOT, "bench", "RESULTS.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    path = os.path.join(ROOT, "bench", "RESULTS.md")
+    keep = ""  # the "Against the peers" section belongs to bench/peers.py (between its markers): kept
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        b, e = "<!-- bench-peers:begin -->", "<!-- bench-peers:end -->"
+        if b in old and e in old:
+            keep = "\n" + old[old.index(b):old.index(e) + len(e)] + "\n"
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n" + keep)
 
 
 if __name__ == "__main__":

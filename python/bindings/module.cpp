@@ -28,14 +28,9 @@
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
 
-#if __has_include("tilescope/analysis/sanitizer.h") && __has_include("tilescope/report/report.h")
+#include "src/cli/merge_findings.h"
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/report/report.h"
-#include "src/cli/merge_findings.h"
-#define TILESCOPE_NATIVE_SANITIZER 1
-#else
-#define TILESCOPE_NATIVE_SANITIZER 0
-#endif
 
 namespace nb = nanobind;
 using namespace tilescope;
@@ -128,94 +123,10 @@ uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& 
   return static_cast<uint64_t>(i);
 }
 
-#if !TILESCOPE_NATIVE_SANITIZER
-// Until the analysis library is linked: out-of-bounds accesses and failed asserts, grouped by site,
-// in the JSON shape of the findings schema (kind, kernel, location, op, programs, lanes, buffer).
-class MiniSanitizer : public exec::Observer {
- public:
-  explicit MiniSanitizer(const ir::Module& m) : m_(m) {}
-  unsigned kinds() const override { return exec::kOutOfBounds | exec::kAssert; }
-  void on_access(const exec::AccessEvent& e) override {
-    if (!e.bad_lanes) return;
-    std::lock_guard<std::mutex> g(mu_);
-    Site& s = sites_[e.op];
-    s.op = e.op;
-    s.kind = e.kind == exec::AccessKind::load ? "out-of-bounds-load"
-             : e.kind == exec::AccessKind::store ? "out-of-bounds-store" : "out-of-bounds-atomic";
-    if (s.pids.size() < 8) s.pids.push_back(e.pid);
-    s.programs += 1;
-    s.lanes += e.bad_lanes;
-    for (int64_t i = 0; i < e.lanes; ++i) {
-      if (!e.mask[i]) continue;
-      exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
-      if (w.in_bounds) continue;
-      if (s.lane_ids.size() < 8) s.lane_ids.push_back(i);
-      if (w.buffer) {
-        s.buffer = w.buffer;
-        int64_t el = w.offset / e.elem_bytes;
-        s.min_off = std::min(s.min_off, el);
-        s.max_off = std::max(s.max_off, el);
-      }
-    }
-  }
-  void on_assert(const exec::AssertEvent& e) override {
-    std::lock_guard<std::mutex> g(mu_);
-    Site& s = sites_[e.op];
-    s.op = e.op;
-    s.kind = "assert-failed";
-    s.message = e.message;
-    if (s.pids.size() < 8) s.pids.push_back(e.pid);
-    s.programs += 1;
-    s.lanes += e.failed_lanes;
-    if (s.lane_ids.size() < 8) s.lane_ids.push_back(e.first_lane);
-  }
-  nlohmann::json findings(const std::string& kernel, const std::vector<std::string>& stack) const {
-    nlohmann::json out = nlohmann::json::array();
-    for (auto& [op, s] : sites_) {
-      nlohmann::json f;
-      f["kind"] = s.kind;
-      f["kernel"] = kernel;
-      f["location"] = {{"file", op->loc.file}, {"line", op->loc.line}, {"col", op->loc.col}, {"var", op->loc.var}};
-      f["op"] = {{"name", op->name}, {"file", m_.filename}, {"line", op->pos.line}, {"col", op->pos.col}};
-      f["count"] = s.programs;
-      nlohmann::json pids = nlohmann::json::array();
-      for (auto& p : s.pids) pids.push_back({p[0], p[1], p[2]});
-      f["programs"] = {{"count", s.programs}, {"first", pids}};
-      f["lanes"] = {{"count", s.lanes}, {"first", s.lane_ids}};
-      if (!s.message.empty()) f["message"] = s.message;
-      if (s.buffer) {
-        int64_t eb = ir::elem_bytes(s.buffer->dtype);
-        f["buffer"] = {{"name", s.buffer->name}, {"dtype", ir::elem_name(s.buffer->dtype)},
-                       {"shape", s.buffer->shape}, {"strides", s.buffer->strides}, {"bytes", s.buffer->bytes}};
-        f["offsets"] = {{"min", s.min_off}, {"max", s.max_off}, {"size", static_cast<int64_t>(s.buffer->bytes) / eb}};
-      }
-      f["stack"] = stack;
-      out.push_back(std::move(f));
-    }
-    return out;
-  }
-
- private:
-  struct Site {
-    const ir::Op* op = nullptr;
-    std::string kind, message;
-    std::vector<exec::ProgramId> pids;
-    std::vector<int64_t> lane_ids;
-    int64_t programs = 0, lanes = 0;
-    const exec::Buffer* buffer = nullptr;
-    int64_t min_off = INT64_MAX, max_off = INT64_MIN;
-  };
-  const ir::Module& m_;
-  std::mutex mu_;
-  std::map<const ir::Op*, Site> sites_;
-};
-#endif
 
 // Findings of every launch in this process (so the text report can group across launches).
-#if TILESCOPE_NATIVE_SANITIZER
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
-#endif
 
 struct LaunchResult {
   exec::LaunchStats stats;
@@ -283,7 +194,6 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
     exec::LaunchOptions opts;
     opts.grid = grid;
     opts.threads = threads;
-#if TILESCOPE_NATIVE_SANITIZER
     std::unique_ptr<analysis::Sanitizer> san;
     if (sanitize) {
       san = std::make_unique<analysis::Sanitizer>(k->module, abort_on_first);
@@ -300,15 +210,6 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
       std::lock_guard<std::mutex> fg(g_findings_mu);
       g_findings.insert(g_findings.end(), san->findings().begin(), san->findings().end());
     }
-#else
-    std::unique_ptr<MiniSanitizer> san;
-    if (sanitize) {
-      san = std::make_unique<MiniSanitizer>(k->module);
-      opts.observers.push_back(san.get());
-    }
-    r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
-    if (san) r.findings = san->findings(kernel_name, stack);
-#endif
   }
   nb::dict out;
   out["findings"] = r.findings.is_null() ? std::string("[]") : r.findings.dump();
@@ -346,8 +247,7 @@ NB_MODULE(_native, m) {
         "Run one launch. args: per TTIR argument, ('buffer', data_ptr, nbytes, dtype, shape, strides, name) "
         "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}}. The GIL is released while "
         "the grid runs.");
-  m.attr("has_sanitizer") = static_cast<bool>(TILESCOPE_NATIVE_SANITIZER);
-#if TILESCOPE_NATIVE_SANITIZER
+  m.attr("has_sanitizer") = true;
   m.def("report_text", [](bool color) {
     std::lock_guard<std::mutex> g(g_findings_mu);
     return report::to_text(cli::merge_findings(g_findings), color);
@@ -356,5 +256,4 @@ NB_MODULE(_native, m) {
     std::lock_guard<std::mutex> g(g_findings_mu);
     g_findings.clear();
   });
-#endif
 }

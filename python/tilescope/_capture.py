@@ -18,7 +18,6 @@ import os
 import sys
 import sysconfig
 import threading
-import traceback
 
 from . import _state
 
@@ -241,15 +240,15 @@ def launch_stack(limit: int = 16) -> list[str]:
     libraries in site-packages are the user's code here)."""
     skip = _skip_dirs()
     out = []
-    for fr in traceback.extract_stack(sys._getframe(1)):
-        f = fr.filename
-        if f.startswith("<"):
-            continue
-        af = os.path.abspath(f)
-        if _skipped(af, skip):
-            continue
-        out.append(f"{f}:{fr.lineno} in {fr.name}")
-    return out[-limit:]
+    frame = sys._getframe(1)
+    while frame is not None and len(out) < limit:  # walked directly: no source lines are read
+        code = frame.f_code
+        f = code.co_filename
+        if not f.startswith("<") and not _skipped(os.path.abspath(f), skip):
+            out.append(f"{f}:{frame.f_lineno} in {code.co_name}")
+        frame = frame.f_back
+    out.reverse()
+    return out
 
 
 def _skipped(path: str, skip) -> bool:

@@ -117,11 +117,7 @@ def report_text(color: bool | None = None) -> str:
         color = sys.stderr.isatty() and not os.environ.get("NO_COLOR")
     from . import _native
 
-    if getattr(_native, "has_sanitizer", False):
-        return _native.report_text(color)
-    from ._report import to_text
-
-    return to_text(findings(), color)
+    return _native.report_text(color)
 
 
 def print_report() -> None:

@@ -1081,6 +1081,8 @@ bool Sanitizer::watches(const ir::Op& op) const { return impl_->info(&op) != nul
 
 void Sanitizer::on_op(const exec::OpEvent& e) { impl_->on_op(e); }
 
+bool Sanitizer::watches_value(const ir::Value& v) const { return impl_->plan.tracked.count(&v) != 0; }
+
 void Sanitizer::on_transfer(const exec::TransferEvent& e) { impl_->on_transfer(e); }
 
 void Sanitizer::on_program(exec::ProgramId pid, bool begin) {

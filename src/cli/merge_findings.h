@@ -1,7 +1,7 @@
 // Group findings across launches and processes: the same kind at the same site of the same kernel
-// (and, for out-of-bounds kinds, the same buffer) becomes one finding with summed counts. Used by
-// `tilescope sanitize` (findings of every child process) and the native module (every launch of one
-// process). Header-only so both link it without another library.
+// (the same buffer for out-of-bounds kinds, the same cause op for poison kinds) becomes one finding
+// with summed counts. Used by `tilescope sanitize` (findings of every child process) and the native
+// module (every launch of one process). Header-only so both use it without another library.
 #pragma once
 
 #include <algorithm>
@@ -15,13 +15,14 @@
 namespace tilescope::cli {
 
 inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis::Finding>& in, size_t keep = 5) {
-  using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string>;
+  using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
   std::map<Key, size_t> index;
   std::vector<analysis::Finding> out;
   std::vector<int64_t> merged;  // launches folded into each output finding
   for (const auto& f : in) {
     Key k{static_cast<int>(f.kind), f.kernel, f.site.file,     f.site.line, f.site.col,
-          f.site.ttir_line,         f.site.ttir_col, f.site.op, f.buffer ? f.buffer->name : std::string()};
+          f.site.ttir_line,         f.site.ttir_col, f.site.op, f.buffer ? f.buffer->name : std::string(),
+          f.cause ? f.cause->ttir_line : 0, f.cause ? f.cause->ttir_col : 0};
     auto it = index.find(k);
     if (it == index.end()) {
       index.emplace(k, out.size());

@@ -84,7 +84,11 @@ static void emit_transfer(Program& p, const std::vector<int>& dst, const std::ve
 
 /// Copy `src[i]` into `dst[i]` for all i as one parallel assignment (a yield may permute values).
 void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
-  if (p.observed & kOpResult) emit_transfer(p, dst, src);
+  if (p.observed & kOpResult) {
+    bool any = false;
+    for (int d : dst) any |= (*p.watched_slot)[d] != 0;
+    if (any) emit_transfer(p, dst, src);
+  }
   bool overlap = false;
   for (size_t i = 0; i < dst.size() && !overlap; ++i)
     for (size_t j = 0; j < src.size(); ++j)
@@ -160,7 +164,8 @@ struct Launch {
   std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
   std::vector<Observer*> observers;
   unsigned observed = 0;
-  std::vector<uint8_t> watched;  // per Step::id
+  std::vector<uint8_t> watched;       // per Step::id
+  std::vector<uint8_t> watched_slot;  // per slot
   bool fibers = false;
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
@@ -195,6 +200,7 @@ void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker
   p.observed = L.observed;
   p.observers = &L.observers;
   p.watched = &L.watched;
+  p.watched_slot = &L.watched_slot;
   p.stats = &w.stats;
   for (int d = 0; d < 3; ++d) p.grid[d] = static_cast<int32_t>(L.grid[d]);
   for (auto& [s, bytes] : L.arg_values) std::memcpy(p.slot[s], bytes.data(), bytes.size());
@@ -293,19 +299,30 @@ void worker_main(Worker& w) {
         run_program(w.direct, L);
       }
     } else {
+      size_t resumes_since_start = 0;
+      bool exhausted = false;
       for (;;) {
         if (L.stop.load(std::memory_order_relaxed) || w.error) break;
-        // Start new programs while few are parked; otherwise resume the oldest parked one.
+        // Start new programs while few are parked; otherwise resume the parked ones round-robin,
+        // still starting one more after each full round, so a program that waits for a later
+        // program (not yet started) is never starved.
         int64_t i = -1;
-        if (w.suspended.size() < kMaxSuspended) {
-          i = L.next.fetch_add(1, std::memory_order_relaxed);
-          if (i >= L.programs) i = -1;
+        if (w.suspended.size() < kMaxSuspended || resumes_since_start >= w.suspended.size()) {
+          if (!exhausted) {
+            i = L.next.fetch_add(1, std::memory_order_relaxed);
+            if (i >= L.programs) {
+              i = -1;
+              exhausted = true;
+            }
+          }
         }
         if (i >= 0) {
+          resumes_since_start = 0;
           Fiber* f = new_fiber(w);
           start_fiber(w, f, i);
           resume(w, f);
         } else if (!w.suspended.empty()) {
+          ++resumes_since_start;
           Fiber* f = w.suspended.front();
           w.suspended.pop_front();
           resume(w, f);
@@ -451,6 +468,10 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     };
     for (auto& [f, fp] : L.plan->functions)
       if (fp) mark(fp->body);
+    L.watched_slot.assign(L.plan->slots.size(), 0);
+    for (size_t k = 0; k < L.plan->slots.size(); ++k)
+      for (Observer* o : L.observers)
+        if ((o->kinds() & kOpResult) && o->watches_value(*L.plan->slot_value[k])) L.watched_slot[k] = 1;
   }
 
   int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -121,6 +121,7 @@ struct Program {
   const Launch* launch = nullptr;
   unsigned observed = 0;         // EventKind bits some observer wants
   const std::vector<uint8_t>* watched = nullptr;  // per Step::id: some observer watches the op
+  const std::vector<uint8_t>* watched_slot = nullptr;  // per slot: some observer watches transfers into it
   const std::vector<Observer*>* observers = nullptr;
   LaunchStats* stats = nullptr;  // per-worker counters, summed at the end
 

@@ -58,7 +58,8 @@ def bug_line(path: str) -> int:
 
 def sanitize(name: str, tmp_path) -> tuple[subprocess.CompletedProcess, list[dict]]:
     out = tmp_path / f"{name}.json"
-    cmd = tilescope_cmd() + ["sanitize", "--json", str(out), "--", sys.executable, os.path.join("examples", name + ".py")]
+    script = os.path.join("examples", name + ".py")
+    cmd = tilescope_cmd() + ["sanitize", "--json", str(out), "--", sys.executable, script]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert out.exists(), f"no findings file from {' '.join(cmd)}\nexit {p.returncode}\n{p.stdout}\n{p.stderr}"
     data = json.loads(out.read_text())

@@ -14,7 +14,6 @@ Liger's ops are called unmodified. Which ones run is recorded in /work/notes/lig
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -345,6 +344,21 @@ def case_qwen2vl_mrope():
     qg, kg = LigerQwen2VLMRopeFunction.apply(q.clone(), k.clone(), cos, sin, section)
     close(qg, q * c + rot(q) * s_)
     close(kg, k * c + rot(k) * s_)
+
+
+def case_llama4_rope():
+    from liger_kernel.ops.llama4_rope import LigerLlama4RopeFunction
+
+    q, k = torch.randn(2, 6, 4, 16), torch.randn(2, 6, 2, 16)  # (batch, seq, heads, head_dim)
+    f = torch.polar(torch.ones(6, 8), torch.randn(6, 8))  # complex frequencies (seq, head_dim / 2)
+
+    def ref(x):  # rotate each (even, odd) pair as a complex number
+        xc = torch.view_as_complex(x.reshape(*x.shape[:-1], 8, 2))
+        return torch.view_as_real(xc * f[None, :, None, :]).reshape(x.shape)
+
+    qo, ko = LigerLlama4RopeFunction.apply(q.clone(), k.clone(), f)  # Liger rotates q and k in place
+    close(qo, ref(q))
+    close(ko, ref(k))
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}

@@ -124,6 +124,7 @@ class Sanitizer : public exec::Observer {
   unsigned kinds() const override;
   void on_access(const exec::AccessEvent&) override;
   bool watches(const ir::Op&) const override;
+  bool watches_value(const ir::Value&) const override;
   void on_op(const exec::OpEvent&) override;
   void on_transfer(const exec::TransferEvent&) override;
   void on_program(exec::ProgramId, bool begin) override;

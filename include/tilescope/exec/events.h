@@ -91,6 +91,9 @@ class Observer {
   /// Which ops' kOpResult events this observer wants; asked once per op per launch.
   virtual bool watches(const ir::Op&) const { return true; }
   virtual void on_op(const OpEvent&) {}
+  /// Whether transfers into `v` interest this observer; asked once per value per launch. A
+  /// transfer is sent only when one of its destinations is watched by some observer.
+  virtual bool watches_value(const ir::Value&) const { return true; }
   virtual void on_transfer(const TransferEvent&) {}
   virtual void on_program(ProgramId, bool begin) { (void)begin; }
   virtual void on_print(const PrintEvent&) {}

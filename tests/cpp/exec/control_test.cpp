@@ -174,3 +174,41 @@ TEST(Control, SpinLockMakesProgressAndSerialises) {
     EXPECT_EQ(lock[0], 0);
   }
 }
+
+// Program i waits until program i + 1 has set its flag (the last one sets its own): a chain that
+// only completes if programs that have not started yet still get started while many earlier ones
+// spin. 600 programs exceed the scheduler's parking limit on one thread.
+TEST(Control, WaitingOnLaterProgramsDoesNotStarve) {
+  const char* k = R"(module {
+  tt.func public @k(%flags: !tt.ptr<i32>, %n: i32) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %true = arith.constant true
+    %pid = tt.get_program_id x : i32
+    %next = arith.addi %pid, %c1 : i32
+    %last = arith.cmpi eq, %next, %n : i32
+    %wait_on = arith.select %last, %pid, %next : i32
+    %p = tt.addptr %flags, %wait_on : !tt.ptr<i32>, i32
+    %mine = tt.addptr %flags, %pid : !tt.ptr<i32>, i32
+    scf.if %last {
+      %o = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
+    }
+    scf.while : () -> () {
+      %v = tt.atomic_rmw add, acq_rel, gpu, %p, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
+      %notyet = arith.cmpi eq, %v, %c0 : i32
+      scf.condition(%notyet)
+    } do {
+      scf.yield
+    }
+    %o2 = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
+    tt.return
+  }
+})";
+  for (int threads : {1, 2}) {
+    std::vector<int32_t> flags(600, 0);
+    exec::Memory mem;
+    int f = test::add_buffer(mem, flags, "flags", Elem::i32);
+    test::run_ttir(k, {Arg::buf(f), Arg::i64(600)}, mem, {600, 1, 1}, threads);
+    EXPECT_EQ(std::accumulate(flags.begin(), flags.end(), 0), 600) << threads << " threads";
+  }
+}

@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+"""A peer's own test suite, run twice: under tilescope and under Triton's interpreter (issue 4, item 2).
+
+    python3 bench/peer_suite.py [--files test_geglu.py ...] [--all] [--timeout S] [--mode both|tilescope|interpret]
+                                [--sdist PATH] [--md bench/PEERS.md | --no-md] [--json results.json]
+
+The peer is Liger-Kernel (PyPI `liger-kernel`, the version installed here). Its unit tests (`test/` of the
+repository) ship in the PyPI source distribution, so they are obtained from the registry, never committed
+here: `pip download --no-deps --no-binary :all: liger-kernel==<installed version>` into `.peer/` (git-ignored)
+unless `--sdist` names the archive or it is already there, then `test/` (and `src/`, which two test files
+load by path) are extracted into `.peer/liger-tests-<version>/`.
+
+Each selected test file then runs, unmodified, in its own pytest process, twice:
+  tilescope   `python -m tilescope sanitize --json F -- python -m pytest FILE`  (every @triton.jit launch
+              runs on tilescope's CPU engine, under the sanitizer)
+  interpret   `TRITON_INTERPRET=1 python -m pytest FILE`  (Triton's own interpreter)
+with pytest-timeout's `--timeout` per test when pytest-timeout is installed, and a wall-clock limit per file.
+
+The only thing added to the peer's tree is a shim next to (above) its `test/` package: `conftest.py` and
+`pytest.ini` written by this script. The shim
+  - makes `liger_kernel.utils.infer_device()` answer "cpu", so the tests put their tensors on the CPU even
+    on a machine with a GPU (on a GPU-less machine it already does);
+  - gives `torch.cpu` a `get_device_properties()` (total memory of this machine), which one test module
+    asks of the device module at import time (`getattr(torch, infer_device()).get_device_properties(0)`);
+  - registers the `flaky` marker (pytest-rerunfailures is not installed: flaky tests run once);
+  - streams every test's result as a JSON line (so a crashed or killed process still reports what ran).
+
+Outcomes per test: passed, failed, error (setup/teardown/collection), skipped, timeout (pytest-timeout),
+crashed (the process died or hit the per-file wall-clock limit during that test). Every test that fails
+under tilescope is classified: by a known-cause table below (written after reading each failure) or, if
+none matches, "unclassified" (to be read). Writes bench/PEERS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+PEER_DIR = os.path.join(ROOT, ".peer")
+PACKAGE = "liger-kernel"
+
+# The default selection: Liger's kernel tests (one Triton op family each) that finish in a few minutes under
+# both tilescope and the interpreter on a 2-core machine. (Files left out: model-level tests that need
+# Hugging Face model code or checkpoints, multi-GPU / CUDA-only files, and the largest parametrizations;
+# `--all` runs every file of test/transformers.)
+DEFAULT_FILES = [
+    "test_geglu.py",
+    "test_swiglu.py",
+    "test_relu_squared.py",
+    "test_layer_norm.py",
+    "test_group_norm.py",
+    "test_rms_norm.py",
+    "test_poly_norm.py",
+    "test_dyt.py",
+    "test_softmax.py",
+    "test_sparsemax.py",
+    "test_embedding.py",
+    "test_jsd.py",
+    "test_kl_div.py",
+    "test_tvd.py",
+    "test_cross_entropy.py",
+    "test_rope.py",
+]
+SMOKE_FILE = "test_geglu.py"
+
+# Known causes of failures under tilescope, read from the failure messages: (outcome or "*", regex on the
+# test id + message, who is at fault, the cause). First match wins.
+KNOWN_CAUSES: list[tuple[str, str, str, str]] = [
+    ("timeout", r".", "too slow", "exceeds the per-test time limit on this machine (not a wrong result)"),
+    ("*", r"CUDA|cuda|Torch not compiled with CUDA", "test", "needs a CUDA device"),
+    ("*", r"tilescope cannot run kernel|launch of kernel .* failed|CompileError|LaunchError", "tilescope",
+     "tilescope rejects the kernel or the launch (see the message)"),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Getting the peer's tests
+
+
+def installed_version() -> str:
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        sys.exit(f"peer_suite: {PACKAGE} is not installed (pip install --no-deps {PACKAGE})")
+
+
+def find_sdist(version: str, given: str | None) -> str:
+    """The source archive of `version`: --sdist, one already in .peer/, or downloaded from PyPI."""
+    if given:
+        if not os.path.isfile(given):
+            sys.exit(f"peer_suite: --sdist {given}: no such file")
+        return given
+    name = f"liger_kernel-{version}.tar.gz"
+    cached = os.path.join(PEER_DIR, name)
+    if os.path.isfile(cached):
+        return cached
+    os.makedirs(PEER_DIR, exist_ok=True)
+    print(f"peer_suite: downloading the {PACKAGE} {version} source distribution (its tests) into .peer/",
+          flush=True)
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+           "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", PEER_DIR]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.isfile(cached):
+        sys.exit(f"peer_suite: cannot download the {PACKAGE} {version} sdist:\n{r.stdout}{r.stderr}")
+    return cached
+
+
+def extract_tests(version: str, sdist: str) -> str:
+    """.peer/liger-tests-<version>/ holding the sdist's test/ and src/; extracted once."""
+    dest = os.path.join(PEER_DIR, f"liger-tests-{version}")
+    if os.path.isfile(os.path.join(dest, "test", "conftest.py")):
+        return dest
+    tmp = dest + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    prefix = f"liger_kernel-{version}/"
+    with tarfile.open(sdist) as tar:
+        members = []
+        for m in tar.getmembers():
+            if not m.name.startswith(prefix):
+                continue
+            rel = m.name[len(prefix):]
+            if rel.split("/", 1)[0] in ("test", "src") and (m.isfile() or m.isdir()):
+                m.name = rel
+                members.append(m)
+        if not any(m.name == "test/conftest.py" for m in members):
+            sys.exit(f"peer_suite: {sdist} has no test/ directory")
+        tar.extractall(tmp, members=members, filter="data")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    return dest
+
+
+SHIM_CONFTEST = '''\
+"""Written by tilescope's bench/peer_suite.py (not part of the peer's tests): see its docstring."""
+import json
+import os
+import time
+
+import torch
+
+
+def _cpu_device():
+    return "cpu"
+
+
+try:
+    import liger_kernel.utils as _lu
+
+    _lu.infer_device = _cpu_device  # test.utils and the test modules import it after this file runs
+except ImportError:
+    pass
+
+
+class _CpuProps:
+    def __init__(self):
+        try:
+            self.total_memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            self.total_memory = 0
+        self.name = "cpu"
+
+
+if not hasattr(torch.cpu, "get_device_properties"):
+    torch.cpu.get_device_properties = lambda device=None: _CpuProps()
+
+_LOG = os.environ.get("PEER_SUITE_LOG")
+
+
+def _write(rec):
+    if _LOG:
+        with open(_LOG, "a") as f:
+            f.write(json.dumps(rec) + "\\n")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _write({"event": "start", "nodeid": nodeid, "t": time.time()})
+
+
+def pytest_runtest_logreport(report):
+    msg = ""
+    if report.failed or report.skipped:
+        lr = report.longrepr
+        if isinstance(lr, tuple) and len(lr) == 3:
+            msg = str(lr[2])
+        else:
+            crash = getattr(lr, "reprcrash", None)
+            msg = crash.message if crash is not None else str(lr)
+    timeout = report.failed and "Timeout" in msg and "pytest_timeout" in str(report.longrepr)
+    _write({"event": "report", "nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
+            "timeout": bool(timeout), "duration": report.duration, "message": msg[:4000]})
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _write({"event": "collect-error", "nodeid": report.nodeid, "message": str(report.longrepr)[-4000:]})
+'''
+
+SHIM_INI = """\
+# Written by tilescope's bench/peer_suite.py (not part of the peer's tests).
+[pytest]
+markers =
+    flaky: rerun marker of pytest-rerunfailures (not installed here: the test runs once)
+filterwarnings =
+    ignore::DeprecationWarning
+"""
+
+
+def write_shim(dest: str) -> None:
+    for name, text in (("conftest.py", SHIM_CONFTEST), ("pytest.ini", SHIM_INI)):
+        path = os.path.join(dest, name)
+        if not os.path.isfile(path) or open(path).read() != text:
+            with open(path, "w") as f:
+                f.write(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def has_pytest_timeout() -> bool:
+    try:
+        importlib.metadata.version("pytest-timeout")
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def clean_env() -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TILESCOPE_") or k == "TILESCOPE_BIN"}
+    env.pop("TRITON_INTERPRET", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_file(dest: str, relfile: str, mode: str, timeout: int | None, file_limit: int, extra: list[str]) -> dict:
+    """Run one test file under `mode`; per-test outcomes, findings and wall time."""
+    work = tempfile.mkdtemp(prefix="peer-suite-")
+    log = os.path.join(work, "results.jsonl")
+    findings_json = os.path.join(work, "findings.json")
+    env = clean_env()
+    env["PEER_SUITE_LOG"] = log
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", dest,
+                  "-c", os.path.join(dest, "pytest.ini"), relfile] + extra
+    if timeout:
+        pytest_cmd += [f"--timeout={timeout}"]
+    if mode == "tilescope":
+        cmd = [sys.executable, "-m", "tilescope", "sanitize", "--color", "never", "--json", findings_json,
+               "--"] + pytest_cmd
+    else:
+        env["TRITON_INTERPRET"] = "1"
+        cmd = pytest_cmd
+    t0 = time.time()
+    killed = False
+    out_path = os.path.join(work, "output.txt")
+    with open(out_path, "w") as out:
+        p = subprocess.Popen(cmd, cwd=dest, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = p.wait(timeout=file_limit)
+        except subprocess.TimeoutExpired:
+            killed = True
+            os.killpg(p.pid, 9)
+            rc = p.wait()
+    wall = time.time() - t0
+    tests, collect_errors = read_log(log, crashed_reason="killed at the per-file limit" if killed else
+                                     f"the process died (exit status {rc})")
+    findings = []
+    if mode == "tilescope" and os.path.isfile(findings_json):
+        try:
+            with open(findings_json) as f:
+                doc = json.load(f)
+            findings = doc if isinstance(doc, list) else doc.get("findings", [])
+        except (OSError, ValueError):
+            pass
+    with open(out_path, errors="replace") as f:
+        tail = f.read()[-3000:]
+    shutil.rmtree(work, ignore_errors=True)
+    return {"file": relfile, "mode": mode, "rc": rc, "killed": killed, "wall": wall, "tests": tests,
+            "collect_errors": collect_errors, "findings": findings, "tail": tail}
+
+
+def read_log(log: str, crashed_reason: str):
+    """{nodeid: {outcome, message, duration}} from the shim's JSON lines, and the collection errors."""
+    tests: dict[str, dict] = {}
+    collect_errors = []
+    started = None
+    if not os.path.isfile(log):
+        return tests, collect_errors
+    with open(log) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r["event"] == "collect-error":
+                collect_errors.append({"nodeid": r["nodeid"], "message": r["message"]})
+            elif r["event"] == "start":
+                started = r["nodeid"]
+                tests.setdefault(started, {"outcome": None, "message": "", "duration": 0.0})
+            elif r["event"] == "report":
+                t = tests.setdefault(r["nodeid"], {"outcome": None, "message": "", "duration": 0.0})
+                t["duration"] += r["duration"]
+                o = r["outcome"]
+                if r["when"] == "call":
+                    if o == "failed":
+                        t["outcome"], t["message"] = ("timeout" if r["timeout"] else "failed"), r["message"]
+                    elif t["outcome"] is None:
+                        t["outcome"] = o
+                        if o == "skipped":
+                            t["message"] = r["message"]
+                elif o == "failed":  # setup or teardown
+                    if t["outcome"] in (None, "passed"):
+                        t["outcome"] = "timeout" if r["timeout"] else "error"
+                        t["message"] = r["message"]
+                elif o == "skipped" and t["outcome"] is None:
+                    t["outcome"], t["message"] = "skipped", r["message"]
+                if r["when"] == "teardown" and started == r["nodeid"]:
+                    started = None
+    for nodeid, t in tests.items():
+        if t["outcome"] is None:
+            t["outcome"] = "crashed"
+            t["message"] = crashed_reason
+    return tests, collect_errors
+
+
+OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "skipped")
+
+
+def counts(results: list[dict]) -> dict:
+    c = {o: 0 for o in OUTCOMES}
+    for r in results:
+        for t in r["tests"].values():
+            c[t["outcome"]] += 1
+        c["error"] += len(r["collect_errors"])
+    return c
+
+
+def classify(test_id: str, outcome: str, message: str) -> tuple[str, str]:
+    text = f"{test_id}\n{message}"
+    for oc, pattern, who, why in KNOWN_CAUSES:
+        if (oc == "*" or oc == outcome) and re.search(pattern, text):
+            return who, why
+    return "unclassified", "to be read"
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def first_line(msg: str, width: int = 160) -> str:
+    msg = " ".join(l.strip() for l in msg.strip().splitlines()[:3] if l.strip())
+    msg = msg.replace("|", "\\|")
+    return msg if len(msg) <= width else msg[: width - 3] + "..."
+
+
+def versions() -> dict:
+    def v(name):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    return {name: v(name) for name in (PACKAGE, "triton", "torch", "transformers", "pytest", "pytest-timeout",
+                                       "tilescope")}
+
+
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        m = re.search(r"Model name:\s*(.+)", out)
+        if m:
+            model = m.group(1).strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def write_markdown(path: str, args, version: str, files: list[str], by_mode: dict, ts_timeout: int | None) -> str:
+    L = []
+    L.append("# A peer's test suite: Liger-Kernel's own tests under tilescope and under TRITON_INTERPRET=1\n")
+    L.append("Produced by `make test-peers` (`python3 bench/peer_suite.py`); see the README, \"Peer test suite\".\n")
+    L.append("## Setup\n")
+    vs = versions()
+    L.append("| what | value |\n| --- | --- |")
+    for k, val in vs.items():
+        L.append(f"| {k} | {val} |")
+    L.append(f"| machine | {machine()} |")
+    L.append(f"| tests | `test/transformers/` of the `{PACKAGE}` {version} sdist (PyPI), unmodified |")
+    L.append(f"| per-test limit | {f'{ts_timeout} s (pytest-timeout)' if ts_timeout else 'none (pytest-timeout not installed)'} |")
+    L.append(f"| per-file limit | {args.file_limit} s wall clock |")
+    L.append("")
+    L.append("Commands, for each test file F, in `.peer/liger-tests-" + version + "/` (the shim `conftest.py` and "
+             "`pytest.ini` written there by the script):\n")
+    tflag = f" --timeout={ts_timeout}" if ts_timeout else ""
+    L.append("```")
+    L.append(f"python3 -m tilescope sanitize --json findings.json -- python3 -m pytest -q test/transformers/F{tflag}")
+    L.append(f"TRITON_INTERPRET=1 python3 -m pytest -q test/transformers/F{tflag}")
+    L.append("```\n")
+
+    modes = [m for m in ("tilescope", "interpret") if m in by_mode]
+    L.append("## Totals\n")
+    L.append("| run | " + " | ".join(OUTCOMES) + " | wall time |")
+    L.append("| --- |" + " ---: |" * (len(OUTCOMES) + 1))
+    for m in modes:
+        c = counts(by_mode[m])
+        wall = sum(r["wall"] for r in by_mode[m])
+        L.append(f"| {m} | " + " | ".join(str(c[o]) for o in OUTCOMES) + f" | {wall:.0f} s |")
+    L.append("")
+
+    L.append("## Per file\n")
+    head = "| file | " + " | ".join(f"{m} pass/fail/err/timeout/crash/skip" for m in modes) + " | "
+    head += " | ".join(f"{m} time" for m in modes) + " |"
+    L.append(head)
+    L.append("| --- |" + " --- |" * (2 * len(modes)))
+    for i, f in enumerate(files):
+        row = [f]
+        for m in modes:
+            c = counts([by_mode[m][i]])
+            row.append("/".join(str(c[o]) for o in OUTCOMES))
+        for m in modes:
+            row.append(f"{by_mode[m][i]['wall']:.0f} s")
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+
+    if "tilescope" in by_mode and "interpret" in by_mode:
+        ts_pass, in_pass = set(), set()
+        ts_all, in_all = {}, {}
+        for r in by_mode["tilescope"]:
+            for k, t in r["tests"].items():
+                ts_all[k] = t
+                if t["outcome"] == "passed":
+                    ts_pass.add(k)
+        for r in by_mode["interpret"]:
+            for k, t in r["tests"].items():
+                in_all[k] = t
+                if t["outcome"] == "passed":
+                    in_pass.add(k)
+        only_in = sorted(in_pass - ts_pass)
+        only_ts = sorted(ts_pass - in_pass)
+        L.append("## The aim: tilescope passes everything the interpreter passes\n")
+        verdict = "met" if not only_in else f"NOT met: {len(only_in)} test(s) pass under the interpreter only"
+        L.append(f"- {verdict}.")
+        L.append(f"- Passing under tilescope but not under the interpreter: {len(only_ts)}"
+                 + (" (interpreter outcomes: " + ", ".join(
+                     f"{o} {sum(1 for k in only_ts if in_all.get(k, {}).get('outcome') == o)}"
+                     for o in OUTCOMES if any(in_all.get(k, {}).get('outcome') == o for k in only_ts)) + ")"
+                    if only_ts else "") + ".")
+        for k in only_in:
+            t = ts_all.get(k, {"outcome": "not run", "message": ""})
+            L.append(f"  - interpreter only: `{k}` (tilescope: {t['outcome']}: {first_line(t['message'], 120)})")
+        L.append("")
+
+    if "tilescope" in by_mode:
+        L.append("## Every test that did not pass under tilescope, classified\n")
+        L.append("Who is at fault: `tilescope` (a tilescope bug), `test` (the test needs what a CPU run cannot give), "
+                 "`too slow` (past the time limit), `unclassified` (not read yet).\n")
+        rows = []
+        inter = {}
+        for r in by_mode.get("interpret", []):
+            inter.update(r["tests"])
+        for r in by_mode["tilescope"]:
+            for ce in r["collect_errors"]:
+                who, why = classify(ce["nodeid"], "error", ce["message"])
+                rows.append((ce["nodeid"], "collection error", "-", who, why, first_line(ce["message"])))
+            for k, t in sorted(r["tests"].items()):
+                if t["outcome"] in ("passed", "skipped"):
+                    continue
+                who, why = classify(k, t["outcome"], t["message"])
+                io = inter.get(k, {}).get("outcome", "-")
+                rows.append((k, t["outcome"], io, who, why, first_line(t["message"])))
+        if rows:
+            L.append("| test | tilescope | interpreter | fault | cause | message |")
+            L.append("| --- | --- | --- | --- | --- | --- |")
+            for row in rows:
+                L.append("| `" + row[0] + "` | " + " | ".join(row[1:]) + " |")
+        else:
+            L.append("None.")
+        L.append("")
+        nf = sum(len(r["findings"]) for r in by_mode["tilescope"])
+        L.append("## Sanitizer findings in the peer's kernels\n")
+        if nf == 0:
+            L.append("None: the sanitizer reported no finding in any launch of these tests.\n")
+        else:
+            L.append(f"{nf} finding(s):\n")
+            for r in by_mode["tilescope"]:
+                for fd in r["findings"]:
+                    L.append(f"- {r['file']}: {fd.get('kind')} in {fd.get('kernel')} "
+                             f"at {fd.get('location', fd.get('python', ''))}")
+            L.append("")
+    L.append("## Notes\n")
+    L.append(NOTES)
+    text = "\n".join(L) + "\n"
+    if path:
+        with open(path, "w") as f:
+            f.write(text)
+    return text
+
+
+NOTES = """\
+- The tests run as Liger ships them; nothing in `test/` is edited. The shim above `test/` only makes the device
+  "cpu", adds `torch.cpu.get_device_properties` (one module asks it at import) and registers the `flaky` marker.
+- `timeout` and `crashed` count as not passed. The interpreter is much slower than tilescope, so its timeouts
+  are mostly the large parametrizations.
+- Under `tilescope sanitize` the findings are the sanitizer's (out-of-bounds, undefined values, ...); any
+  finding in a passing test would be either a Liger bug or a tilescope false positive.
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", nargs="*", help="test files of test/transformers (default: the kernel tests)")
+    ap.add_argument("--all", action="store_true", help="every file of test/transformers")
+    ap.add_argument("--smoke", action="store_true", help=f"only {SMOKE_FILE}")
+    ap.add_argument("-k", dest="keyword", help="pytest -k expression, applied to every file")
+    ap.add_argument("--mode", choices=("both", "tilescope", "interpret"), default="both")
+    ap.add_argument("--timeout", type=int, default=120, help="per-test limit in seconds (pytest-timeout)")
+    ap.add_argument("--file-limit", type=int, default=900, help="wall-clock limit per file and run, seconds")
+    ap.add_argument("--sdist", help="the liger-kernel sdist (.tar.gz); default: .peer/ or download from PyPI")
+    ap.add_argument("--md", default=os.path.join(ROOT, "bench", "PEERS.md"), help="markdown report path")
+    ap.add_argument("--no-md", action="store_true", help="do not write the markdown report")
+    ap.add_argument("--json", help="write the raw per-test results here")
+    ap.add_argument("--fetch-only", action="store_true", help="only obtain and extract the tests, print the folder")
+    args = ap.parse_args(argv)
+
+    version = installed_version()
+    dest = extract_tests(version, find_sdist(version, args.sdist))
+    write_shim(dest)
+    if args.fetch_only:
+        print(dest)
+        return 0
+
+    tdir = os.path.join(dest, "test", "transformers")
+    if args.all:
+        files = sorted(f for f in os.listdir(tdir) if f.startswith("test_") and f.endswith(".py"))
+    elif args.smoke:
+        files = [SMOKE_FILE]
+    else:
+        files = args.files or DEFAULT_FILES
+    for f in files:
+        if not os.path.isfile(os.path.join(tdir, f)):
+            sys.exit(f"peer_suite: no test file {f} in {tdir}")
+    timeout = args.timeout if has_pytest_timeout() and args.timeout > 0 else None
+    extra = ["-k", args.keyword] if args.keyword else []
+    modes = ["tilescope", "interpret"] if args.mode == "both" else [args.mode]
+
+    by_mode = {m: [] for m in modes}
+    for f in files:
+        for m in modes:
+            r = run_file(dest, f"test/transformers/{f}", m, timeout, args.file_limit, extra)
+            r["file"] = f
+            by_mode[m].append(r)
+            c = counts([r])
+            print(f"{f:40s} {m:10s} " + " ".join(f"{o} {c[o]}" for o in OUTCOMES if c[o])
+                  + f"  ({r['wall']:.0f} s" + (f", {len(r['findings'])} findings" if r["findings"] else "") + ")",
+                  flush=True)
+            if not r["tests"] and not r["collect_errors"]:
+                print(r["tail"], flush=True)
+
+    for m in modes:
+        c = counts(by_mode[m])
+        print(f"{m}: " + ", ".join(f"{c[o]} {o}" for o in OUTCOMES), flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"version": version, "files": files, "results": by_mode}, fh, indent=1)
+    if not args.no_md:
+        write_markdown(args.md, args, version, files, by_mode, timeout)
+        print(f"wrote {os.path.relpath(args.md, ROOT)}")
+    if "tilescope" in by_mode and "interpret" in by_mode:
+        ts = {k for r in by_mode["tilescope"] for k, t in r["tests"].items() if t["outcome"] == "passed"}
+        it = {k for r in by_mode["interpret"] for k, t in r["tests"].items() if t["outcome"] == "passed"}
+        missing = sorted(it - ts)
+        print(f"tilescope passed {len(ts)}, the interpreter {len(it)}; passed by the interpreter only: {len(missing)}")
+        for k in missing:
+            print(f"  {k}")
+        return 1 if missing else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
