@@ -371,7 +371,7 @@ int main(int argc, char** argv) {
   }
   CLI11_PARSE(app, argc, argv);
   try {
-        if (*demo) return tilescope::cli::demo_command(demo_args);
+        if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: error: " << e.what() << "\n";

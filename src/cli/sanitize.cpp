@@ -215,11 +215,12 @@ int sanitize_command(const SanitizeOptions& o) {
 
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args) {
   auto* d = app.add_subcommand("demo", "Run the bundled examples and show what the sanitizer finds");
-  d->add_option("args", args, "arguments for examples/demo.py");
+  d->add_option("args", args, "arguments for examples/demo.py (--quick, --only NAME)");
+  d->allow_extras();  // options such as --quick belong to demo.py
   return d;
 }
 
-int demo_command(const std::vector<std::string>& args) {
+int demo_command(const std::vector<std::string>& args, const std::vector<std::string>& extras) {
   // The examples sit next to the executable's directory: <pkg>/bin/tilescope -> <pkg>/examples
   // (installed package) or <repo>/build/tilescope -> <repo>/examples (a build tree).
   fs::path exe = self_exe();
@@ -237,6 +238,7 @@ int demo_command(const std::vector<std::string>& args) {
   const char* py = std::getenv("TILESCOPE_PYTHON");
   std::vector<std::string> argv{py && *py ? py : "python3", script.string()};
   argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), extras.begin(), extras.end());
   setenv("TILESCOPE_BIN", exe.c_str(), 1);
   return run_child(argv);
 }

@@ -30,6 +30,6 @@ int sanitize_main(int argc, char** argv);
 
 /// Register `demo`: runs the bundled examples (examples/demo.py) and shows the findings.
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args);
-int demo_command(const std::vector<std::string>& args);
+int demo_command(const std::vector<std::string>& args, const std::vector<std::string>& extras);
 
 }  // namespace tilescope::cli

@@ -21,7 +21,6 @@ import tsrun
 from expected import EXPECTED
 
 BIN = tsrun.tilescope_bin()
-pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason=f"tilescope binary not built ({BIN})")
 
 CASES = tsrun.cases()
 VERSIONS = (None,) + tsrun.OTHER_VERSIONS  # None: the corpus of record (triton 3.6)

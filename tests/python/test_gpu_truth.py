@@ -34,8 +34,7 @@ NPZ = os.path.join(DATA, "ground_truth.npz")
 META = os.path.join(DATA, "meta.json")
 BIN = tsrun.tilescope_bin()
 
-pytestmark = [pytest.mark.skipif(not os.path.exists(BIN), reason=f"tilescope binary not built ({BIN})"),
-              pytest.mark.skipif(not os.path.exists(NPZ), reason="no GPU ground truth in tests/gpu/data")]
+
 
 
 def _load():
