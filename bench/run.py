@@ -124,9 +124,9 @@ def make_inputs(w, rng):
     return arrs
 
 
-def run_tilescope(binary, ttir, w, arrs, tmp, reps):
+def run_tilescope(binary, ttir, w, arrs, tmp, reps, extra=()):
     import numpy as np
-    cmd = [binary, "run", ttir, "--kernel", w["kernel"], "--grid", ",".join(map(str, w["grid"])), "--time"]
+    cmd = [binary, "run", ttir, "--kernel", w["kernel"], "--grid", ",".join(map(str, w["grid"])), "--time", *extra]
     outs = {}
     for a in w["args"]:
         if a[1] in ("in", "out"):
@@ -225,16 +225,28 @@ def main(argv=None) -> int:
         arrs = make_inputs(w, rng)
         wd = os.path.join(tmp, name)
         os.makedirs(wd, exist_ok=True)
-        ts, walls, ts_out = run_tilescope(binary, os.path.join(tmp, f"{name}.ttir"), w, arrs, wd, args.reps)
+        ttir = os.path.join(tmp, f"{name}.ttir")
+        # Plain engine: bounds, null and assert checks only (they are part of the engine); then the full
+        # sanitizer (also undefined values, int32 overflow, division by zero), runs interleaved.
+        ts, walls, sz = [], [], []
+        for _ in range(args.reps):
+            t1, w1, ts_out = run_tilescope(binary, ttir, w, arrs, wd, 1, ["--no-poison"])
+            t2, _, sz_out = run_tilescope(binary, ttir, w, arrs, wd, 1)
+            ts += t1
+            walls += w1
+            sz += t2
         it, it_out = run_interpreter(kernels, w, arrs, args.budget, args.interp_reps)
         ok = all(np.allclose(ts_out[k], it_out[k], rtol=2e-3, atol=2e-3) for k in ts_out)
         t_med, i_med = statistics.median(ts), statistics.median(it)
+        ok = ok and all(np.array_equal(ts_out[k], sz_out[k]) for k in ts_out)
         row = dict(name=name, work=w["work"], unit=w["unit"], ts=t_med, ts_wall=statistics.median(walls), it=i_med,
-                   ts_reps=len(ts), it_reps=len(it), ratio=i_med / t_med, ok=ok)
+                   ts_reps=len(ts), it_reps=len(it), ratio=i_med / t_med, ok=ok, sz=statistics.median(sz),
+                   sz_min=min(sz), sz_max=max(sz), ts_min=min(ts), ts_max=max(ts))
         rows.append(row)
         print(f"{name:13s} tilescope {t_med * 1e3:9.2f} ms ({fmt_rate(w['work'] / t_med)}{w['unit']}/s)   "
               f"interpreter {i_med * 1e3:10.1f} ms ({fmt_rate(w['work'] / i_med)}{w['unit']}/s)   "
-              f"ratio {row['ratio']:7.1f}x   outputs agree: {ok}", flush=True)
+              f"ratio {row['ratio']:7.1f}x   sanitizer {row['sz'] * 1e3:9.2f} ms ({row['sz'] / t_med:.2f}x)   "
+              f"outputs agree: {ok}", flush=True)
     total = time.time() - t_start
     mach = machine()
     print(f"machine: {mach}; total {total:.0f} s")
@@ -252,7 +264,7 @@ def write_results(rows, mach, total, args):
         "",
         f"- Machine: {mach}",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M')}; triton {triton.__version__}; tilescope with all cores (default `--threads`)",
-        f"- tilescope: median of {args.reps} runs of `tilescope run --time` (the launch; file reading excluded). "
+        f"- tilescope: median of {args.reps} runs of `tilescope run --no-poison --time` (the launch; file reading excluded). "
         f"Interpreter: median of up to {args.interp_reps} launches, fewer when one exceeds the {args.budget:.0f} s budget.",
         "- Same kernel source (`tests/ttir/kernels.py`) and the same inputs on both sides; outputs compared.",
         f"- Whole run: {total:.0f} s; load average at the end (1/5/15 min): "
@@ -267,6 +279,14 @@ def write_results(rows, mach, total, args):
         lines.append(f"| {r['name']} | {sizes[r['name']]} | {r['ts'] * 1e3:.2f} ms | {fmt_rate(r['work'] / r['ts'])}{r['unit']}/s "
                      f"| {r['it'] * 1e3:.1f} ms (x{r['it_reps']}) | {fmt_rate(r['work'] / r['it'])}{r['unit']}/s "
                      f"| **{r['ratio']:.1f}x** | {'yes' if r['ok'] else 'NO'} |")
+    lines += ["", "## Sanitizer overhead", "",
+              "`tilescope run --no-poison` (the plain engine: its bounds, null and assert checks are part of every "
+              "access) against `tilescope run` (the full sanitizer: also undefined values, int32 overflow, division "
+              "by zero), interleaved runs, median (min-max). Aim: at most 2x.", "",
+              "| workload | plain engine | sanitizer | overhead |", "| --- | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['ts'] * 1e3:.2f} ms ({r['ts_min'] * 1e3:.2f}-{r['ts_max'] * 1e3:.2f}) "
+                     f"| {r['sz'] * 1e3:.2f} ms ({r['sz_min'] * 1e3:.2f}-{r['sz_max'] * 1e3:.2f}) | **{r['sz'] / r['ts']:.2f}x** |")
     lines += ["", "Wall time of the whole `tilescope run` process (TTIR parse, .npy I/O, launch), median:", ""]
     for r in rows:
         lines.append(f"- {r['name']}: {r['ts_wall'] * 1e3:.1f} ms")
