@@ -11,6 +11,11 @@ tilescope on the same TTIR and inputs and classify each output:
   mismatch       outside the policy.
 A kernel takes its worst output's class. The policy is the one the tests enforce, so a mismatch here
 is also a failing test.
+
+A second table does the same for the examples' kernel launches recorded on the GPU
+(tests/gpu/record_examples.py -> tests/gpu/data/examples.npz): each launch is replayed in this process
+through tilescope's Python capture and classified by tests/python/test_gpu_examples.py (its float
+policy; findings or an error count as a mismatch).
 """
 from __future__ import annotations
 
@@ -72,6 +77,42 @@ def classify(name: str, tmp: str) -> tuple[str, list[str]]:
     return ORDER[worst], notes
 
 
+def examples_section() -> tuple[list[str], dict[str, int]]:
+    """The examples' table (markdown lines) and its counts; a note instead when there is no GPU data."""
+    import test_gpu_examples as ge
+
+    counts = {k: 0 for k in ORDER}
+    head = ["", "## The examples' kernel launches", ""]
+    if ge.META is None:
+        return head + [f"No GPU data for the examples yet ({os.path.relpath(ge.NPZ, ROOT)} is missing): record it on "
+                       f"a CUDA machine with `python3 tests/gpu/record_examples.py --out tests/gpu/data`."], counts
+    meta = ge.META
+    if meta.get("executor") != "cuda" and not ge.ALLOW_SELF_TEST:
+        return head + [f"The examples' data in {os.path.relpath(ge.INDEX, ROOT)} was not recorded on a GPU "
+                       f"(executor {meta.get('executor')!r}); record it with "
+                       "`python3 tests/gpu/record_examples.py --out tests/gpu/data` on a CUDA machine."], \
+            {**counts, "mismatch": 1}
+    rows = []
+    for example, launch in ge.cases():
+        cls, notes = ge.classify(example, launch)
+        counts[cls] += 1
+        best = launch.get("autotune_best_config")
+        tuned = f" (autotuned: {best['str']})" if best else ""
+        rows.append(f"| {example} | {launch['index']} | {launch['kernel']}{tuned} | "
+                    f"{'x'.join(map(str, launch['grid']))} | {cls} | {'; '.join(notes).replace('|', '/')} |")
+    head += [f"- Recorded by `tests/gpu/record_examples.py` ({meta.get('executor')}): {meta.get('device')} "
+             f"(sm_{''.join(map(str, meta.get('capability', [])))}), triton {meta.get('triton')}, torch "
+             f"{meta.get('torch')}, {meta.get('date')}, enable_fp_fusion={meta.get('enable_fp_fusion')}; at most "
+             f"{meta.get('max_launches')} launches per example; replayed here through tilescope's in-process "
+             "capture on the same argument bytes, grid, constexprs and chosen autotune configuration.",
+             "- Same classes; the float policy is the one of `tests/python/test_gpu_examples.py`; bytes of a "
+             "storage outside the tensor arguments' views must be bit-exact; any finding is a mismatch.", "",
+             f"Totals: {counts['bit-exact']} bit-exact, {counts['within policy']} within policy, "
+             f"{counts['mismatch']} mismatch, of {len(rows)} launches.", "",
+             "| example | launch | kernel | grid | class | notes |", "| --- | --- | --- | --- | --- | --- |"]
+    return head + rows, counts
+
+
 def main() -> int:
     rows, counts = [], {k: 0 for k in ORDER}
     with tempfile.TemporaryDirectory() as d:
@@ -94,12 +135,15 @@ def main() -> int:
            f"{counts['mismatch']} mismatch, of {len(rows)} kernels.", "",
            "| kernel | class | notes |", "| --- | --- | --- |"]
     out += [f"| {n} | {c} | {t} |" for n, c, t in rows]
+    print("\n".join(out[-len(rows) - 4:]))
+    ex_lines, ex_counts = examples_section()
+    out += ex_lines
+    print("\n".join(ex_lines))
     path = os.path.join(ROOT, "bench", "FIDELITY.md")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
-    print("\n".join(out[-len(rows) - 4:]))
     print(f"wrote {path}")
-    return 1 if counts["mismatch"] else 0
+    return 1 if counts["mismatch"] or ex_counts["mismatch"] else 0
 
 
 if __name__ == "__main__":
