@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -167,6 +168,22 @@ def child(tool: str, idx: int, quick: bool, out_dir: str) -> None:
 
             state["san"] = SymbolicSanitizer(abort_on_error=False)
             kernels = _wrap_for_triton_viz(kernels, state["san"])
+        if tool == "tilescope":
+            # How much of tilescope's first launch is Triton's front end (source -> TTIR, done by
+            # Triton's own code generator and passes): timed around the front door's one call of it.
+            from tilescope import _capture
+
+            state["frontend"] = [0.0]
+            make_ttir = _capture._make_ttir
+
+            def timed_make_ttir(*a, **kw):
+                t = time.perf_counter()
+                try:
+                    return make_ttir(*a, **kw)
+                finally:
+                    state["frontend"][0] += time.perf_counter() - t
+
+            _capture._make_ttir = timed_make_ttir
         clock = [0.0, 0]  # seconds inside launches, launches
         _replace_refs({id(k): _Timed(k, clock) for k in kernels})
 
@@ -181,11 +198,15 @@ def child(tool: str, idx: int, quick: bool, out_dir: str) -> None:
                 peers_kernels.warmup_kernel))
         else:
             peers_kernels.warmup()
+        if "frontend" in state:
+            state["frontend"][0] = 0.0  # the warm-up kernel's compilation is not the case's
 
         t0 = time.perf_counter()
         outs = case.run(data)
         res["case_cold"] = time.perf_counter() - t0
         res["cold"], res["launches"] = clock
+        if "frontend" in state:
+            res["frontend"] = state["frontend"][0]
         res["findings"] = _finding_summary(tool, state)
         np.savez(os.path.join(out_dir, "outputs.npz"), **{k: v.detach().float().numpy() for k, v in outs.items()})
 
@@ -334,6 +355,9 @@ def summarize(case, runs, cap):
             if warm:
                 info.update(warm=statistics.median(warm), warm_min=min(warm), warm_max=max(warm))
             info["launches"] = ok[0].get("launches")
+            fe = [r["frontend"] for r in ok if "frontend" in r]
+            if fe:
+                info["frontend"] = statistics.median(fe)
             info["case"] = statistics.median(r["case_cold"] for r in ok)
             info["findings"] = ok[0]["findings"]
             out = _outputs(ok[0])
@@ -436,8 +460,10 @@ def totals(rows, key="median"):
             other_sum += other
             lower |= lb
             n += 1
+        logs = [math.log(r) for r, _ in (ratio(row, tool, key) for row in rows) if r]
         out[tool] = dict(tilescope=ts_sum, peer=other_sum, ratio=(other_sum / ts_sum) if ts_sum else None, lower=lower,
-                         cases=n)
+                         cases=n, geomean=math.exp(sum(logs) / len(logs)) if logs else None,
+                         slower=[row["name"] for row in rows if (ratio(row, tool, key)[0] or 2.0) < 1.0])
     return out
 
 
@@ -488,7 +514,8 @@ def _total_line(tot, key, label):
     for name, t in (("triton-viz", tv), ("TRITON_INTERPRET=1", ti)):
         if t["ratio"]:
             parts.append(f"tilescope {fmt_s(t['tilescope'])} vs {name} {fmt_s(t['peer'])} over the {t['cases']} cases "
-                         f"both ran: **{'>' if t['lower'] else ''}{t['ratio']:.1f}x**")
+                         f"both ran: **{'>' if t['lower'] else ''}{t['ratio']:.1f}x** (geometric mean of the per-case "
+                         f"ratios {t['geomean']:.1f}x; tilescope slower on {len(t['slower'])})")
     return f"- {label}: " + "; ".join(parts) + "."
 
 
@@ -515,16 +542,19 @@ def markdown(result, args_line: str) -> str:
         "unrelated kernel by the same tool (so process-wide one-time costs are not counted). **first**: the first "
         "launch of the case's kernel in the process, including tilescope's compilation (Triton's front end to TTIR, "
         "then its plan); median (min-max) of the runs. **again**: the same launch again in that process on fresh "
-        "inputs (compiled kernel reused; triton-viz's per-launch cache cleared, as its own benchmark does).",
+        "inputs (compiled kernel reused; triton-viz's per-launch cache cleared, as its own benchmark does). \"of which "
+        "Triton front end\": the part of tilescope's first launch spent in Triton's code generator and TTIR passes "
+        "(`make_ir` + `make_ttir`, called by tilescope's front door), median.",
         f"- A tool stops repeating a case after {result['budget']:.0f} s; a run is killed at {result['cap']:.0f} s "
         "(capped: the ratio is then a lower bound).",
         "- Outputs compared with the interpreter's (allclose). triton-viz's sanitizer does not compute outputs: it "
         "evaluates one program symbolically (all programs once a load feeds an address) and leaves the output "
         "buffers as they were.",
         "",
-        "| kernel | size | tilescope first / again | triton-viz first / again | TRITON_INTERPRET=1 first / again "
-        "| viz / ts first | again | interp / ts first | again | outputs = interp (ts / viz) |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| kernel | size | tilescope first / again | of which Triton front end | triton-viz first / again "
+        "| TRITON_INTERPRET=1 first / again | viz / ts first | again | interp / ts first | again "
+        "| outputs = interp (ts / viz) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
 
     def yn(x):
@@ -533,7 +563,8 @@ def markdown(result, args_line: str) -> str:
     for row in rows:
         t = row["tools"]
         lines.append(
-            f"| {row['kernel']} | {row['size']} | {_md_cell(t['tilescope'])} | {_md_cell(t['triton-viz'])} "
+            f"| {row['kernel']} | {row['size']} | {_md_cell(t['tilescope'])} "
+            f"| {fmt_s(t['tilescope']['frontend']) if 'frontend' in t['tilescope'] else '-'} | {_md_cell(t['triton-viz'])} "
             f"| {_md_cell(t['interpreter'])} | **{fmt_ratio(ratio(row, 'triton-viz'))}** "
             f"| {fmt_ratio(ratio(row, 'triton-viz', 'warm'))} | **{fmt_ratio(ratio(row, 'interpreter'))}** "
             f"| {fmt_ratio(ratio(row, 'interpreter', 'warm'))} | {yn(t['tilescope'].get('outputs_match'))} / "
@@ -594,17 +625,22 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the raw result here")
     args = ap.parse_args(argv)
     result = run_suite(args.reps, args.cap, args.budget, args.only, args.quick)
-    tot = totals(result["rows"])
-    for tool, t in tot.items():
-        if t["ratio"]:
-            print(f"total over {t['cases']} cases: tilescope {fmt_s(t['tilescope'])}, {tool} {fmt_s(t['peer'])}: "
-                  f"{'>' if t['lower'] else ''}{t['ratio']:.1f}x")
+    for key in ("median", "warm"):
+        for tool, t in totals(result["rows"], key).items():
+            if t["ratio"]:
+                print(f"{'first' if key == 'median' else 'again'}: total over {t['cases']} cases: tilescope "
+                      f"{fmt_s(t['tilescope'])}, {tool} {fmt_s(t['peer'])}: {'>' if t['lower'] else ''}{t['ratio']:.1f}x "
+                      f"(geometric mean {t['geomean']:.1f}x; tilescope slower on {', '.join(t['slower']) or 'none'})")
     print(f"machine: {result['machine']}; whole run {result['total_s']:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     if not args.no_results and not args.only and not args.quick:
-        cmd = "python3 bench/peers.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+        given = list(argv if argv is not None else sys.argv[1:])
+        if "--json" in given:  # where the raw result went is not part of the method
+            i = given.index("--json")
+            del given[i:i + 2]
+        cmd = "python3 bench/peers.py" + "".join(f" {a}" for a in given)
         write_results(markdown(result, cmd))
     return 0
 
