@@ -73,7 +73,7 @@ DEFAULT_FILES = [
     "test_cross_entropy.py",
     "test_rope.py",
 ]
-SMOKE_FILE = "test_geglu.py"
+SMOKE_FILE = "test_softmax.py"
 
 # Known causes of failures under tilescope, read from the failure messages: (outcome or "*", regex on the
 # test id + message, who is at fault, the cause). First match wins.

@@ -475,6 +475,11 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   }
 
   int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // By default a small grid runs on the calling thread: starting workers costs more than it saves,
+  // and next to a busy thread pool (torch's OpenMP workers spin after each op) they wait for a core.
+  constexpr int64_t kProgramsPerThread = 8;
+  if (opts.threads <= 0)
+    threads = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
   std::vector<Worker> workers(static_cast<size_t>(threads));
   for (auto& w : workers) w.launch = &L;

@@ -504,3 +504,33 @@ def test_device_tensors_are_copied_in_and_back():
     torch.testing.assert_close(out_storage[5:75], base_x[10:] + base_y[10:], rtol=0, atol=0)
     assert torch.all(out_storage[:5] == 0) and torch.all(out_storage[75:] == 0)
     assert tilescope.findings() == []
+
+
+def test_ttir_disk_cache_is_reused_and_gives_the_same_results(tmp_path):
+    # The first process compiles with Triton and writes the TTIR cache; the second reads it (and gets
+    # the same outputs and the same finding); a changed kernel source is a new cache entry.
+    cache = tmp_path / "cache"
+    body = """
+        x, y = torch.randn(1024), torch.randn(1024)
+        out = torch.empty(1024)
+        add_kernel[(1024 // 128,)](x, y, out, 1024, BLOCK=128)
+        assert torch.equal(out, x + y)
+        print("OUTPUT-OK")
+    """
+    s = write(tmp_path, "cached.py", body)
+    env = {"TILESCOPE_CACHE_DIR": str(cache)}
+    p1 = sanitize(["--", sys.executable, s], tmp_path, env)
+    assert p1.returncode == 0, p1.stderr
+    entries = sorted(cache.iterdir())
+    assert len(entries) == 1 and entries[0].suffix == ".ttir"
+    assert "tt.func public @add_kernel" in entries[0].read_text()
+    mtime = entries[0].stat().st_mtime_ns
+    p2 = sanitize(["--", sys.executable, s], tmp_path, env)
+    assert p2.returncode == 0, p2.stderr
+    assert "OUTPUT-OK" in p2.stdout
+    assert [e.stat().st_mtime_ns for e in cache.iterdir()] == [mtime]  # read, not rewritten
+    # Another kernel file and specialization (another BLOCK) is another entry.
+    s3 = write(tmp_path, "cached2.py", body.replace("128", "256"))
+    p3 = sanitize(["--", sys.executable, s3], tmp_path, env)
+    assert p3.returncode == 0, p3.stderr
+    assert len(list(cache.iterdir())) == 2

@@ -32,7 +32,7 @@ struct Arg {
 
 struct LaunchOptions {
   std::array<int64_t, 3> grid{1, 1, 1};
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: all cores (fewer for small grids: at least 8 programs per thread)
   std::vector<Observer*> observers;
 };
 
