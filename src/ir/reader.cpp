@@ -1754,20 +1754,7 @@ class Reader {
     std::vector<Ref> inits;
     if (accept_kw("iter_args")) {
       expect('(');
-      if (!accept(')')) {
-        do {
-          ws();
-          ArgDef a;
-          a.off = p_;
-          if (peek() != '%') expected("an iter_args name");
-          ++p_;
-          a.name = suffix_id("an iter_args name");
-          expect('=');
-          inits.push_back(value_ref());
-          iters.push_back(std::move(a));
-        } while (accept(','));
-        expect(')', " closing iter_args");
-      }
+      if (!accept(')')) assignments("an iter_args name", iters, inits, " closing iter_args");
       expect_arrow();
       res = result_types();
       if (res.size() != iters.size())
@@ -1825,24 +1812,27 @@ class Reader {
     ws();
     if (peek() == '{') attr_dict(o.attrs);
   }
+  /// `%a = %x, %b = %y, ...)`: block arguments and the values they start from (scf.for iter_args,
+  /// scf.while), after the opening parenthesis, up to and including the closing one.
+  void assignments(const char* what, std::vector<ArgDef>& args, std::vector<Ref>& inits, const char* closing) {
+    do {
+      ws();
+      ArgDef a;
+      a.off = p_;
+      if (peek() != '%') expected(what);
+      ++p_;
+      a.name = suffix_id(what);
+      expect('=');
+      inits.push_back(value_ref());
+      args.push_back(std::move(a));
+    } while (accept(','));
+    expect(')', closing);
+  }
   void parse_while(Op& o, std::vector<const Type*>& res) {
     std::vector<ArgDef> args;
     std::vector<Ref> inits;
     if (accept('(')) {
-      if (!accept(')')) {
-        do {
-          ws();
-          ArgDef a;
-          a.off = p_;
-          if (peek() != '%') expected("a while argument");
-          ++p_;
-          a.name = suffix_id("a while argument");
-          expect('=');
-          inits.push_back(value_ref());
-          args.push_back(std::move(a));
-        } while (accept(','));
-        expect(')');
-      }
+      if (!accept(')')) assignments("a while argument", args, inits, "");
     }
     expect(':', " before the scf.while types");
     auto in = paren_types();
