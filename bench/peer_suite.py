@@ -73,17 +73,39 @@ DEFAULT_FILES = [
     "test_cross_entropy.py",
     "test_rope.py",
 ]
+# -k filters of the default selection: the largest parametrizations (a 4096 x 32000 or larger input per
+# test: minutes each under the interpreter) are left out; `--files F` or `--all` runs a file whole.
+FILE_FILTERS = {
+    "test_kl_div.py": "not 4096",
+    "test_tvd.py": "not 4096 and not 128256",
+    "test_cross_entropy.py": "not 4096 and not 1024-32000",
+    "test_rms_norm.py": "not large_row_offset and not int32_row_offset",
+}
 SMOKE_FILE = "test_softmax.py"
 
 # Known causes of failures under tilescope, read from the failure messages: (outcome or "*", regex on the
 # test id + message, who is at fault, the cause). First match wins.
 KNOWN_CAUSES: list[tuple[str, str, str, str]] = [
+    ("failed", r"test_layer_norm\.py::test_liger_layer_norm\[dtype1-", "test",
+     "bf16: dW/dB compared with torch's CPU bf16 LayerNorm backward, which is 2-4x further from the float64 "
+     "result than Liger's (checked: Liger on tilescope is within the test's 2e-2 of float64, torch CPU is not; "
+     "e.g. 4x16x128 dB max error 0.058 vs 0.26)"),
+    ("failed", r"test_group_norm\.py::test_liger_group_norm\[dtype0-0\.0001-0\.0001-16-48-12-8192\]", "test",
+     "fp32 dBias sums 131072 terms per channel; torch's CPU GroupNorm backward is 4.4e-4 from the float64 "
+     "result, Liger on tilescope 1.4e-4 (within the test's 1e-4 + 1e-4*|x| of float64; torch CPU is not)"),
     ("timeout", r".", "too slow", "exceeds the per-test time limit on this machine (not a wrong result)"),
     ("*", r"CUDA|cuda|Torch not compiled with CUDA", "test", "needs a CUDA device"),
     ("*", r"tilescope cannot run kernel|launch of kernel .* failed|CompileError|LaunchError", "tilescope",
      "tilescope rejects the kernel or the launch (see the message)"),
 ]
 
+
+# Known causes of failures under the interpreter (regex on "outcome: message"), for the report.
+INTERP_CAUSES: list[tuple[str, str]] = [
+    (r"unsupported operand type\(s\) for \+: 'int' and 'NoneType'",
+     "the interpreter's `triton.language.extra.libdevice.tanh` returns None (checked with a 6-line kernel: "
+     "`1 + tanh(v)` raises this), and Liger's GELU / tanh kernels use it"),
+]
 
 # ---------------------------------------------------------------------------------------------
 # Getting the peer's tests
@@ -451,12 +473,14 @@ def write_markdown(path: str, args, version: str, files: list[str], by_mode: dic
     L.append(head)
     L.append("| --- |" + " --- |" * (2 * len(modes)))
     for i, f in enumerate(files):
-        row = [f]
+        k = by_mode[modes[0]][i].get("k")
+        row = [f + (f" (`-k '{k}'`)" if k else "")]
         for m in modes:
             c = counts([by_mode[m][i]])
             row.append("/".join(str(c[o]) for o in OUTCOMES))
         for m in modes:
-            row.append(f"{by_mode[m][i]['wall']:.0f} s")
+            cut = " (cut at the per-file limit: later tests not run)" if by_mode[m][i]["killed"] else ""
+            row.append(f"{by_mode[m][i]['wall']:.0f} s{cut}")
         L.append("| " + " | ".join(row) + " |")
     L.append("")
 
@@ -534,10 +558,11 @@ def write_markdown(path: str, args, version: str, files: list[str], by_mode: dic
                     groups[key] = groups.get(key, 0) + 1
         L.append("## Why tests did not pass under the interpreter (grouped by message)\n")
         if groups:
-            L.append("| tests | outcome: message |")
-            L.append("| ---: | --- |")
+            L.append("| tests | outcome: message | cause |")
+            L.append("| ---: | --- | --- |")
             for k, n in sorted(groups.items(), key=lambda kv: -kv[1]):
-                L.append(f"| {n} | {k} |")
+                why = next((w for pat, w in INTERP_CAUSES if re.search(pat, k)), "")
+                L.append(f"| {n} | {k} | {why} |")
         else:
             L.append("None.")
         L.append("")
@@ -551,13 +576,56 @@ def write_markdown(path: str, args, version: str, files: list[str], by_mode: dic
 
 
 NOTES = """\
-- The tests run as Liger ships them; nothing in `test/` is edited. The shim above `test/` only makes the device
-  "cpu", adds `torch.cpu.get_device_properties` (one module asks it at import) and registers the `flaky` marker.
+- The tests run as Liger ships them; nothing in `test/` is edited. The shim above `test/` (the same for both
+  runs) makes the device "cpu", adds `torch.cpu.get_device_properties` (one module asks it at import), gives
+  Liger's DyT backward host code a multiprocessor count on the CPU (it has one only for cuda/xpu/npu) and
+  registers the `flaky` marker.
+- Classification of a tilescope failure as the test's: the same computation was redone in float64 from the
+  test's own inputs, and Liger's result under tilescope is within the test's tolerance of it while the torch
+  CPU reference the test compares with is not (torch's CPU kernels accumulate differently from its CUDA ones,
+  which the tolerances were set for).
+- `skipped` includes the tests' own skips on a machine without CUDA (bf16 cases: Liger's `supports_bfloat16()`
+  is False without CUDA; CUDA-only paths; multi-device tests) and xfails.
 - `timeout` and `crashed` count as not passed. The interpreter is much slower than tilescope, so its timeouts
   are mostly the large parametrizations.
 - Under `tilescope sanitize` the findings are the sanitizer's (out-of-bounds, undefined values, ...); any
   finding in a passing test would be either a Liger bug or a tilescope false positive.
 """
+
+
+def save_json(args, version, files, timeout, by_mode) -> None:
+    """The results so far: the files run under every mode."""
+    last = list(by_mode)[-1]
+    done = [r["file"] for r in by_mode[last]]
+    results = {m: [r for r in runs if r["file"] in done] for m, runs in by_mode.items()}
+    tmp = args.json + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"version": version, "files": done, "timeout": timeout, "file_limit": args.file_limit,
+                   "results": results}, fh, indent=1)
+    os.replace(tmp, args.json)
+
+
+def render(args) -> int:
+    files: list[str] = []
+    by_mode: dict[str, dict[str, dict]] = {}
+    version = timeout = None
+    for path in args.render:
+        with open(path) as fh:
+            doc = json.load(fh)
+        version = doc["version"]
+        timeout = doc.get("timeout", args.timeout)
+        args.file_limit = doc.get("file_limit", args.file_limit)
+        for f in doc["files"]:
+            if f not in files:
+                files.append(f)
+        for m, runs in doc["results"].items():
+            for r in runs:
+                by_mode.setdefault(m, {})[r["file"]] = r
+    files = [f for f in files if all(f in by_mode[m] for m in by_mode)]
+    results = {m: [by_mode[m][f] for f in files] for m in by_mode}
+    write_markdown(args.md, args, version, files, results, timeout)
+    print(f"wrote {os.path.relpath(args.md, ROOT)}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -574,8 +642,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-md", action="store_true", help="do not write the markdown report")
     ap.add_argument("--json", help="write the raw per-test results here")
     ap.add_argument("--fetch-only", action="store_true", help="only obtain and extract the tests, print the folder")
+    ap.add_argument("--render", nargs="+", metavar="JSON",
+                    help="only write the markdown from earlier --json results (a later file's runs of a test file "
+                         "replace an earlier one's)")
     args = ap.parse_args(argv)
 
+    if args.render:
+        return render(args)
     version = installed_version()
     dest = extract_tests(version, find_sdist(version, args.sdist))
     write_shim(dest)
@@ -594,15 +667,20 @@ def main(argv=None) -> int:
         if not os.path.isfile(os.path.join(tdir, f)):
             sys.exit(f"peer_suite: no test file {f} in {tdir}")
     timeout = args.timeout if has_pytest_timeout() and args.timeout > 0 else None
-    extra = ["-k", args.keyword] if args.keyword else []
     modes = ["tilescope", "interpret"] if args.mode == "both" else [args.mode]
+    default_selection = not (args.files or args.all or args.smoke)
 
     by_mode = {m: [] for m in modes}
     for f in files:
+        kexpr = args.keyword or (FILE_FILTERS.get(f) if default_selection else None)
+        extra = ["-k", kexpr] if kexpr else []
         for m in modes:
             r = run_file(dest, f"test/transformers/{f}", m, timeout, args.file_limit, extra)
             r["file"] = f
+            r["k"] = kexpr
             by_mode[m].append(r)
+            if args.json:  # after every file, so that an interrupted run keeps what it did
+                save_json(args, version, files, timeout, by_mode)
             c = counts([r])
             print(f"{f:40s} {m:10s} " + " ".join(f"{o} {c[o]}" for o in OUTCOMES if c[o])
                   + f"  ({r['wall']:.0f} s" + (f", {len(r['findings'])} findings" if r["findings"] else "") + ")",
@@ -614,8 +692,7 @@ def main(argv=None) -> int:
         c = counts(by_mode[m])
         print(f"{m}: " + ", ".join(f"{c[o]} {o}" for o in OUTCOMES), flush=True)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"version": version, "files": files, "results": by_mode}, fh, indent=1)
+        save_json(args, version, files, timeout, by_mode)
     if not args.no_md:
         write_markdown(args.md, args, version, files, by_mode, timeout)
         print(f"wrote {os.path.relpath(args.md, ROOT)}")

@@ -14,7 +14,9 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cmath>
+#include <thread>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -30,6 +32,10 @@
 
 #include "src/cli/merge_findings.h"
 #include "tilescope/analysis/sanitizer.h"
+
+namespace {
+std::thread::id g_main_thread;
+}  // namespace
 #include "tilescope/report/report.h"
 
 namespace nb = nanobind;
@@ -182,7 +188,25 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
   for (size_t d = 0; d < grid_in.size(); ++d) grid[d] = grid_in[d];
 
   LaunchResult r;
-  {
+  // Ctrl-C during a launch: Python's own handler cannot run while the GIL is released, so a C
+  // handler stops the grid and the launch raises KeyboardInterrupt (main thread only, where Python
+  // receives signals).
+  static std::atomic<bool> interrupted{false};
+  interrupted = false;
+  struct sigaction old_action {};
+  bool handler = std::this_thread::get_id() == g_main_thread;
+  if (handler) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { interrupted = true; };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_action);
+  }
+  struct Restore {
+    bool on;
+    struct sigaction* old;
+    ~Restore() { if (on) sigaction(SIGINT, old, nullptr); }
+  } restore{handler, &old_action};
+  try {
     nb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> g(k->mu);
     exec::Memory memory;
@@ -194,6 +218,7 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
     exec::LaunchOptions opts;
     opts.grid = grid;
     opts.threads = threads;
+    opts.cancel = &interrupted;
     std::unique_ptr<analysis::Sanitizer> san;
     if (sanitize) {
       san = std::make_unique<analysis::Sanitizer>(k->module, abort_on_first);
@@ -210,6 +235,9 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
       std::lock_guard<std::mutex> fg(g_findings_mu);
       g_findings.insert(g_findings.end(), san->findings().begin(), san->findings().end());
     }
+  } catch (const exec::Interrupted&) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw nb::python_error();
   }
   nb::dict out;
   out["findings"] = r.findings.is_null() ? std::string("[]") : r.findings.dump();
@@ -225,6 +253,7 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
 }  // namespace
 
 NB_MODULE(_native, m) {
+  g_main_thread = std::this_thread::get_id();  // Python is imported, and gets signals, on the main thread
   m.doc() = "tilescope's C++ engine: compile TTIR once, launch it with sanitizing observers";
   static nb::exception<Error> error(m, "TilescopeError");
   (void)error;

@@ -14,6 +14,7 @@ Other launches go to Triton unchanged.
 """
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import sysconfig
@@ -76,6 +77,16 @@ class _Staged:
         self.storage.copy_(self.host)
 
 
+class _ReadOnlyCopy:
+    """A writable copy of a read-only numpy array, alive for the launch; nothing is copied back."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def copy_back(self):
+        pass
+
+
 def _describe_buffer(value, name: str, staged: list):
     """('buffer', data_ptr, nbytes, dtype, shape, strides, name) for a tensor-like value.
 
@@ -84,6 +95,11 @@ def _describe_buffer(value, name: str, staged: list):
     shape and strides)."""
     if isinstance(value, NumpyArg):
         a = value.array
+        if not a.flags.writeable:
+            # Read-only memory (np.frombuffer of bytes, a read-only memmap): the kernel sees a copy, so
+            # a store cannot fault or change immutable data; the array itself is never written.
+            a = a.copy()
+            staged.append(_ReadOnlyCopy(a))
         item = a.itemsize
         shape = list(a.shape)
         if any(s % item for s in a.strides):
@@ -355,11 +371,15 @@ def run(jitfn, args, grid, warmup, kwargs):
     if callable(grid):
         grid = grid(bound_args)
     try:
-        grid = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
+        grid = [operator.index(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
     except (TypeError, ValueError):
         raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
     if not 1 <= len(grid) <= 3:
         raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
+    # CUDA's limits: x < 2^31, y and z <= 65535 (a launch past them fails on the GPU).
+    for d, (g, lim) in enumerate(zip(grid, (2**31 - 1, 65535, 65535))):
+        if g < 0 or g > lim:
+            raise LaunchError(f"kernel '{kernel.name}': grid dimension {'xyz'[d]} is {g}; CUDA allows 0 to {lim}")
     if any(g == 0 for g in grid):
         return kernel  # an empty grid launches nothing, as on the GPU
 

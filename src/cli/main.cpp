@@ -46,13 +46,17 @@ std::optional<Elem> parse_elem(std::string s) {
       {"int64", Elem::i64}, {"u64", Elem::i64},   {"uint64", Elem::i64},   {"f16", Elem::f16},
       {"fp16", Elem::f16},  {"bf16", Elem::bf16}, {"f32", Elem::f32},      {"fp32", Elem::f32},
       {"f64", Elem::f64},   {"fp64", Elem::f64},  {"f8e5m2", Elem::f8e5m2}, {"fp8e5", Elem::f8e5m2},
-      {"f8e4m3fn", Elem::f8e4m3fn}, {"fp8e4nv", Elem::f8e4m3fn}, {"f8e4m3fnuz", Elem::f8e4m3fnuz},
+      {"f8e4m3fn", Elem::f8e4m3fn}, {"fp8e4nv", Elem::f8e4m3fn}, {"f8e5", Elem::f8e5m2}, {"f8e4nv", Elem::f8e4m3fn}, {"f8e4m3fnuz", Elem::f8e4m3fnuz},
       {"f8e5m2fnuz", Elem::f8e5m2fnuz}};
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto it = names.find(s);
   if (it == names.end()) return std::nullopt;
   return it->second;
 }
+
+constexpr const char* kDtypes =
+    "one of i1/bool, i8, i16, i32, i64, u8..u64, f16, bf16, f32, f64, f8e5m2 (fp8e5), f8e4m3fn (fp8e4nv), "
+    "f8e4m3fnuz, f8e5m2fnuz; Triton's int32/fp32/... names too";
 
 // The .npy dtype that holds elements of `e` (bit patterns for bf16 and fp8).
 std::string npy_descr(Elem e) {
@@ -111,26 +115,45 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   b.elem = pointee;
   if (!m[1].str().empty()) {
     auto e = parse_elem(m[1]);
-    if (!e) throw Error(fmt::format("--arg {}: unknown dtype '{}'", name, m[1].str()));
+    if (!e) throw Error(fmt::format("--arg {}: unknown dtype '{}' ({})", name, m[1].str(), kDtypes));
     if (ir::elem_bytes(*e) != ir::elem_bytes(pointee))
       throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name, m[1].str(),
                               ir::elem_name(pointee)));
     b.elem = *e;
   }
   std::string dims = m[2];
-  std::regex num("[0-9]+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
-    b.shape.push_back(std::stoll(it->str()));
-  if (b.shape.empty()) throw Error(fmt::format("--arg {}: empty shape", name));
+  static const std::regex shape_re(R"(^[0-9]+([x,][0-9]+)*$)");
+  if (!std::regex_match(dims, shape_re))
+    throw Error(fmt::format("--arg {}: shape '[{}]' must be sizes separated by 'x' (e.g. [64x32])", name, dims));
   int64_t n = 1;
-  for (auto d : b.shape) n *= d;
+  bool overflow = false;
+  std::regex num("[0-9]+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    int64_t d = 0;
+    try {
+      d = std::stoll(it->str());
+    } catch (const std::logic_error&) {
+      overflow = true;
+    }
+    b.shape.push_back(d);
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
   int eb = ir::elem_bytes(b.elem);
+  constexpr int64_t kMaxBytes = int64_t{1} << 36;  // 64 GiB: a typo, not a buffer
+  if (overflow || n <= 0 || n > kMaxBytes / eb)
+    throw Error(fmt::format("--arg {}: shape {} has {} elements, more than a host buffer can hold", name, dims, n));
   b.data.assign(static_cast<size_t>(n * eb), std::byte{0});
   std::string gen = m[3];
   double full = 0;
   if (gen == "full") {
     if (!m[5].matched) throw Error(fmt::format("--arg {}: full needs a value (full=1.5)", name));
-    full = std::stod(m[5]);
+    try {
+      size_t used = 0;
+      full = std::stod(m[5], &used);
+      if (used != m[5].length()) throw std::invalid_argument(m[5]);
+    } catch (const std::logic_error&) {
+      throw Error(fmt::format("--arg {}: full={} is not a number", name, m[5].str()));
+    }
   }
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> uniform;
@@ -168,7 +191,7 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
   std::string val = colon == std::string::npos ? spec : spec.substr(colon + 1);
   if (!ty.empty()) {
     auto e = parse_elem(ty);
-    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}'", name, ty));
+    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}' ({})", name, ty, kDtypes));
     if (ir::elem_bytes(*e) != ir::elem_bytes(t.elem) || ir::is_float(*e) != ir::is_float(t.elem))
       throw Error(fmt::format("--arg {}: {} given, but the kernel's argument is {}", name, ty, t.str()));
   }
@@ -192,10 +215,20 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
     }
     if (val == "true") return 1;
     if (val == "false") return 0;
-    if (is_unsigned_name(ty)) return std::stoull(val, &used, 0);
+    const int bits = ir::elem_bits(t.elem);
+    if (is_unsigned_name(ty)) {
+      uint64_t u = std::stoull(val, &used, 0);
+      if (used != val.size() || val[0] == '-') throw std::invalid_argument(val);
+      if (bits < 64 && u >> bits) throw std::out_of_range(val);
+      return u;
+    }
     int64_t v = std::stoll(val, &used, 0);
     if (used != val.size()) throw std::invalid_argument(val);
+    // Either the signed or the unsigned range of the width (TTIR is signless).
+    if (bits < 64 && (v < -(int64_t{1} << (bits - 1)) || v >= (int64_t{1} << bits))) throw std::out_of_range(val);
     return static_cast<uint64_t>(v);
+  } catch (const std::out_of_range&) {
+    throw Error(fmt::format("--arg {}: {} does not fit in {}", name, val, t.str()));
   } catch (const std::logic_error&) {
     throw Error(fmt::format("--arg {}: cannot read '{}' as {}", name, val, t.str()));
   }
@@ -226,14 +259,16 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
 
   std::array<int64_t, 3> grid{1, 1, 1};
   {
-    std::regex num("[^,x]+");
+    static const std::regex grid_re(R"(^[0-9]+([,x][0-9]+){0,2}$)");
+    if (!std::regex_match(grid_s, grid_re))
+      throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with positive integers", grid_s));
+    std::regex num("[0-9]+");
     int d = 0;
     for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator(); ++it, ++d) {
-      if (d >= 3) throw Error(fmt::format("--grid {}: at most 3 dimensions", grid_s));
       try {
         grid[d] = std::stoll(it->str());
       } catch (const std::logic_error&) {
-        throw Error(fmt::format("--grid {}: '{}' is not a number", grid_s, it->str()));
+        throw Error(fmt::format("--grid {}: '{}' is too large", grid_s, it->str()));
       }
     }
   }
@@ -347,7 +382,7 @@ int main(int argc, char** argv) {
                   "rand, arange, full=V (e.g. f32[64x32]:randn), or a .npy file (bf16/fp8 pointers take 2-/1-byte "
                   "integer arrays of bit patterns). Scalars: TYPE:VALUE (i32:4096, f32:1e-5).");
   run->add_option("--save", saves, "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
-  run->add_option("--threads", threads, "worker threads (default: all cores)");
+  run->add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
   tilescope::cli::RunReport run_report;
@@ -369,9 +404,14 @@ int main(int argc, char** argv) {
     std::cerr << "tilescope: error: " << e.what() << "\n";
     return 2;
   }
-  CLI11_PARSE(app, argc, argv);
   try {
-        if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);           // prints help, or the usage error
+    return rc == 0 ? 0 : 2;         // usage errors exit 2, as every other bad input
+  }
+  try {
+    if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: error: " << e.what() << "\n";

@@ -169,6 +169,7 @@ struct Launch {
   bool fibers = false;
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 namespace {
@@ -293,6 +294,7 @@ void worker_main(Worker& w) {
       init_program(w.direct, w.direct_frame, L, w);
       for (;;) {
         if (L.stop.load(std::memory_order_relaxed)) break;
+        if (L.cancel && L.cancel->load(std::memory_order_relaxed)) throw Interrupted("launch interrupted");
         int64_t i = L.next.fetch_add(1, std::memory_order_relaxed);
         if (i >= L.programs) break;
         set_pid(w.direct, L, i);
@@ -303,6 +305,7 @@ void worker_main(Worker& w) {
       bool exhausted = false;
       for (;;) {
         if (L.stop.load(std::memory_order_relaxed) || w.error) break;
+        if (L.cancel && L.cancel->load(std::memory_order_relaxed)) throw Interrupted("launch interrupted");
         // Start new programs while few are parked; otherwise resume the parked ones round-robin,
         // still starting one more after each full round, so a program that waits for a later
         // program (not yet started) is never starved.
@@ -455,6 +458,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   }
 
   L.observers = opts.observers;
+  L.cancel = opts.cancel;
   for (Observer* o : L.observers) L.observed |= o->kinds();
   if (L.observed & kOpResult) {
     L.watched.assign(static_cast<size_t>(L.plan->num_steps), 0);

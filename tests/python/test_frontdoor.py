@@ -534,3 +534,60 @@ def test_ttir_disk_cache_is_reused_and_gives_the_same_results(tmp_path):
     p3 = sanitize(["--", sys.executable, s3], tmp_path, env)
     assert p3.returncode == 0, p3.stderr
     assert len(list(cache.iterdir())) == 2
+
+
+def test_read_only_arrays_are_never_written_and_grid_limits_hold(tmp_path):
+    # A store into a read-only numpy array (np.frombuffer of immutable bytes) must neither crash nor
+    # change the bytes; a grid past CUDA's y limit (65535) is a LaunchError, as it fails on a GPU.
+    s = write(tmp_path, "ro.py", """
+        import numpy as np
+        import tilescope
+
+        @triton.jit
+        def fill(y_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, offs.to(tl.float32) + 1, mask=offs < n)
+
+        b = bytes(16)
+        y = np.frombuffer(b, np.float32)
+        fill[(1,)](y, 4, BLOCK=4)
+        assert b == bytes(16) and not y.any()
+        try:
+            fill[(1, 70000)](np.zeros(4, np.float32), 4, BLOCK=4)
+        except tilescope.LaunchError as e:
+            assert "65535" in str(e)
+            print("LIMIT-OK")
+    """)
+    p = sanitize(["--", sys.executable, s], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "LIMIT-OK" in p.stdout
+
+
+def test_ctrl_c_stops_a_long_launch(tmp_path):
+    # SIGINT during a launch of 10^8 programs raises KeyboardInterrupt in the program within seconds.
+    s = write(tmp_path, "long.py", """
+        import time
+
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs % n, offs.to(tl.float32), mask=offs < n)
+
+        x = torch.zeros(1024)
+        print("START", flush=True)
+        t0 = time.time()
+        try:
+            k[(100_000_000,)](x, 1024, BLOCK=16)
+        except KeyboardInterrupt:
+            print("INTERRUPTED", round(time.time() - t0), flush=True)
+    """)
+    import signal
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    env["TILESCOPE_SANITIZE"] = "1"
+    proc = subprocess.Popen([sys.executable, s], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "START"
+    import time
+    time.sleep(6)  # past compilation (a second or two), well inside the launch (minutes)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert "INTERRUPTED" in out

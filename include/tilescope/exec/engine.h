@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "tilescope/exec/events.h"
 #include "tilescope/exec/memory.h"
+#include "tilescope/ir/diag.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::exec {
@@ -34,6 +36,14 @@ struct LaunchOptions {
   std::array<int64_t, 3> grid{1, 1, 1};
   int threads = 0;  // 0: all cores (fewer for small grids: at least 8 programs per thread)
   std::vector<Observer*> observers;
+  /// When set (e.g. by a SIGINT handler), the launch stops starting programs and throws Interrupted.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+/// Thrown by Engine::launch when LaunchOptions::cancel was set during the launch.
+class Interrupted : public Error {
+ public:
+  using Error::Error;
 };
 
 struct LaunchStats {
