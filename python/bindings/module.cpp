@@ -254,6 +254,8 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
 
 NB_MODULE(_native, m) {
   g_main_thread = std::this_thread::get_id();  // Python is imported, and gets signals, on the main thread
+  // Compiled kernels live in a process-wide cache until exit, by design: no leak report at shutdown.
+  nb::set_leak_warnings(false);
   m.doc() = "tilescope's C++ engine: compile TTIR once, launch it with sanitizing observers";
   static nb::exception<Error> error(m, "TilescopeError");
   (void)error;
