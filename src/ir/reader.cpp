@@ -1264,6 +1264,14 @@ class Reader {
       fail(op_off_, fmt::format("'{}' expects {} leading keyword(s) ({})", o.name, pos->second.size(),
                                 fmt::join(pos->second, ", ")));
   }
+  /// The common custom form: operands, keywords (`slt`, `cacheModifier = cg`) and an attribute
+  /// dictionary before the colon, no strings. Keywords become attributes; returns the operands.
+  std::vector<Ref> plain_operands(Op& o) {
+    auto its = items(o);
+    no_strings(its, o);
+    apply_keywords(o, its);
+    return operands_of(its);
+  }
   std::vector<Ref> operands_of(const std::vector<Item>& its) {
     std::vector<Ref> v;
     for (auto& it : its)
@@ -1314,10 +1322,7 @@ class Reader {
           o.attrs["value"] = std::move(a);
           return;
         }
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         expect(':', fmt::format(" before the type of '{}'", n).c_str());
         const Type* t = parse_type();
         for (auto& r : ops) o.operands.push_back(use(r, t));
@@ -1325,10 +1330,7 @@ class Reader {
         return;
       }
       case Syntax::Compare: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 2, 2);
         expect(':');
         const Type* t = parse_type();
@@ -1337,10 +1339,7 @@ class Reader {
         return;
       }
       case Syntax::Select: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 3, 3);
         expect(':');
         auto ts = type_list();
@@ -1352,10 +1351,7 @@ class Reader {
         return;
       }
       case Syntax::Cast: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 1, 1);
         expect(':');
         const Type* a = parse_type();
@@ -1410,10 +1406,7 @@ class Reader {
         return;
       }
       case Syntax::FirstType: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 2, 2);
         expect(':');
         auto ts = type_list();
@@ -1423,10 +1416,7 @@ class Reader {
         return;
       }
       case Syntax::Functional: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         expect(':');
         auto in = paren_types();
         expect_arrow();
@@ -1437,10 +1427,7 @@ class Reader {
         return;
       }
       case Syntax::Load: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 1, 3);
         expect(':');
         size_t ts = (ws(), p_);
@@ -1452,10 +1439,7 @@ class Reader {
         return;
       }
       case Syntax::NoResult: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         if (ops.empty()) fail(op_off_, fmt::format("'{}' expects operands", n));
         expect(':');
         auto ts = type_list();
@@ -1474,10 +1458,7 @@ class Reader {
         return;
       }
       case Syntax::Unsplat: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 1, 1);
         expect(':');
         const Type* t = parse_type();
@@ -1486,10 +1467,7 @@ class Reader {
         return;
       }
       case Syntax::Dot: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         want_count(o, ops, 3, 3);
         expect(':');
         const Type* a = parse_type();
@@ -1563,10 +1541,7 @@ class Reader {
         return;
       }
       case Syntax::StrippedPtr: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         if (ops.empty()) fail(op_off_, fmt::format("'{}' expects operands", n));
         expect(':');
         size_t ts = (ws(), p_);
@@ -1578,10 +1553,7 @@ class Reader {
         return;
       }
       case Syntax::MakeDesc: {
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         if (ops.empty()) fail(op_off_, "tt.make_tensor_descriptor expects operands");
         expect(':');
         const Type* base = parse_type();
@@ -1661,10 +1633,7 @@ class Reader {
           o.operands.push_back(use(value_ref(), m_.scalar(Elem::i1)));
           expect(')', " closing scf.condition(");
         }
-        auto its = items(o);
-        no_strings(its, o);
-        apply_keywords(o, its);
-        auto ops = operands_of(its);
+        auto ops = plain_operands(o);
         std::vector<const Type*> ts;
         if (!ops.empty()) {
           expect(':', " before the types of returned values");

@@ -341,21 +341,28 @@ void desc_tile_lanes(Program& p, const Step& s, const DescAux& x, const TensorDe
 
 uint64_t desc_fill(const TensorDesc& d, Elem e) { return d.padding == 2 ? exec::nan_bits(e) : 0; }
 
+using DescLanes = void (*)(Program&, const Step&, const DescAux&, const TensorDesc&, uint64_t*, uint8_t*);
+
+/// A descriptor load (descriptor_load, descriptor_gather): lanes from `Lanes`, outside lanes get the
+/// descriptor's padding.
+template <DescLanes Lanes>
 void desc_load_kernel(Program& p, const Step& s) {
   const auto& x = s.data<DescAux>();
   const TensorDesc& d = *p.at<TensorDesc>(s.in[0]);
   uint64_t* a = exec::scratch_addrs(x.n);
   uint8_t* m = exec::scratch_mask(x.n);
-  desc_tile_lanes(p, s, x, d, a, m);
+  Lanes(p, s, x, d, a, m);
   x.load(p, s.op, x.n, a, m, nullptr, desc_fill(d, x.elem), p.slot[s.out[0]]);
 }
 
+/// A descriptor store (descriptor_store / _reduce / _scatter): outside lanes are skipped.
+template <DescLanes Lanes>
 void desc_store_kernel(Program& p, const Step& s) {
   const auto& x = s.data<DescAux>();
   const TensorDesc& d = *p.at<TensorDesc>(s.in[0]);
   uint64_t* a = exec::scratch_addrs(x.n);
   uint8_t* m = exec::scratch_mask(x.n);
-  desc_tile_lanes(p, s, x, d, a, m);
+  Lanes(p, s, x, d, a, m);
   if (x.atomic)
     x.atomic(p, s.op, x.n, a, m, p.slot[s.in[x.src]], nullptr);
   else
@@ -376,23 +383,6 @@ void desc_rows_lanes(Program& p, const Step& s, const DescAux& x, const TensorDe
   }
 }
 
-void desc_gather_kernel(Program& p, const Step& s) {
-  const auto& x = s.data<DescAux>();
-  const TensorDesc& d = *p.at<TensorDesc>(s.in[0]);
-  uint64_t* a = exec::scratch_addrs(x.n);
-  uint8_t* m = exec::scratch_mask(x.n);
-  desc_rows_lanes(p, s, x, d, a, m);
-  x.load(p, s.op, x.n, a, m, nullptr, desc_fill(d, x.elem), p.slot[s.out[0]]);
-}
-
-void desc_scatter_kernel(Program& p, const Step& s) {
-  const auto& x = s.data<DescAux>();
-  const TensorDesc& d = *p.at<TensorDesc>(s.in[0]);
-  uint64_t* a = exec::scratch_addrs(x.n);
-  uint8_t* m = exec::scratch_mask(x.n);
-  desc_rows_lanes(p, s, x, d, a, m);
-  x.store(p, s.op, x.n, a, m, p.slot[s.in[x.src]]);
-}
 
 /// Common checks of a descriptor operand: returns the block type.
 const ir::Type* desc_block(const Op& op, Planner& p, const Step& s) {
@@ -629,7 +619,7 @@ void lower_desc_load(const Op& op, Planner& p, Step& s) {
     p.unsupported(op, "result type differs from the descriptor's block");
   x.load = exec::pick_load_lanes(x.eb, true, Fill::splat);
   if (!x.load) p.unsupported(op, "element type");
-  s.fn = desc_load_kernel;
+  s.fn = desc_load_kernel<desc_tile_lanes>;
   s.aux = make_aux(x);
 }
 
@@ -664,7 +654,7 @@ void lower_desc_store(const Op& op, Planner& p, Step& s) {
     x.store = exec::pick_store_lanes(x.eb, true);
     if (!x.store) p.unsupported(op, "element type");
   }
-  s.fn = desc_store_kernel;
+  s.fn = desc_store_kernel<desc_tile_lanes>;
   s.aux = make_aux(x);
 }
 
@@ -697,7 +687,7 @@ void lower_desc_gather(const Op& op, Planner& p, Step& s) {
   DescAux x = rows_aux(op, p, s, s.out_types[0]);
   x.load = exec::pick_load_lanes(x.eb, true, Fill::splat);
   if (!x.load) p.unsupported(op, "element type");
-  s.fn = desc_gather_kernel;
+  s.fn = desc_load_kernel<desc_rows_lanes>;
   s.aux = make_aux(x);
 }
 
@@ -707,7 +697,7 @@ void lower_desc_scatter(const Op& op, Planner& p, Step& s) {
   x.src = 3;
   x.store = exec::pick_store_lanes(x.eb, true);
   if (!x.store) p.unsupported(op, "element type");
-  s.fn = desc_scatter_kernel;
+  s.fn = desc_store_kernel<desc_rows_lanes>;
   s.aux = make_aux(x);
 }
 
