@@ -7,10 +7,13 @@
 
 #include "src/exec/plan.h"
 #include "src/ops/table.h"
+#include "tests/cpp/ir/reader_test_util.h"
 #include "tilescope/ir/reader.h"
 
 using namespace tilescope;
 using namespace tilescope::ir;
+using tilescope::test::read_error;
+using tilescope::test::where;
 
 namespace {
 
@@ -34,32 +37,6 @@ const Op* first(const Module& m, const std::string& name) {
       if (!hit && o.name == name) hit = &o;
     });
   return hit;
-}
-
-// "t.ttir:L:C: " of the first occurrence of `marker` in `text` (computed from the text itself).
-std::string where(const std::string& text, const std::string& marker) {
-  size_t off = text.find(marker);
-  if (off == std::string::npos) throw std::runtime_error("marker not found: " + marker);
-  int line = 1, col = 1;
-  for (size_t i = 0; i < off; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return "t.ttir:" + std::to_string(line) + ":" + std::to_string(col) + ": ";
-}
-
-std::string read_error(const std::string& text) {
-  try {
-    Module m = read(text, "t.ttir");
-    verify(m);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::string plan_error(const std::string& text) {
