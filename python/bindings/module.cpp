@@ -6,32 +6,30 @@
 // engine with the sanitizer observing it, and returning the findings as JSON. The GIL is released
 // while the grid runs. Bad input raises tilescope's Error as a Python exception (TilescopeError),
 // never a crash.
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
-#include <fmt/format.h>
-
-#include <csignal>
 #include <cmath>
-#include <thread>
+#include <csignal>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "src/cli/merge_findings.h"
 #include "src/exec/value.h"
+#include "tilescope/analysis/sanitizer.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
-
-#include "src/cli/merge_findings.h"
-#include "tilescope/analysis/sanitizer.h"
 
 namespace {
 std::thread::id g_main_thread;
@@ -78,14 +76,26 @@ std::shared_ptr<Kernel> compile(const std::string& text, const std::string& file
 
 // Element types by the names Python uses (torch / numpy dtype names, Triton's).
 bool elem_from_name(const std::string& s, ir::Elem& out) {
-  static const std::unordered_map<std::string, ir::Elem> names = {
-      {"bool", ir::Elem::i1},        {"int8", ir::Elem::i8},          {"uint8", ir::Elem::i8},
-      {"int16", ir::Elem::i16},      {"uint16", ir::Elem::i16},       {"int32", ir::Elem::i32},
-      {"uint32", ir::Elem::i32},     {"int64", ir::Elem::i64},        {"uint64", ir::Elem::i64},
-      {"float16", ir::Elem::f16},    {"half", ir::Elem::f16},         {"bfloat16", ir::Elem::bf16},
-      {"float32", ir::Elem::f32},    {"float", ir::Elem::f32},        {"float64", ir::Elem::f64},
-      {"double", ir::Elem::f64},     {"float8_e5m2", ir::Elem::f8e5m2}, {"float8_e4m3fn", ir::Elem::f8e4m3fn},
-      {"float8_e4m3fnuz", ir::Elem::f8e4m3fnuz}, {"float8_e5m2fnuz", ir::Elem::f8e5m2fnuz}};
+  static const std::unordered_map<std::string, ir::Elem> names = {{"bool", ir::Elem::i1},
+                                                                  {"int8", ir::Elem::i8},
+                                                                  {"uint8", ir::Elem::i8},
+                                                                  {"int16", ir::Elem::i16},
+                                                                  {"uint16", ir::Elem::i16},
+                                                                  {"int32", ir::Elem::i32},
+                                                                  {"uint32", ir::Elem::i32},
+                                                                  {"int64", ir::Elem::i64},
+                                                                  {"uint64", ir::Elem::i64},
+                                                                  {"float16", ir::Elem::f16},
+                                                                  {"half", ir::Elem::f16},
+                                                                  {"bfloat16", ir::Elem::bf16},
+                                                                  {"float32", ir::Elem::f32},
+                                                                  {"float", ir::Elem::f32},
+                                                                  {"float64", ir::Elem::f64},
+                                                                  {"double", ir::Elem::f64},
+                                                                  {"float8_e5m2", ir::Elem::f8e5m2},
+                                                                  {"float8_e4m3fn", ir::Elem::f8e4m3fn},
+                                                                  {"float8_e4m3fnuz", ir::Elem::f8e4m3fnuz},
+                                                                  {"float8_e5m2fnuz", ir::Elem::f8e5m2fnuz}};
   auto it = names.find(s);
   if (it == names.end()) return false;
   out = it->second;
@@ -129,7 +139,6 @@ uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& 
   return static_cast<uint64_t>(i);
 }
 
-
 // Findings of every launch in this process (so the text report can group across launches).
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
@@ -158,13 +167,15 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
     const ir::Type& t = *fargs[i]->type;
     nb::handle a = args[i];
     std::string aname = fargs[i]->name;
-    if (nb::isinstance<nb::tuple>(a) && nb::len(a) >= 1 && nb::isinstance<nb::str>(nb::tuple(nb::borrow(a))[0]) &&
+    if (nb::isinstance<nb::tuple>(a) && nb::len(a) >= 1 &&
+        nb::isinstance<nb::str>(nb::tuple(nb::borrow(a))[0]) &&
         nb::cast<std::string>(nb::tuple(nb::borrow(a))[0]) == "buffer") {
       // ("buffer", data_ptr, nbytes, dtype, shape, strides, name)
       nb::tuple d = nb::borrow<nb::tuple>(a);
       if (nb::len(d) != 7) throw Error(fmt::format("argument '{}': bad buffer description", aname));
       if (t.elem != ir::Elem::ptr || t.is_tensor)
-        throw Error(fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", aname, t.str()));
+        throw Error(
+            fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", aname, t.str()));
       exec::Buffer b;
       b.host = reinterpret_cast<std::byte*>(nb::cast<uintptr_t>(d[1]));
       b.bytes = nb::cast<uint64_t>(d[2]);
@@ -204,7 +215,9 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
   struct Restore {
     bool on;
     struct sigaction* old;
-    ~Restore() { if (on) sigaction(SIGINT, old, nullptr); }
+    ~Restore() {
+      if (on) sigaction(SIGINT, old, nullptr);
+    }
   } restore{handler, &old_action};
   try {
     nb::gil_scoped_release nogil;
@@ -212,8 +225,10 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
     exec::Memory memory;
     std::vector<exec::Arg> eargs;
     for (auto& h : hosts) {
-      if (h.buffer) eargs.push_back(exec::Arg::buf(memory.add(h.buf)));
-      else eargs.push_back(exec::Arg{exec::Arg::Kind::scalar, -1, h.bits});
+      if (h.buffer)
+        eargs.push_back(exec::Arg::buf(memory.add(h.buf)));
+      else
+        eargs.push_back(exec::Arg{exec::Arg::Kind::scalar, -1, h.bits});
     }
     exec::LaunchOptions opts;
     opts.grid = grid;
@@ -262,27 +277,32 @@ NB_MODULE(_native, m) {
 
   nb::class_<Kernel>(m, "Kernel")
       .def_prop_ro("name", [](const Kernel& k) { return k.fn->name; })
-      .def_prop_ro("args",
-                   [](const Kernel& k) {
-                     std::vector<std::pair<std::string, std::string>> out;
-                     for (auto& a : k.fn->args()) out.emplace_back(a->name, a->type->str());
-                     return out;
-                   },
-                   "(name, TTIR type) of each runtime argument, in order");
+      .def_prop_ro(
+          "args",
+          [](const Kernel& k) {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (auto& a : k.fn->args()) out.emplace_back(a->name, a->type->str());
+            return out;
+          },
+          "(name, TTIR type) of each runtime argument, in order");
 
   m.def("compile", &compile, nb::arg("text"), nb::arg("filename") = "kernel.ttir",
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
-  m.def("launch", &launch, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
-        nb::arg("sanitize") = true, nb::arg("abort_on_first") = false, nb::arg("kernel_name") = "",
-        nb::arg("stack") = std::vector<std::string>{},
-        "Run one launch. args: per TTIR argument, ('buffer', data_ptr, nbytes, dtype, shape, strides, name) "
-        "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}}. The GIL is released while "
-        "the grid runs.");
+  m.def(
+      "launch", &launch, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
+      nb::arg("sanitize") = true, nb::arg("abort_on_first") = false, nb::arg("kernel_name") = "",
+      nb::arg("stack") = std::vector<std::string>{},
+      "Run one launch. args: per TTIR argument, ('buffer', data_ptr, nbytes, dtype, shape, strides, name) "
+      "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}}. The GIL is released while "
+      "the grid runs.");
   m.attr("has_sanitizer") = true;
-  m.def("report_text", [](bool color) {
-    std::lock_guard<std::mutex> g(g_findings_mu);
-    return report::to_text(cli::merge_findings(g_findings), color);
-  }, nb::arg("color") = false, "Text report of every finding of this process so far");
+  m.def(
+      "report_text",
+      [](bool color) {
+        std::lock_guard<std::mutex> g(g_findings_mu);
+        return report::to_text(cli::merge_findings(g_findings), color);
+      },
+      nb::arg("color") = false, "Text report of every finding of this process so far");
   m.def("clear", [] {
     std::lock_guard<std::mutex> g(g_findings_mu);
     g_findings.clear();

@@ -38,7 +38,8 @@ const char* kind_description(Kind k) {
   switch (k) {
     case Kind::oob_load: return "A load reads outside the buffer its pointer was derived from.";
     case Kind::oob_store: return "A store writes outside the buffer its pointer was derived from.";
-    case Kind::oob_atomic: return "An atomic accesses memory outside the buffer its pointer was derived from.";
+    case Kind::oob_atomic:
+      return "An atomic accesses memory outside the buffer its pointer was derived from.";
     case Kind::null_pointer: return "An access through a null pointer or an address made from an integer.";
     case Kind::assert_failed: return "A tl.device_assert condition is false.";
     case Kind::undefined_value:
@@ -257,7 +258,9 @@ struct Sanitizer::Impl {
 
   // -- causes ------------------------------------------------------------------------------------
 
-  bool is_overflow(uint32_t id) const { return id < static_causes && plan.causes[id].kind == Kind::int32_overflow; }
+  bool is_overflow(uint32_t id) const {
+    return id < static_causes && plan.causes[id].kind == Kind::int32_overflow;
+  }
 
   Cause cause(uint32_t id) {
     if (id < static_causes) return plan.causes[id];
@@ -355,7 +358,9 @@ struct Sanitizer::Impl {
 
   // -- shadow helpers ----------------------------------------------------------------------------
 
-  static uint32_t lane_of(const Shadow& s, int64_t i) { return s.lanes.size() == 1 ? s.lanes[0] : s.lanes[i]; }
+  static uint32_t lane_of(const Shadow& s, int64_t i) {
+    return s.lanes.size() == 1 ? s.lanes[0] : s.lanes[i];
+  }
 
   const Shadow* in(State& st, const OpInfo& o, size_t k) const {
     if (k >= o.in.size()) return nullptr;
@@ -406,9 +411,24 @@ struct Sanitizer::Impl {
     const int32_t* b = static_cast<const int32_t*>(pb);
     bool bad = false;
     switch (o.arith) {
-      case 0: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} + b[i]; bad |= r != int32_t(r); } break;
-      case 1: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} - b[i]; bad |= r != int32_t(r); } break;
-      case 2: for (int64_t i = 0; i < n; ++i) { int64_t r = int64_t{a[i]} * b[i]; bad |= r != int32_t(r); } break;
+      case 0:
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t r = int64_t{a[i]} + b[i];
+          bad |= r != int32_t(r);
+        }
+        break;
+      case 1:
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t r = int64_t{a[i]} - b[i];
+          bad |= r != int32_t(r);
+        }
+        break;
+      case 2:
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t r = int64_t{a[i]} * b[i];
+          bad |= r != int32_t(r);
+        }
+        break;
       default:
         for (int64_t i = 0; i < n; ++i) bad |= shl_overflows(a[i], b[i]);
     }
@@ -526,15 +546,15 @@ struct Sanitizer::Impl {
     }
     if (!masked_off) return set_clean(st, idx);
     uint32_t* out = out_lanes(st, idx);
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = mask[i] ? 0u : (other ? lane_of(*other, i) : o.cause);
+    for (int64_t i = 0; i < n; ++i) out[i] = mask[i] ? 0u : (other ? lane_of(*other, i) : o.cause);
     finalize(st, idx, e.pid);
   }
 
   void store_like(const exec::OpEvent& e, const OpInfo& o, State& st) {
     const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
     switch (o.cat) {
-      case Cat::store: case Cat::atomic_rmw:
+      case Cat::store:
+      case Cat::atomic_rmw:
         sink_operand(st, o, 0, mask, false);
         sink_operand(st, o, 1, mask, true);
         if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, false);
@@ -544,9 +564,7 @@ struct Sanitizer::Impl {
         sink_operand(st, o, 1, nullptr, true);
         sink_operand(st, o, 2, nullptr, true);
         break;
-      case Cat::block_load:
-        sink_operand(st, o, 0, nullptr, false);
-        break;
+      case Cat::block_load: sink_operand(st, o, 0, nullptr, false); break;
       case Cat::block_store:
         sink_operand(st, o, 0, nullptr, false);
         sink_operand(st, o, 1, nullptr, true);
@@ -559,9 +577,8 @@ struct Sanitizer::Impl {
         for (size_t k = 0; k < o.in.size(); ++k)
           sink_operand(st, o, k, nullptr, e.op->operands[k]->type->is_tensor);
         break;
-      case Cat::cond: case Cat::assert_:
-        sink_operand(st, o, 0, nullptr, true);
-        break;
+      case Cat::cond:
+      case Cat::assert_: sink_operand(st, o, 0, nullptr, true); break;
       case Cat::for_bounds:
         for (size_t k = 0; k < 3 && k < o.in.size(); ++k) sink_operand(st, o, k, nullptr, true);
         break;
@@ -587,7 +604,8 @@ struct Sanitizer::Impl {
       const Shadow* s0 = in(st, o, 0);
       auto from0 = [&](int64_t j) { return s0 ? lane_of(*s0, j) : 0u; };
       switch (o.cat) {
-        case Cat::splat: case Cat::unsplat:
+        case Cat::splat:
+        case Cat::unsplat:
           for (int64_t i = 0; i < n; ++i) out[i] = from0(0);
           break;
         case Cat::linear:
@@ -638,8 +656,7 @@ struct Sanitizer::Impl {
         case Cat::cat: {
           const Shadow* s1 = in(st, o, 1);
           const int64_t na = o.in_n[0];
-          for (int64_t i = 0; i < n; ++i)
-            out[i] = i < na ? from0(i) : (s1 ? lane_of(*s1, i - na) : 0u);
+          for (int64_t i = 0; i < n; ++i) out[i] = i < na ? from0(i) : (s1 ? lane_of(*s1, i - na) : 0u);
           break;
         }
         case Cat::gather: {
@@ -657,8 +674,10 @@ struct Sanitizer::Impl {
                 int64_t c = rem % os[d];
                 rem /= os[d];
                 if (d == o.axis) c = read_index(e.operands[1], ie, i);
-                if (d >= static_cast<int>(ss.size()) || c < 0 || c >= ss[d]) ok = false;
-                else j += c * sst[d];
+                if (d >= static_cast<int>(ss.size()) || c < 0 || c >= ss[d])
+                  ok = false;
+                else
+                  j += c * sst[d];
               }
               if (ok) x = from0(j);
             }
@@ -666,8 +685,7 @@ struct Sanitizer::Impl {
           }
           break;
         }
-        default:
-          break;
+        default: break;
       }
       finalize(st, idx, e.pid);
     }
@@ -688,9 +706,12 @@ struct Sanitizer::Impl {
         it->second.second.push_back(static_cast<int64_t>(i));
     }
     for (auto& x : local) {
-      auto it = std::find_if(st.via_lanes.begin(), st.via_lanes.end(), [&](auto& y) { return y.first == x.first; });
-      if (it == st.via_lanes.end()) st.via_lanes.push_back(std::move(x));
-      else *it = std::move(x);
+      auto it =
+          std::find_if(st.via_lanes.begin(), st.via_lanes.end(), [&](auto& y) { return y.first == x.first; });
+      if (it == st.via_lanes.end())
+        st.via_lanes.push_back(std::move(x));
+      else
+        *it = std::move(x);
     }
   }
 
@@ -766,8 +787,10 @@ struct Sanitizer::Impl {
       for (int64_t i = 0; i < n; ++i) out[i] = d;
       return finalize(st, idx, e.pid);
     }
-    if (a) note_via(st, a->lanes, e.op);
-    else if (b) note_via(st, b->lanes, e.op);
+    if (a)
+      note_via(st, a->lanes, e.op);
+    else if (b)
+      note_via(st, b->lanes, e.op);
     const auto& as = o.in_shape;
     const auto& bs = o.b_shape;
     const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
@@ -776,11 +799,13 @@ struct Sanitizer::Impl {
     if (a)
       for (int64_t bb = 0; bb < B; ++bb)
         for (int64_t m = 0; m < M; ++m)
-          for (int64_t k = 0; k < K && !row[bb * M + m]; ++k) row[bb * M + m] = lane_of(*a, (bb * M + m) * K + k);
+          for (int64_t k = 0; k < K && !row[bb * M + m]; ++k)
+            row[bb * M + m] = lane_of(*a, (bb * M + m) * K + k);
     if (b)
       for (int64_t bb = 0; bb < B; ++bb)
         for (int64_t j = 0; j < N; ++j)
-          for (int64_t k = 0; k < K && !col[bb * N + j]; ++k) col[bb * N + j] = lane_of(*b, (bb * K + k) * N + j);
+          for (int64_t k = 0; k < K && !col[bb * N + j]; ++k)
+            col[bb * N + j] = lane_of(*b, (bb * K + k) * N + j);
     for (auto& x : row) x = derive(x, e.op);
     for (auto& x : col) x = derive(x, e.op);
     for (int64_t bb = 0; bb < B; ++bb)
@@ -821,11 +846,19 @@ struct Sanitizer::Impl {
       case Cat::elementwise: return elementwise(e, *o, st);
       case Cat::select: return select(e, *o, st);
       case Cat::load: return load(e, *o, st);
-      case Cat::splat: case Cat::broadcast: case Cat::linear: case Cat::trans: case Cat::join: case Cat::split:
-      case Cat::cat: case Cat::unsplat: case Cat::gather:
-        return shape(e, *o, st);
-      case Cat::reduce: case Cat::scan: return reduce_scan(e, *o, st);
-      case Cat::dot: case Cat::dot_other: return dot(e, *o, st);
+      case Cat::splat:
+      case Cat::broadcast:
+      case Cat::linear:
+      case Cat::trans:
+      case Cat::join:
+      case Cat::split:
+      case Cat::cat:
+      case Cat::unsplat:
+      case Cat::gather: return shape(e, *o, st);
+      case Cat::reduce:
+      case Cat::scan: return reduce_scan(e, *o, st);
+      case Cat::dot:
+      case Cat::dot_other: return dot(e, *o, st);
       case Cat::scalar_any: return scalar_any(e, *o, st);
       case Cat::none: return;
       default: return store_like(e, *o, st);
@@ -863,8 +896,10 @@ struct Sanitizer::Impl {
       if (d == plan.tracked.end()) continue;
       if (!st) st = &state(e.pid);
       auto s = plan.tracked.find(e.src[i]);
-      if (s != plan.tracked.end() && st->sh[s->second].any) moves.emplace_back(d->second, st->sh[s->second].lanes);
-      else cleans.push_back(d->second);
+      if (s != plan.tracked.end() && st->sh[s->second].any)
+        moves.emplace_back(d->second, st->sh[s->second].lanes);
+      else
+        cleans.push_back(d->second);
     }
     if (!st) return;
     for (int c : cleans) set_clean(*st, c);
@@ -943,7 +978,8 @@ struct Sanitizer::Impl {
       note_pid(a, e.pid);
       a.occurrences++;
       a.lanes += e.failed_lanes;
-      if (e.first_lane >= 0) keep_first<int64_t>(a.first_lanes, e.first_lane, static_cast<size_t>(opts.max_first), i64_less);
+      if (e.first_lane >= 0)
+        keep_first<int64_t>(a.first_lanes, e.first_lane, static_cast<size_t>(opts.max_first), i64_less);
       if (a.message.empty()) a.message = e.message;
     }
     maybe_abort();
@@ -978,7 +1014,8 @@ struct Sanitizer::Impl {
     s.var = op->loc.var;
     s.source_line = source_line(s.file, s.line);
     for (auto& [f, l] : op->loc.stack) {
-      bool triton_lib = f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
+      bool triton_lib =
+          f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
       if (!(f == s.file && l == s.line) && !triton_lib) s.inlined_from.push_back(fmt::format("{}:{}", f, l));
     }
     return s;
@@ -993,27 +1030,33 @@ struct Sanitizer::Impl {
     auto plural = [](int64_t n, const char* w) { return fmt::format("{} {}{}", n, w, n == 1 ? "" : "s"); };
     std::string counts = fmt::format("{} in {}", plural(f.lanes, "lane"), plural(f.programs, "program"));
     switch (f.kind) {
-      case Kind::oob_load: case Kind::oob_store: case Kind::oob_atomic: {
-        const char* what = f.kind == Kind::oob_load ? "load from" : f.kind == Kind::oob_store ? "store to" : "atomic on";
+      case Kind::oob_load:
+      case Kind::oob_store:
+      case Kind::oob_atomic: {
+        const char* what = f.kind == Kind::oob_load    ? "load from"
+                           : f.kind == Kind::oob_store ? "store to"
+                                                       : "atomic on";
         std::string far;
-        if (f.elements_past > 0) far = fmt::format("up to {} past the end", plural(f.elements_past, "element"));
+        if (f.elements_past > 0)
+          far = fmt::format("up to {} past the end", plural(f.elements_past, "element"));
         if (f.elements_before > 0)
-          far += fmt::format("{}up to {} before the start", far.empty() ? "" : ", ", plural(f.elements_before, "element"));
+          far += fmt::format("{}up to {} before the start", far.empty() ? "" : ", ",
+                             plural(f.elements_before, "element"));
         return fmt::format("out-of-bounds {} '{}' ({} elements): element offsets {}..{} ({}); {}", what,
-                           f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min, f.offset_max,
-                           far, counts);
+                           f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min,
+                           f.offset_max, far, counts);
       }
       case Kind::null_pointer:
-        return fmt::format("access through a null or integer-made pointer (addresses 0x{:x}..0x{:x}); {}", f.address_min,
-                           f.address_max, counts);
-      case Kind::assert_failed:
-        return fmt::format("device assert failed: `{}`; {}", f.message, counts);
+        return fmt::format("access through a null or integer-made pointer (addresses 0x{:x}..0x{:x}); {}",
+                           f.address_min, f.address_max, counts);
+      case Kind::assert_failed: return fmt::format("device assert failed: `{}`; {}", f.message, counts);
       case Kind::undefined_value:
-        return fmt::format("{} uses values that the masked {} at {} leaves undefined in masked-off lanes (no `other`); {}",
-                           f.site.op, f.cause ? f.cause->op : "load", f.cause ? where_py(*f.cause) : "?", counts);
+        return fmt::format(
+            "{} uses values that the masked {} at {} leaves undefined in masked-off lanes (no `other`); {}",
+            f.site.op, f.cause ? f.cause->op : "load", f.cause ? where_py(*f.cause) : "?", counts);
       case Kind::int32_overflow:
-        return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}; {}", f.site.op,
-                           f.use ? f.use->op : "a memory op", counts);
+        return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}; {}",
+                           f.site.op, f.use ? f.use->op : "a memory op", counts);
       case Kind::division_by_zero:
         return fmt::format("{} divides by zero and the result is used by {}; {}", f.site.op,
                            f.use ? f.use->op : "a later op", counts);
@@ -1055,7 +1098,8 @@ struct Sanitizer::Impl {
       out.push_back(std::move(f));
     }
     std::sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
-      return std::tie(x.site.ttir_line, x.site.ttir_col, x.kind) < std::tie(y.site.ttir_line, y.site.ttir_col, y.kind);
+      return std::tie(x.site.ttir_line, x.site.ttir_col, x.kind) <
+             std::tie(y.site.ttir_line, y.site.ttir_col, y.kind);
     });
     aggs.clear();
     for (auto& f : out) findings.push_back(std::move(f));
@@ -1086,8 +1130,10 @@ bool Sanitizer::watches_value(const ir::Value& v) const { return impl_->plan.tra
 void Sanitizer::on_transfer(const exec::TransferEvent& e) { impl_->on_transfer(e); }
 
 void Sanitizer::on_program(exec::ProgramId pid, bool begin) {
-  if (begin) impl_->begin(pid);
-  else impl_->end(pid);
+  if (begin)
+    impl_->begin(pid);
+  else
+    impl_->end(pid);
 }
 
 void Sanitizer::on_assert(const exec::AssertEvent& e) { impl_->on_assert(e); }

@@ -18,7 +18,10 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 bool is_terminator(const Op& op) {
   using S = ir::Syntax;
   switch (op.def->syntax) {
-    case S::Return: case S::Condition: case S::Branch: case S::CondBranch: return true;
+    case S::Return:
+    case S::Condition:
+    case S::Branch:
+    case S::CondBranch: return true;
     default: return false;
   }
 }
@@ -61,9 +64,10 @@ Cat category(const Op& op) {
   if (n == "tt.assert") return Cat::assert_;
   if (n == "arith.constant" || n == "ub.poison") return Cat::none;
   if (starts_with(n, "arith.") || starts_with(n, "math.")) return Cat::elementwise;
-  if (n == "tt.addptr" || n == "tt.int_to_ptr" || n == "tt.ptr_to_int" || n == "tt.bitcast" || n == "tt.fp_to_fp" ||
-      n == "tt.clampf" || n == "tt.precise_sqrt" || n == "tt.precise_divf" || n == "tt.mulhiui" ||
-      n == "tt.extern_elementwise" || n == "tt.elementwise_inline_asm" || n == "tt.map_elementwise")
+  if (n == "tt.addptr" || n == "tt.int_to_ptr" || n == "tt.ptr_to_int" || n == "tt.bitcast" ||
+      n == "tt.fp_to_fp" || n == "tt.clampf" || n == "tt.precise_sqrt" || n == "tt.precise_divf" ||
+      n == "tt.mulhiui" || n == "tt.extern_elementwise" || n == "tt.elementwise_inline_asm" ||
+      n == "tt.map_elementwise")
     return Cat::elementwise;
   return Cat::none;
 }
@@ -72,12 +76,23 @@ Cat category(const Op& op) {
 /// results' uses (backward).
 bool propagates(Cat c) {
   switch (c) {
-    case Cat::elementwise: case Cat::select: case Cat::splat: case Cat::broadcast: case Cat::linear:
-    case Cat::trans: case Cat::join: case Cat::split: case Cat::cat: case Cat::unsplat: case Cat::gather:
-    case Cat::reduce: case Cat::scan: case Cat::dot: case Cat::dot_other: case Cat::scalar_any:
-      return true;
-    default:
-      return false;
+    case Cat::elementwise:
+    case Cat::select:
+    case Cat::splat:
+    case Cat::broadcast:
+    case Cat::linear:
+    case Cat::trans:
+    case Cat::join:
+    case Cat::split:
+    case Cat::cat:
+    case Cat::unsplat:
+    case Cat::gather:
+    case Cat::reduce:
+    case Cat::scan:
+    case Cat::dot:
+    case Cat::dot_other:
+    case Cat::scalar_any: return true;
+    default: return false;
   }
 }
 
@@ -96,8 +111,8 @@ void load_roles(const Op& op, int& mask, int& other) {
 }
 
 struct Walk {
-  std::vector<const Op*> ops;                                 // every analysed op, terminators included
-  std::vector<std::pair<const Value*, const Value*>> edges;   // control-flow transfers src -> dst
+  std::vector<const Op*> ops;                                // every analysed op, terminators included
+  std::vector<std::pair<const Value*, const Value*>> edges;  // control-flow transfers src -> dst
 };
 
 const Op* terminator(const ir::Block& b) {
@@ -117,19 +132,22 @@ void walk_op(const ir::Module& m, const Op& op, Walk& w) {
     for (size_t i = 3; i < op.operands.size() && i - 2 < body.args.size(); ++i)
       edge(op.operands[i], body.args[i - 2].get());
     if (const Op* y = terminator(body))
-      for (size_t i = 0; i < y->operands.size() && i + 1 < body.args.size(); ++i) edge(y->operands[i], body.args[i + 1].get());
+      for (size_t i = 0; i < y->operands.size() && i + 1 < body.args.size(); ++i)
+        edge(y->operands[i], body.args[i + 1].get());
     for (size_t i = 0; i < op.results.size() && i + 1 < body.args.size(); ++i)
       edge(body.args[i + 1].get(), op.results[i].get());
   } else if (n == "scf.if") {
     for (auto& r : op.regions)
       for (auto& b : r->blocks)
         if (const Op* y = terminator(*b); y && y->name == "scf.yield")
-          for (size_t i = 0; i < y->operands.size() && i < op.results.size(); ++i) edge(y->operands[i], op.results[i].get());
+          for (size_t i = 0; i < y->operands.size() && i < op.results.size(); ++i)
+            edge(y->operands[i], op.results[i].get());
   } else if (n == "scf.while" && op.regions.size() == 2 && !op.regions[0]->blocks.empty() &&
              !op.regions[1]->blocks.empty()) {
     const ir::Block& before = *op.regions[0]->blocks[0];
     const ir::Block& after = *op.regions[1]->blocks[0];
-    for (size_t i = 0; i < op.operands.size() && i < before.args.size(); ++i) edge(op.operands[i], before.args[i].get());
+    for (size_t i = 0; i < op.operands.size() && i < before.args.size(); ++i)
+      edge(op.operands[i], before.args[i].get());
     for (auto& b : op.regions[0]->blocks)
       if (const Op* c = terminator(*b); c && c->name == "scf.condition")
         for (size_t i = 1; i < c->operands.size(); ++i) {
@@ -138,7 +156,8 @@ void walk_op(const ir::Module& m, const Op& op, Walk& w) {
         }
     for (auto& b : op.regions[1]->blocks)
       if (const Op* y = terminator(*b); y && y->name == "scf.yield")
-        for (size_t i = 0; i < y->operands.size() && i < before.args.size(); ++i) edge(y->operands[i], before.args[i].get());
+        for (size_t i = 0; i < y->operands.size() && i < before.args.size(); ++i)
+          edge(y->operands[i], before.args[i].get());
   } else if (n == "cf.br" || n == "cf.cond_br") {
     for (size_t k = 0; k < op.successors.size() && k < op.successor_operands.size(); ++k)
       for (size_t i = 0; i < op.successor_operands[k].size() && i < op.successors[k]->args.size(); ++i)
@@ -146,10 +165,12 @@ void walk_op(const ir::Module& m, const Op& op, Walk& w) {
   } else if (n == "tt.call") {
     const ir::Attr* callee = op.attr("callee");
     if (const ir::Function* f = callee ? m.find(callee->s) : nullptr) {
-      for (size_t i = 0; i < op.operands.size() && i < f->args().size(); ++i) edge(op.operands[i], f->args()[i].get());
+      for (size_t i = 0; i < op.operands.size() && i < f->args().size(); ++i)
+        edge(op.operands[i], f->args()[i].get());
       for (auto& b : f->body.blocks)
         if (const Op* r = terminator(*b); r && r->name == "tt.return")
-          for (size_t i = 0; i < r->operands.size() && i < op.results.size(); ++i) edge(r->operands[i], op.results[i].get());
+          for (size_t i = 0; i < r->operands.size() && i < op.results.size(); ++i)
+            edge(r->operands[i], op.results[i].get());
     }
   }
   if (opaque_regions(op)) return;
@@ -188,8 +209,14 @@ TaintPlan build_taint_plan(const ir::Module& m) {
         seed(*op, mask);
         break;
       }
-      case Cat::block_load: case Cat::block_store: case Cat::atomic_cas: seed(*op, 0); break;
-      case Cat::store: case Cat::atomic_rmw: seed(*op, 0); seed(*op, 2); break;
+      case Cat::block_load:
+      case Cat::block_store:
+      case Cat::atomic_cas: seed(*op, 0); break;
+      case Cat::store:
+      case Cat::atomic_rmw:
+        seed(*op, 0);
+        seed(*op, 2);
+        break;
       case Cat::scalar_any:
         for (size_t k = 0; k < op->operands.size(); ++k) seed(*op, static_cast<int>(k));
         break;

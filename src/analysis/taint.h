@@ -30,7 +30,7 @@ enum class Cat : uint8_t {
   atomic_cas,   // ptr, cmp, val (all lanes active)
   splat,
   broadcast,
-  linear,       // expand_dims, reshape: same row-major order
+  linear,  // expand_dims, reshape: same row-major order
   trans,
   join,
   split,
@@ -54,10 +54,10 @@ enum class Source : uint8_t { none, masked_load, overflow, divzero };
 struct OpInfo {
   Cat cat = Cat::none;
   Source source = Source::none;
-  uint32_t cause = 0;        // this op's cause id when it is a source
-  std::vector<int> in, out;  // tracked index of each operand / result (-1: not tracked, always clean)
+  uint32_t cause = 0;                // this op's cause id when it is a source
+  std::vector<int> in, out;          // tracked index of each operand / result (-1: not tracked, always clean)
   std::vector<int64_t> in_n, out_n;  // element counts
-  int mask = -1, other = -1;          // tt.load / store / atomic operand roles
+  int mask = -1, other = -1;         // tt.load / store / atomic operand roles
   int axis = 0;
   bool reverse = false;
   std::vector<int64_t> in_shape, out_shape;  // operand 0 / result 0 shapes

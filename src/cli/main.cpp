@@ -6,15 +6,15 @@
 // The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
 // input error (a located message on stderr).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <unistd.h>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -23,12 +23,12 @@
 #include <regex>
 
 #include "src/cli/npy.h"
-#include "tilescope/analysis/sanitizer.h"
-#include "tilescope/report/report.h"
 #include "src/cli/sanitize.h"
 #include "src/exec/value.h"
+#include "tilescope/analysis/sanitizer.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
+#include "tilescope/report/report.h"
 
 namespace tilescope::cli {
 namespace {
@@ -38,16 +38,40 @@ using ir::Elem;
 // Element type names accepted in --arg specs: MLIR's (f32, i32, bf16, f8E5M2) and Triton's
 // (fp32, int32, fp8e5); unsigned names map to the signless integer of the same width.
 std::optional<Elem> parse_elem(std::string s) {
-  static const std::map<std::string, Elem> names = {
-      {"i1", Elem::i1},     {"bool", Elem::i1},   {"int1", Elem::i1},      {"i8", Elem::i8},
-      {"int8", Elem::i8},   {"u8", Elem::i8},     {"uint8", Elem::i8},     {"i16", Elem::i16},
-      {"int16", Elem::i16}, {"u16", Elem::i16},   {"uint16", Elem::i16},   {"i32", Elem::i32},
-      {"int32", Elem::i32}, {"u32", Elem::i32},   {"uint32", Elem::i32},   {"i64", Elem::i64},
-      {"int64", Elem::i64}, {"u64", Elem::i64},   {"uint64", Elem::i64},   {"f16", Elem::f16},
-      {"fp16", Elem::f16},  {"bf16", Elem::bf16}, {"f32", Elem::f32},      {"fp32", Elem::f32},
-      {"f64", Elem::f64},   {"fp64", Elem::f64},  {"f8e5m2", Elem::f8e5m2}, {"fp8e5", Elem::f8e5m2},
-      {"f8e4m3fn", Elem::f8e4m3fn}, {"fp8e4nv", Elem::f8e4m3fn}, {"f8e5", Elem::f8e5m2}, {"f8e4nv", Elem::f8e4m3fn}, {"f8e4m3fnuz", Elem::f8e4m3fnuz},
-      {"f8e5m2fnuz", Elem::f8e5m2fnuz}};
+  static const std::map<std::string, Elem> names = {{"i1", Elem::i1},
+                                                    {"bool", Elem::i1},
+                                                    {"int1", Elem::i1},
+                                                    {"i8", Elem::i8},
+                                                    {"int8", Elem::i8},
+                                                    {"u8", Elem::i8},
+                                                    {"uint8", Elem::i8},
+                                                    {"i16", Elem::i16},
+                                                    {"int16", Elem::i16},
+                                                    {"u16", Elem::i16},
+                                                    {"uint16", Elem::i16},
+                                                    {"i32", Elem::i32},
+                                                    {"int32", Elem::i32},
+                                                    {"u32", Elem::i32},
+                                                    {"uint32", Elem::i32},
+                                                    {"i64", Elem::i64},
+                                                    {"int64", Elem::i64},
+                                                    {"u64", Elem::i64},
+                                                    {"uint64", Elem::i64},
+                                                    {"f16", Elem::f16},
+                                                    {"fp16", Elem::f16},
+                                                    {"bf16", Elem::bf16},
+                                                    {"f32", Elem::f32},
+                                                    {"fp32", Elem::f32},
+                                                    {"f64", Elem::f64},
+                                                    {"fp64", Elem::f64},
+                                                    {"f8e5m2", Elem::f8e5m2},
+                                                    {"fp8e5", Elem::f8e5m2},
+                                                    {"f8e4m3fn", Elem::f8e4m3fn},
+                                                    {"fp8e4nv", Elem::f8e4m3fn},
+                                                    {"f8e5", Elem::f8e5m2},
+                                                    {"f8e4nv", Elem::f8e4m3fn},
+                                                    {"f8e4m3fnuz", Elem::f8e4m3fnuz},
+                                                    {"f8e5m2fnuz", Elem::f8e5m2fnuz}};
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto it = names.find(s);
   if (it == names.end()) return std::nullopt;
@@ -84,14 +108,22 @@ struct HostBuffer {
 
 void store_double(std::byte* p, Elem e, double v) {
   switch (e) {
-    case Elem::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case Elem::f32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
     case Elem::f64: std::memcpy(p, &v, 8); break;
-    case Elem::f16: case Elem::bf16: {
+    case Elem::f16:
+    case Elem::bf16: {
       uint16_t b = static_cast<uint16_t>(exec::float_to_bits(e, v));
       std::memcpy(p, &b, 2);
       break;
     }
-    case Elem::f8e4m3fn: case Elem::f8e5m2: case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: {
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz: {
       uint8_t b = static_cast<uint8_t>(exec::float_to_bits(e, v));
       std::memcpy(p, &b, 1);
       break;
@@ -109,22 +141,24 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   static const std::regex re(R"(^([A-Za-z0-9]*)\[([0-9x, ]*)\]:([a-z]+)(=(.*))?$)");
   std::smatch m;
   if (!std::regex_match(spec, m, re))
-    throw Error(fmt::format("--arg {}={}: expected DTYPE[SHAPE]:GEN (e.g. f32[64x32]:randn), a .npy path, or TYPE:VALUE",
-                            name, spec));
+    throw Error(fmt::format(
+        "--arg {}={}: expected DTYPE[SHAPE]:GEN (e.g. f32[64x32]:randn), a .npy path, or TYPE:VALUE", name,
+        spec));
   HostBuffer b;
   b.elem = pointee;
   if (!m[1].str().empty()) {
     auto e = parse_elem(m[1]);
     if (!e) throw Error(fmt::format("--arg {}: unknown dtype '{}' ({})", name, m[1].str(), kDtypes));
     if (ir::elem_bytes(*e) != ir::elem_bytes(pointee))
-      throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name, m[1].str(),
-                              ir::elem_name(pointee)));
+      throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name,
+                              m[1].str(), ir::elem_name(pointee)));
     b.elem = *e;
   }
   std::string dims = m[2];
   static const std::regex shape_re(R"(^[0-9]+([x,][0-9]+)*$)");
   if (!std::regex_match(dims, shape_re))
-    throw Error(fmt::format("--arg {}: shape '[{}]' must be sizes separated by 'x' (e.g. [64x32])", name, dims));
+    throw Error(
+        fmt::format("--arg {}: shape '[{}]' must be sizes separated by 'x' (e.g. [64x32])", name, dims));
   int64_t n = 1;
   bool overflow = false;
   std::regex num("[0-9]+");
@@ -141,7 +175,8 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   int eb = ir::elem_bytes(b.elem);
   constexpr int64_t kMaxBytes = int64_t{1} << 36;  // 64 GiB: a typo, not a buffer
   if (overflow || n <= 0 || n > kMaxBytes / eb)
-    throw Error(fmt::format("--arg {}: shape {} has {} elements, more than a host buffer can hold", name, dims, n));
+    throw Error(
+        fmt::format("--arg {}: shape {} has {} elements, more than a host buffer can hold", name, dims, n));
   b.data.assign(static_cast<size_t>(n * eb), std::byte{0});
   std::string gen = m[3];
   double full = 0;
@@ -159,13 +194,21 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   std::uniform_real_distribution<double> uniform;
   bool fl = ir::is_float(b.elem);
   std::function<double(int64_t)> value;
-  if (gen == "zeros") value = [](int64_t) { return 0.0; };
-  else if (gen == "ones") value = [](int64_t) { return 1.0; };
-  else if (gen == "full") value = [full](int64_t) { return full; };
-  else if (gen == "arange") value = [](int64_t i) { return static_cast<double>(i); };
-  else if (gen == "randn") value = [&](int64_t) { return fl ? normal(rng) : std::round(normal(rng) * 10); };
-  else if (gen == "rand") value = [&](int64_t) { return fl ? uniform(rng) : std::floor(uniform(rng) * 100); };
-  else throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)", name, gen));
+  if (gen == "zeros")
+    value = [](int64_t) { return 0.0; };
+  else if (gen == "ones")
+    value = [](int64_t) { return 1.0; };
+  else if (gen == "full")
+    value = [full](int64_t) { return full; };
+  else if (gen == "arange")
+    value = [](int64_t i) { return static_cast<double>(i); };
+  else if (gen == "randn")
+    value = [&](int64_t) { return fl ? normal(rng) : std::round(normal(rng) * 10); };
+  else if (gen == "rand")
+    value = [&](int64_t) { return fl ? uniform(rng) : std::floor(uniform(rng) * 100); };
+  else
+    throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)",
+                            name, gen));
   if (gen != "zeros")  // the buffer starts zeroed
     for (int64_t i = 0; i < n; ++i) store_double(b.data.data() + i * eb, b.elem, value(i));
   return b;
@@ -174,11 +217,13 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
 HostBuffer from_npy(const std::string& name, const std::string& path, Elem pointee) {
   NpyArray a = read_npy(path);
   if (a.item_bytes() != ir::elem_bytes(pointee))
-    throw Error(fmt::format("--arg {}: {} holds {}-byte '{}' elements, but the kernel's pointer is to {} ({} bytes)",
-                            name, path, a.item_bytes(), a.descr, ir::elem_name(pointee), ir::elem_bytes(pointee)));
+    throw Error(
+        fmt::format("--arg {}: {} holds {}-byte '{}' elements, but the kernel's pointer is to {} ({} bytes)",
+                    name, path, a.item_bytes(), a.descr, ir::elem_name(pointee), ir::elem_bytes(pointee)));
   bool float_file = a.descr[1] == 'f', float_ptr = ir::is_float(pointee);
   bool bits_ok = (pointee == Elem::bf16 || pointee == Elem::f8e4m3fn || pointee == Elem::f8e5m2 ||
-                  pointee == Elem::f8e4m3fnuz || pointee == Elem::f8e5m2fnuz) && !float_file;
+                  pointee == Elem::f8e4m3fnuz || pointee == Elem::f8e5m2fnuz) &&
+                 !float_file;
   if (float_file != float_ptr && !bits_ok && !(pointee == Elem::i8 && a.descr == "|b1"))
     throw Error(fmt::format("--arg {}: {} holds '{}' but the kernel's pointer is to {}", name, path, a.descr,
                             ir::elem_name(pointee)));
@@ -225,7 +270,8 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
     int64_t v = std::stoll(val, &used, 0);
     if (used != val.size()) throw std::invalid_argument(val);
     // Either the signed or the unsigned range of the width (TTIR is signless).
-    if (bits < 64 && (v < -(int64_t{1} << (bits - 1)) || v >= (int64_t{1} << bits))) throw std::out_of_range(val);
+    if (bits < 64 && (v < -(int64_t{1} << (bits - 1)) || v >= (int64_t{1} << bits)))
+      throw std::out_of_range(val);
     return static_cast<uint64_t>(v);
   } catch (const std::out_of_range&) {
     throw Error(fmt::format("--arg {}: {} does not fit in {}", name, val, t.str()));
@@ -237,8 +283,8 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
 struct RunReport {
   std::string json_path, sarif_path;  // --json / --sarif
   bool abort_on_first = false;
-  bool poison = true;                 // undefined-value, int32-overflow, division-by-zero
-  std::string color = "auto";         // auto | always | never
+  bool poison = true;          // undefined-value, int32-overflow, division-by-zero
+  std::string color = "auto";  // auto | always | never
 };
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -253,8 +299,9 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
   ir::Module m = ir::read_file(ttir);
   ir::verify(m);
   const ir::Function* fn = kernel.empty() ? m.entry() : m.find(kernel);
-  if (!fn) throw Error(kernel.empty() ? fmt::format("{}: no public tt.func", ttir)
-                                      : fmt::format("{}: no function named '{}'", ttir, kernel));
+  if (!fn)
+    throw Error(kernel.empty() ? fmt::format("{}: no public tt.func", ttir)
+                               : fmt::format("{}: no function named '{}'", ttir, kernel));
   kernel = fn->name;
 
   std::array<int64_t, 3> grid{1, 1, 1};
@@ -264,7 +311,8 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
       throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with positive integers", grid_s));
     std::regex num("[0-9]+");
     int d = 0;
-    for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator(); ++it, ++d) {
+    for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator();
+         ++it, ++d) {
       try {
         grid[d] = std::stoll(it->str());
       } catch (const std::logic_error&) {
@@ -295,7 +343,8 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
     if (t.elem == Elem::ptr || t.elem == Elem::tensordesc) {
       Elem pointee = t.elem == Elem::ptr ? (t.pointee && !t.pointee->is_tensor ? t.pointee->elem : Elem::none)
                                          : t.pointee->elem;
-      if (pointee == Elem::none) throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", a->name, t.str()));
+      if (pointee == Elem::none)
+        throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", a->name, t.str()));
       bool npy = spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0;
       hosts.push_back(npy ? from_npy(a->name, spec, pointee) : generate(a->name, spec, pointee, rng));
       HostBuffer& h = hosts.back();
@@ -306,7 +355,8 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
       b.bytes = h.data.size();
       b.shape = h.shape;
       b.strides.assign(h.shape.size(), 1);
-      for (int d = static_cast<int>(h.shape.size()) - 2; d >= 0; --d) b.strides[d] = b.strides[d + 1] * h.shape[d + 1];
+      for (int d = static_cast<int>(h.shape.size()) - 2; d >= 0; --d)
+        b.strides[d] = b.strides[d + 1] * h.shape[d + 1];
       int id = memory.add(std::move(b));
       buffer_of[a->name] = static_cast<int>(hosts.size()) - 1;
       args.push_back(exec::Arg::buf(id));
@@ -317,14 +367,16 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
     }
     given.erase(it);
   }
-  if (!given.empty()) throw Error(fmt::format("kernel '{}' has no argument named '{}'", kernel, given.begin()->first));
+  if (!given.empty())
+    throw Error(fmt::format("kernel '{}' has no argument named '{}'", kernel, given.begin()->first));
 
   std::vector<std::pair<std::string, std::string>> save_list;
   for (const auto& s : saves) {
     auto eq = s.find('=');
     if (eq == std::string::npos) throw Error(fmt::format("--save {}: expected NAME=PATH.npy", s));
     std::string name = s.substr(0, eq);
-    if (!buffer_of.count(name)) throw Error(fmt::format("--save {}: '{}' is not a pointer argument of '{}'", s, name, kernel));
+    if (!buffer_of.count(name))
+      throw Error(fmt::format("--save {}: '{}' is not a pointer argument of '{}'", s, name, kernel));
     save_list.emplace_back(name, s.substr(eq + 1));
   }
 
@@ -377,11 +429,13 @@ int main(int argc, char** argv) {
   run->add_option("ttir", ttir, "TTIR file (kernel.asm[\"ttir\"] as Triton prints it)")->required();
   run->add_option("--kernel", kernel, "kernel (public tt.func) to run; default: the first public one");
   run->add_option("--grid", grid, "launch grid: X[,Y[,Z]]")->capture_default_str();
-  run->add_option("--arg", args,
-                  "NAME=SPEC, by TTIR argument name. Pointers: DTYPE[SHAPE]:GEN with GEN one of zeros, ones, randn, "
-                  "rand, arange, full=V (e.g. f32[64x32]:randn), or a .npy file (bf16/fp8 pointers take 2-/1-byte "
-                  "integer arrays of bit patterns). Scalars: TYPE:VALUE (i32:4096, f32:1e-5).");
-  run->add_option("--save", saves, "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
+  run->add_option(
+      "--arg", args,
+      "NAME=SPEC, by TTIR argument name. Pointers: DTYPE[SHAPE]:GEN with GEN one of zeros, ones, randn, "
+      "rand, arange, full=V (e.g. f32[64x32]:randn), or a .npy file (bf16/fp8 pointers take 2-/1-byte "
+      "integer arrays of bit patterns). Scalars: TYPE:VALUE (i32:4096, f32:1e-5).");
+  run->add_option("--save", saves,
+                  "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
   run->add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
@@ -389,8 +443,9 @@ int main(int argc, char** argv) {
   run->add_option("--json", run_report.json_path, "write the findings as JSON (schema in the README)");
   run->add_option("--sarif", run_report.sarif_path, "write the findings as SARIF 2.1.0");
   run->add_flag("--abort-on-first", run_report.abort_on_first, "stop the launch at the first finding");
-  run->add_flag("!--no-poison", run_report.poison,
-                "only out-of-bounds, null and assert findings (no undefined-value, int32-overflow, division-by-zero)");
+  run->add_flag(
+      "!--no-poison", run_report.poison,
+      "only out-of-bounds, null and assert findings (no undefined-value, int32-overflow, division-by-zero)");
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -407,8 +462,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);           // prints help, or the usage error
-    return rc == 0 ? 0 : 2;         // usage errors exit 2, as every other bad input
+    int rc = app.exit(e);    // prints help, or the usage error
+    return rc == 0 ? 0 : 2;  // usage errors exit 2, as every other bad input
   }
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());

@@ -14,15 +14,25 @@
 
 namespace tilescope::cli {
 
-inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis::Finding>& in, size_t keep = 5) {
-  using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
+inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis::Finding>& in,
+                                                     size_t keep = 5) {
+  using Key =
+      std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
   std::map<Key, size_t> index;
   std::vector<analysis::Finding> out;
   std::vector<int64_t> merged;  // launches folded into each output finding
   for (const auto& f : in) {
-    Key k{static_cast<int>(f.kind), f.kernel, f.site.file,     f.site.line, f.site.col,
-          f.site.ttir_line,         f.site.ttir_col, f.site.op, f.buffer ? f.buffer->name : std::string(),
-          f.cause ? f.cause->ttir_line : 0, f.cause ? f.cause->ttir_col : 0};
+    Key k{static_cast<int>(f.kind),
+          f.kernel,
+          f.site.file,
+          f.site.line,
+          f.site.col,
+          f.site.ttir_line,
+          f.site.ttir_col,
+          f.site.op,
+          f.buffer ? f.buffer->name : std::string(),
+          f.cause ? f.cause->ttir_line : 0,
+          f.cause ? f.cause->ttir_col : 0};
     auto it = index.find(k);
     if (it == index.end()) {
       index.emplace(k, out.size());
@@ -36,11 +46,12 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
     g.lanes += f.lanes;
     g.occurrences += f.occurrences;
     for (auto& p : f.first_programs)
-      if (g.first_programs.size() < keep && std::find(g.first_programs.begin(), g.first_programs.end(), p) ==
-                                                 g.first_programs.end())
+      if (g.first_programs.size() < keep &&
+          std::find(g.first_programs.begin(), g.first_programs.end(), p) == g.first_programs.end())
         g.first_programs.push_back(p);
     for (auto l : f.first_lanes)
-      if (g.first_lanes.size() < keep && std::find(g.first_lanes.begin(), g.first_lanes.end(), l) == g.first_lanes.end())
+      if (g.first_lanes.size() < keep &&
+          std::find(g.first_lanes.begin(), g.first_lanes.end(), l) == g.first_lanes.end())
         g.first_lanes.push_back(l);
     if (f.has_offsets) {
       if (!g.has_offsets) {
@@ -70,8 +81,8 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
     auto cut = g.summary.rfind("; ");
     if (cut == std::string::npos) continue;
     auto plural = [](int64_t n, const char* w) { return std::to_string(n) + " " + w + (n == 1 ? "" : "s"); };
-    g.summary = g.summary.substr(0, cut) + "; " + plural(g.lanes, "lane") + " in " + plural(g.programs, "program") +
-                " over " + std::to_string(merged[i]) + " launches";
+    g.summary = g.summary.substr(0, cut) + "; " + plural(g.lanes, "lane") + " in " +
+                plural(g.programs, "program") + " over " + std::to_string(merged[i]) + " launches";
   }
   return out;
 }

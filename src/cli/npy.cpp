@@ -19,7 +19,8 @@ NpyArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("{}: cannot open", path));
   std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw Error(fmt::format("{}: not a .npy file", path));
+  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0)
+    throw Error(fmt::format("{}: not a .npy file", path));
   int major = static_cast<unsigned char>(all[6]);
   size_t hlen, hstart;
   if (major == 1) {
@@ -28,7 +29,8 @@ NpyArray read_npy(const std::string& path) {
   } else if (major == 2 || major == 3) {
     if (all.size() < 12) throw Error(fmt::format("{}: truncated .npy header", path));
     hlen = 0;
-    for (int i = 0; i < 4; ++i) hlen |= static_cast<size_t>(static_cast<unsigned char>(all[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      hlen |= static_cast<size_t>(static_cast<unsigned char>(all[8 + i])) << (8 * i);
     hstart = 12;
   } else {
     throw Error(fmt::format("{}: unsupported .npy version {}", path, major));
@@ -44,7 +46,8 @@ NpyArray read_npy(const std::string& path) {
       std::string("fiub").find(a.descr[1]) == std::string::npos)
     throw Error(fmt::format("{}: unsupported dtype '{}' (little-endian numbers only)", path, a.descr));
   if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True")))
-    throw Error(fmt::format("{}: Fortran-order arrays are not supported; save with np.ascontiguousarray", path));
+    throw Error(
+        fmt::format("{}: Fortran-order arrays are not supported; save with np.ascontiguousarray", path));
   if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
     throw Error(fmt::format("{}: .npy header has no shape", path));
   std::string dims = m[1];
@@ -55,7 +58,8 @@ NpyArray read_npy(const std::string& path) {
   for (auto d : a.shape) n *= d;
   size_t bytes = static_cast<size_t>(n) * a.item_bytes();
   size_t start = hstart + hlen;
-  if (all.size() - start < bytes) throw Error(fmt::format("{}: truncated data ({} of {} bytes)", path, all.size() - start, bytes));
+  if (all.size() - start < bytes)
+    throw Error(fmt::format("{}: truncated data ({} of {} bytes)", path, all.size() - start, bytes));
   a.data.resize(bytes);
   std::memcpy(a.data.data(), all.data() + start, bytes);
   return a;
@@ -64,9 +68,12 @@ NpyArray read_npy(const std::string& path) {
 void write_npy(const std::string& path, const NpyArray& a) {
   std::string shape;
   for (auto d : a.shape) shape += fmt::format("{}, ", d);
-  if (a.shape.size() > 1) shape.resize(shape.size() - 2);
-  else if (a.shape.size() == 1) shape.resize(shape.size() - 1);
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", a.descr, shape);
+  if (a.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (a.shape.size() == 1)
+    shape.resize(shape.size() - 1);
+  std::string header =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", a.descr, shape);
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

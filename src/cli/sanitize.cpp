@@ -20,13 +20,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
-#include "tilescope/ir/diag.h"
-
 #include "src/cli/merge_findings.h"
+#include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
 
 extern char** environ;
@@ -50,7 +49,8 @@ int run_child(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
-  struct sigaction ign {}, old_int {}, old_quit {};
+  struct sigaction ign {
+  }, old_int{}, old_quit{};
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
   sigaction(SIGINT, &ign, &old_int);
@@ -122,7 +122,8 @@ void write_file(const std::string& path, const std::string& text) {
 
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   auto* s = app.add_subcommand(
-      "sanitize", "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
+      "sanitize",
+      "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
   s->add_option("--json", o.json_path, "write all findings as JSON (schema: README)");
   s->add_option("--sarif", o.sarif_path, "write all findings as SARIF 2.1.0");
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
@@ -131,14 +132,16 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  s->add_option("command", o.command, "the program and its arguments: [--] python script.py ARGS, [--] pytest ...");
+  s->add_option("command", o.command,
+                "the program and its arguments: [--] python script.py ARGS, [--] pytest ...");
   return s;
 }
 
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads", "--color"};
+  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads",
+                                                   "--color"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -205,8 +208,9 @@ int sanitize_command(const SanitizeOptions& o) {
     std::cerr << "tilescope: warning: no Python process reported to the sanitizer; is the tilescope package "
                  "installed in the Python that ran the command (pip install .)?\n";
   std::cerr << report::to_text(findings, use_color(o.color));
-  std::cerr << fmt::format("tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n",
-                           report::summary_line(findings), launches, processes, status);
+  std::cerr << fmt::format(
+      "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n",
+      report::summary_line(findings), launches, processes, status);
   if (!o.json_path.empty()) write_file(o.json_path, report::to_json(findings).dump(2) + "\n");
   if (!o.sarif_path.empty()) write_file(o.sarif_path, report::to_sarif(findings).dump(2) + "\n");
   if (!findings.empty()) return o.exit_code;
@@ -234,7 +238,8 @@ int demo_command(const std::vector<std::string>& args, const std::vector<std::st
       script = c / "demo.py";
       break;
     }
-  if (script.empty()) throw Error("demo: examples/demo.py not found (set TILESCOPE_EXAMPLES to the examples folder)");
+  if (script.empty())
+    throw Error("demo: examples/demo.py not found (set TILESCOPE_EXAMPLES to the examples folder)");
   const char* py = std::getenv("TILESCOPE_PYTHON");
   std::vector<std::string> argv{py && *py ? py : "python3", script.string()};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
@@ -14,7 +13,7 @@ struct SanitizeOptions {
   int exit_code = 1;       // --exit-code: the status when there are findings
   bool abort_on_first = false;
   int threads = 0;
-  std::string color = "auto";  // auto | always | never
+  std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };
 

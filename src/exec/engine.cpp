@@ -56,8 +56,14 @@ static void emit_op(Program& p, const Step& s) {
   std::vector<const void*> big_in, big_out;
   const void** in = small_in;
   const void** out = small_out;
-  if (s.in.size() > kMax) { big_in.resize(s.in.size()); in = big_in.data(); }
-  if (s.out.size() > kMax) { big_out.resize(s.out.size()); out = big_out.data(); }
+  if (s.in.size() > kMax) {
+    big_in.resize(s.in.size());
+    in = big_in.data();
+  }
+  if (s.out.size() > kMax) {
+    big_out.resize(s.out.size());
+    out = big_out.data();
+  }
   for (size_t i = 0; i < s.in.size(); ++i) in[i] = p.slot[s.in[i]];
   for (size_t i = 0; i < s.out.size(); ++i) out[i] = p.slot[s.out[i]];
   OpEvent e{s.op, p.pid, in, out};
@@ -73,8 +79,14 @@ static void emit_transfer(Program& p, const std::vector<int>& dst, const std::ve
   std::vector<const ir::Value*> big_d, big_s;
   const ir::Value** d = small_d;
   const ir::Value** s = small_s;
-  if (dst.size() > kMax) { big_d.resize(dst.size()); d = big_d.data(); }
-  if (src.size() > kMax) { big_s.resize(src.size()); s = big_s.data(); }
+  if (dst.size() > kMax) {
+    big_d.resize(dst.size());
+    d = big_d.data();
+  }
+  if (src.size() > kMax) {
+    big_s.resize(src.size());
+    s = big_s.data();
+  }
   for (size_t i = 0; i < dst.size(); ++i) d[i] = p.plan->slot_value[dst[i]];
   for (size_t i = 0; i < src.size(); ++i) s[i] = p.plan->slot_value[src[i]];
   TransferEvent e{p.pid, d, s, static_cast<int>(std::min(dst.size(), src.size()))};
@@ -127,8 +139,7 @@ const Terminator& Program::run(const RegionPlan& r) {
         b = t.targets[k];
         continue;
       }
-      default:
-        return t;
+      default: return t;
     }
   }
 }
@@ -244,7 +255,8 @@ Fiber* new_fiber(Worker& w) {
   }
   auto* f = new Fiber;
   f->worker = &w;
-  f->stack = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  f->stack =
+      mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (f->stack == MAP_FAILED) {
     delete f;
     throw Error("cannot allocate a fiber stack");
@@ -393,7 +405,8 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
                            const LaunchOptions& opts) {
   const ir::Function* fn = impl_->module.find(kernel);
   if (!fn) throw Error(fmt::format("{}: no function named '{}'", impl_->module.filename, kernel));
-  if (!fn->is_public) throw Error(fmt::format("{}: '{}' is a private helper, not a kernel", impl_->module.filename, kernel));
+  if (!fn->is_public)
+    throw Error(fmt::format("{}: '{}' is a private helper, not a kernel", impl_->module.filename, kernel));
   Launch L;
   {
     std::lock_guard<std::mutex> g(impl_->mu);
@@ -434,12 +447,14 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     } else if (t.elem == ir::Elem::tensordesc) {
       // A host tensor descriptor: the base buffer here; shape (i32) and strides (i64) follow as
       // separate arguments (reference §1.8).
-      if (a.kind != Arg::Kind::buffer) throw Error(fmt::format("argument '{}': a tensor descriptor needs a buffer", name));
+      if (a.kind != Arg::Kind::buffer)
+        throw Error(fmt::format("argument '{}': a tensor descriptor needs a buffer", name));
       const ir::Type* block = t.pointee;
       int rank = block ? block->rank() : 0;
       if (rank < 1 || rank > TensorDesc::kMaxRank || i + 2 * static_cast<size_t>(rank) >= args.size())
-        throw Error(fmt::format("argument '{}': descriptor of rank {} needs {} shape/stride arguments after it", name,
-                                rank, 2 * rank));
+        throw Error(
+            fmt::format("argument '{}': descriptor of rank {} needs {} shape/stride arguments after it", name,
+                        rank, 2 * rank));
       TensorDesc d;
       d.base = memory.vaddr(a.buffer);
       d.rank = rank;
@@ -449,7 +464,8 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
       }
       std::memcpy(bytes.data(), &d, sizeof d);
     } else if (!t.is_tensor && t.elem != ir::Elem::none) {
-      if (a.kind != Arg::Kind::scalar) throw Error(fmt::format("argument '{}' of type {} needs a scalar", name, t.str()));
+      if (a.kind != Arg::Kind::scalar)
+        throw Error(fmt::format("argument '{}' of type {} needs a scalar", name, t.str()));
       std::memcpy(bytes.data(), &a.bits, bytes.size());
     } else {
       throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", name, t.str()));
@@ -478,12 +494,14 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
         if ((o->kinds() & kOpResult) && o->watches_value(*L.plan->slot_value[k])) L.watched_slot[k] = 1;
   }
 
-  int threads = opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads =
+      opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // By default a small grid runs on the calling thread: starting workers costs more than it saves,
   // and next to a busy thread pool (torch's OpenMP workers spin after each op) they wait for a core.
   constexpr int64_t kProgramsPerThread = 8;
   if (opts.threads <= 0)
-    threads = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
+    threads =
+        static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
   std::vector<Worker> workers(static_cast<size_t>(threads));
   for (auto& w : workers) w.launch = &L;

@@ -30,8 +30,9 @@ void Planner::unsupported(const ir::Op& op, const std::string& why) const {
 const FunctionPlan& Planner::lower(const ir::Function& fn) {
   auto it = plan_.functions.find(&fn);
   if (it != plan_.functions.end()) {
-    if (!it->second) throw Error(fmt::format("{}: function '{}' calls itself (recursion is not allowed in Triton)",
-                                             module_.filename, fn.name));
+    if (!it->second)
+      throw Error(fmt::format("{}: function '{}' calls itself (recursion is not allowed in Triton)",
+                              module_.filename, fn.name));
     return *it->second;
   }
   plan_.functions[&fn] = nullptr;  // marks "being lowered"
@@ -46,7 +47,10 @@ const FunctionPlan& Planner::lower(const ir::Function& fn) {
 static bool is_terminator(const ir::Op& op) {
   using S = ir::Syntax;
   switch (op.def->syntax) {
-    case S::Return: case S::Condition: case S::Branch: case S::CondBranch: return true;
+    case S::Return:
+    case S::Condition:
+    case S::Branch:
+    case S::CondBranch: return true;
     default: return false;
   }
 }

@@ -61,12 +61,14 @@ struct Step {
   std::vector<int> in;   // operand slots, in op operand order
   std::vector<int> out;  // result slots
   std::vector<const ir::Type*> in_types, out_types;
-  int64_t n = 0;         // elements of result 0 (of operand 0 when the op has no result)
+  int64_t n = 0;  // elements of result 0 (of operand 0 when the op has no result)
   std::vector<RegionPlan> regions;
-  const FunctionPlan* callee = nullptr;   // tt.call
-  std::shared_ptr<const void> aux;        // kernel data built at plan time (constants, strides)
+  const FunctionPlan* callee = nullptr;  // tt.call
+  std::shared_ptr<const void> aux;       // kernel data built at plan time (constants, strides)
   template <class T>
-  const T& data() const { return *static_cast<const T*>(aux.get()); }
+  const T& data() const {
+    return *static_cast<const T*>(aux.get());
+  }
 };
 
 struct FunctionPlan {
@@ -119,16 +121,20 @@ struct Program {
   Memory* memory = nullptr;
   const Plan* plan = nullptr;
   const Launch* launch = nullptr;
-  unsigned observed = 0;         // EventKind bits some observer wants
-  const std::vector<uint8_t>* watched = nullptr;  // per Step::id: some observer watches the op
+  unsigned observed = 0;                               // EventKind bits some observer wants
+  const std::vector<uint8_t>* watched = nullptr;       // per Step::id: some observer watches the op
   const std::vector<uint8_t>* watched_slot = nullptr;  // per slot: some observer watches transfers into it
   const std::vector<Observer*>* observers = nullptr;
   LaunchStats* stats = nullptr;  // per-worker counters, summed at the end
 
   template <class T>
-  T* at(int s) { return reinterpret_cast<T*>(slot[s]); }
+  T* at(int s) {
+    return reinterpret_cast<T*>(slot[s]);
+  }
   template <class T>
-  const T* at(int s) const { return reinterpret_cast<const T*>(slot[s]); }
+  const T* at(int s) const {
+    return reinterpret_cast<const T*>(slot[s]);
+  }
 
   /// Run `r` from its entry block (whose argument slots the caller has filled) until a
   /// yield / return / condition terminator, which is returned (its operand slots hold the values).

@@ -24,9 +24,9 @@ uint64_t float_to_bits_f32(ir::Elem e, float v, Rounding r = Rounding::rtne);
 /// A block pointer (tt.make_tensor_ptr, Triton <= 3.6 `.source` IR only). Element offsets.
 struct BlockPtr {
   static constexpr int kMaxRank = 5;
-  uint64_t base = 0;          // virtual address of element 0
+  uint64_t base = 0;  // virtual address of element 0
   int rank = 0;
-  int64_t shape[kMaxRank]{};  // elements
+  int64_t shape[kMaxRank]{};    // elements
   int64_t strides[kMaxRank]{};  // elements
   int32_t offsets[kMaxRank]{};  // elements
 };

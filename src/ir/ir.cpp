@@ -12,24 +12,42 @@ namespace tilescope::ir {
 
 int elem_bytes(Elem e) {
   switch (e) {
-    case Elem::i1: case Elem::i8: case Elem::f8e4m3fn: case Elem::f8e5m2:
-    case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz: return 1;
-    case Elem::i16: case Elem::f16: case Elem::bf16: return 2;
-    case Elem::i32: case Elem::f32: return 4;
-    case Elem::i64: case Elem::f64: case Elem::ptr: return 8;
-    case Elem::tensordesc: case Elem::none: return 0;
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz: return 1;
+    case Elem::i16:
+    case Elem::f16:
+    case Elem::bf16: return 2;
+    case Elem::i32:
+    case Elem::f32: return 4;
+    case Elem::i64:
+    case Elem::f64:
+    case Elem::ptr: return 8;
+    case Elem::tensordesc:
+    case Elem::none: return 0;
   }
   return 0;
 }
 
 int elem_bits(Elem e) { return e == Elem::i1 ? 1 : 8 * elem_bytes(e); }
 
-bool is_int(Elem e) { return e == Elem::i1 || e == Elem::i8 || e == Elem::i16 || e == Elem::i32 || e == Elem::i64; }
+bool is_int(Elem e) {
+  return e == Elem::i1 || e == Elem::i8 || e == Elem::i16 || e == Elem::i32 || e == Elem::i64;
+}
 
 bool is_float(Elem e) {
   switch (e) {
-    case Elem::f8e4m3fn: case Elem::f8e5m2: case Elem::f8e4m3fnuz: case Elem::f8e5m2fnuz:
-    case Elem::f16: case Elem::bf16: case Elem::f32: case Elem::f64: return true;
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64: return true;
     default: return false;
   }
 }
@@ -166,6 +184,8 @@ std::string locate(const ir::Module& m, const ir::Op& op, const std::string& msg
   return s;
 }
 
-void fail_at(const ir::Module& m, const ir::Op& op, const std::string& msg) { throw Error(locate(m, op, msg)); }
+void fail_at(const ir::Module& m, const ir::Op& op, const std::string& msg) {
+  throw Error(locate(m, op, msg));
+}
 
 }  // namespace tilescope

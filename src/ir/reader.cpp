@@ -1783,7 +1783,8 @@ class Reader {
   }
   /// `%a = %x, %b = %y, ...)`: block arguments and the values they start from (scf.for iter_args,
   /// scf.while), after the opening parenthesis, up to and including the closing one.
-  void assignments(const char* what, std::vector<ArgDef>& args, std::vector<Ref>& inits, const char* closing) {
+  void assignments(const char* what, std::vector<ArgDef>& args, std::vector<Ref>& inits,
+                   const char* closing) {
     do {
       ws();
       ArgDef a;

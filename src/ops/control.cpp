@@ -22,7 +22,8 @@ namespace {
 
 int64_t read_int(const Program& p, int slot, const ir::Type* t) {
   switch (t->elem) {
-    case ir::Elem::i1: case ir::Elem::i8: return *p.at<int8_t>(slot);
+    case ir::Elem::i1:
+    case ir::Elem::i8: return *p.at<int8_t>(slot);
     case ir::Elem::i16: return *p.at<int16_t>(slot);
     case ir::Elem::i32: return *p.at<int32_t>(slot);
     default: return *p.at<int64_t>(slot);
@@ -31,7 +32,8 @@ int64_t read_int(const Program& p, int slot, const ir::Type* t) {
 
 void write_int(Program& p, int slot, const ir::Type* t, int64_t v) {
   switch (t->elem) {
-    case ir::Elem::i1: case ir::Elem::i8: *p.at<int8_t>(slot) = static_cast<int8_t>(v); break;
+    case ir::Elem::i1:
+    case ir::Elem::i8: *p.at<int8_t>(slot) = static_cast<int8_t>(v); break;
     case ir::Elem::i16: *p.at<int16_t>(slot) = static_cast<int16_t>(v); break;
     case ir::Elem::i32: *p.at<int32_t>(slot) = static_cast<int32_t>(v); break;
     default: *p.at<int64_t>(slot) = v; break;
@@ -48,7 +50,8 @@ void run_for(Program& p, const Step& s) {
   std::vector<int> iter(args.begin() + 1, args.end());
   std::vector<int> init(s.in.begin() + 3, s.in.end());
   parallel_copy(p, iter, init);
-  if (step <= 0 && lb < ub) fail_at(*p.plan->module, *s.op, fmt::format("scf.for step is {}: it must be positive", step));
+  if (step <= 0 && lb < ub)
+    fail_at(*p.plan->module, *s.op, fmt::format("scf.for step is {}: it must be positive", step));
   for (int64_t iv = lb; iv < ub; iv += step) {
     write_int(p, args[0], ivt, iv);
     const Terminator& t = p.run(body);
@@ -60,8 +63,10 @@ void run_for(Program& p, const Step& s) {
 void run_if(Program& p, const Step& s) {
   bool c = *p.at<uint8_t>(s.in[0]) != 0;
   const exec::RegionPlan* r = nullptr;
-  if (c) r = &s.regions[0];
-  else if (s.regions.size() > 1 && !s.regions[1].blocks.empty()) r = &s.regions[1];
+  if (c)
+    r = &s.regions[0];
+  else if (s.regions.size() > 1 && !s.regions[1].blocks.empty())
+    r = &s.regions[1];
   if (!r) return;
   const Terminator& t = p.run(*r);
   parallel_copy(p, s.out, t.operands);
@@ -97,7 +102,8 @@ void run_nop(Program&, const Step&) {}
 void lower_for(const Op& op, Planner& pl, Step& s) {
   if (s.in.size() < 3 || s.regions.size() != 1 || s.regions[0].blocks.empty())
     pl.unsupported(op, "malformed scf.for");
-  if (s.regions[0].blocks[0].args.size() != s.in.size() - 2) pl.unsupported(op, "scf.for block arguments do not match");
+  if (s.regions[0].blocks[0].args.size() != s.in.size() - 2)
+    pl.unsupported(op, "scf.for block arguments do not match");
   s.fn = run_for;
 }
 
@@ -134,8 +140,12 @@ std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t 
   ir::Elem e = t->elem;
   if (ir::is_float(e)) {
     double v;
-    if (e == ir::Elem::f32) { float f; std::memcpy(&f, base + 4 * i, 4); v = f; }
-    else if (e == ir::Elem::f64) std::memcpy(&v, base + 8 * i, 8);
+    if (e == ir::Elem::f32) {
+      float f;
+      std::memcpy(&f, base + 4 * i, 4);
+      v = f;
+    } else if (e == ir::Elem::f64)
+      std::memcpy(&v, base + 8 * i, 8);
     else {
       uint64_t bits = 0;
       std::memcpy(&bits, base + i * ir::elem_bytes(e), static_cast<size_t>(ir::elem_bytes(e)));
@@ -154,7 +164,8 @@ std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t 
   int bits = ir::elem_bits(e);
   if (bits < 64) u &= (uint64_t{1} << bits) - 1;
   if (hex) return fmt::format("0x{:0{}x}", u, std::max(1, nb * 2));
-  if (is_signed && bits < 64 && (u >> (bits - 1)) & 1) return fmt::format("{}", static_cast<int64_t>(u | ~((uint64_t{1} << bits) - 1)));
+  if (is_signed && bits < 64 && (u >> (bits - 1)) & 1)
+    return fmt::format("{}", static_cast<int64_t>(u | ~((uint64_t{1} << bits) - 1)));
   if (is_signed) return fmt::format("{}", static_cast<int64_t>(u));
   return fmt::format("{}", u);
 }
@@ -216,8 +227,8 @@ void run_assert(Program& p, const Step& s) {
   }
   std::lock_guard<std::mutex> g(g_print_mu);
   std::cerr << fmt::format("{}: program ({}, {}, {}) lane {}: Assertion `{}` failed ({} lanes)\n",
-                           s.op->loc.known() ? s.op->loc.str() : "kernel", p.pid[0], p.pid[1], p.pid[2], first,
-                           e.message, failed);
+                           s.op->loc.known() ? s.op->loc.str() : "kernel", p.pid[0], p.pid[1], p.pid[2],
+                           first, e.message, failed);
 }
 
 }  // namespace
@@ -225,7 +236,8 @@ void run_assert(Program& p, const Step& s) {
 void lower_print(const Op&, Planner&, Step& s) { s.fn = run_print; }
 
 void lower_assert(const Op& op, Planner& pl, Step& s) {
-  if (s.in.empty() || s.in_types[0]->elem != ir::Elem::i1) pl.unsupported(op, "tt.assert needs an i1 condition");
+  if (s.in.empty() || s.in_types[0]->elem != ir::Elem::i1)
+    pl.unsupported(op, "tt.assert needs an i1 condition");
   s.fn = run_assert;
 }
 

@@ -38,8 +38,9 @@
 // Sources for the tf32x3 / bf16xN terms: F32DotTC.cpp in triton-lang/triton (the BF16xN pattern as in
 // the 3.6-era file, e.g. the woct0rdho/triton-windows mirror of it); cvt.rna.tf32.f32 rounds to
 // nearest with ties away from zero (PTX ISA, cvt .rna).
-#include <Eigen/Core>
 #include <fmt/format.h>
+
+#include <Eigen/Core>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -62,7 +63,8 @@ using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 // ---------------------------------------------------------------------------------------------
 // Small float formats, decoded exactly. `bias`, exponent and mantissa widths per OCP / MLIR.
 
-float decode_minifloat(uint32_t bits, int ebits, int mbits, int bias, bool ieee_special, bool fn_nan, bool fnuz) {
+float decode_minifloat(uint32_t bits, int ebits, int mbits, int bias, bool ieee_special, bool fn_nan,
+                       bool fnuz) {
   const int total = 1 + ebits + mbits;
   bits &= (1u << total) - 1;
   const bool neg = (bits >> (ebits + mbits)) & 1;
@@ -87,10 +89,14 @@ const Table256& fp8_lut(Elem e) {
     for (uint32_t i = 0; i < 256; ++i) t.v[i] = f(i);
     return t;
   };
-  static const Table256 e4m3fn = build([](uint32_t b) { return decode_minifloat(b, 4, 3, 7, false, true, false); });
-  static const Table256 e5m2 = build([](uint32_t b) { return decode_minifloat(b, 5, 2, 15, true, false, false); });
-  static const Table256 e4m3fnuz = build([](uint32_t b) { return decode_minifloat(b, 4, 3, 8, false, false, true); });
-  static const Table256 e5m2fnuz = build([](uint32_t b) { return decode_minifloat(b, 5, 2, 16, false, false, true); });
+  static const Table256 e4m3fn =
+      build([](uint32_t b) { return decode_minifloat(b, 4, 3, 7, false, true, false); });
+  static const Table256 e5m2 =
+      build([](uint32_t b) { return decode_minifloat(b, 5, 2, 15, true, false, false); });
+  static const Table256 e4m3fnuz =
+      build([](uint32_t b) { return decode_minifloat(b, 4, 3, 8, false, false, true); });
+  static const Table256 e5m2fnuz =
+      build([](uint32_t b) { return decode_minifloat(b, 5, 2, 16, false, false, true); });
   switch (e) {
     case Elem::f8e5m2: return e5m2;
     case Elem::f8e4m3fnuz: return e4m3fnuz;
@@ -165,7 +171,7 @@ enum class Prec { tf32, tf32x3, ieee, bf16x3, bf16x6 };
 // The same loop twice: GCC only emits vfmadd (and vectorises the j loop) inside a function that
 // carries the target attribute itself.
 __attribute__((target("avx2,fma"))) void fma_gemm_hw(const float* A, const float* Bm, float* D, int64_t M,
-                                                       int64_t N, int64_t K) {
+                                                     int64_t N, int64_t K) {
   for (int64_t i = 0; i < M; ++i) {
     float* d = D + i * N;
     for (int64_t k = 0; k < K; ++k) {
@@ -187,8 +193,10 @@ void fma_gemm_sw(const float* A, const float* Bm, float* D, int64_t M, int64_t N
 }
 void fma_gemm(const float* A, const float* Bm, float* D, int64_t M, int64_t N, int64_t K) {
   static const bool hw = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  if (hw) fma_gemm_hw(A, Bm, D, M, N, K);
-  else fma_gemm_sw(A, Bm, D, M, N, K);
+  if (hw)
+    fma_gemm_hw(A, Bm, D, M, N, K);
+  else
+    fma_gemm_sw(A, Bm, D, M, N, K);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -237,11 +245,21 @@ void dot_f32(Program& p, const Step& s) {
       gemm_acc(A.data(), Bm.data(), C.data(), M, N, K);
     } else if (a.prec == Prec::tf32x3) {
       // t0/t1: big/small of a; t2/t3: big/small of b.
-      t0.resize(M * K); t1.resize(M * K); t2.resize(K * N); t3.resize(K * N);
-      for (int64_t i = 0; i < M * K; ++i) { t0[i] = tf32_rna(A[i]); t1[i] = A[i] - t0[i]; }
-      for (int64_t i = 0; i < K * N; ++i) { t2[i] = tf32_rna(Bm[i]); t3[i] = Bm[i] - t2[i]; }
+      t0.resize(M * K);
+      t1.resize(M * K);
+      t2.resize(K * N);
+      t3.resize(K * N);
+      for (int64_t i = 0; i < M * K; ++i) {
+        t0[i] = tf32_rna(A[i]);
+        t1[i] = A[i] - t0[i];
+      }
+      for (int64_t i = 0; i < K * N; ++i) {
+        t2[i] = tf32_rna(Bm[i]);
+        t3[i] = Bm[i] - t2[i];
+      }
       D.assign(M * N, 0.0f);
-      t4.resize(M * K); t5.resize(K * N);
+      t4.resize(M * K);
+      t5.resize(K * N);
       for (int64_t i = 0; i < M * K; ++i) t4[i] = tf32_trunc(t1[i]);
       gemm_acc(t4.data(), t2.data(), D.data(), M, N, K);  // small_a · big_b
       for (int64_t i = 0; i < K * N; ++i) t5[i] = tf32_trunc(t3[i]);
@@ -330,10 +348,14 @@ Prec precision(const Op& op, Planner& p) {
   const ir::Attr* a = op.attr("inputPrecision");
   if (!a) return Prec::ieee;  // the default is not printed (reference §1.5)
   if (a->kind == ir::Attr::Kind::Int) {
-    if (a->i >= 0 && a->i <= 4) return static_cast<Prec>(a->i);  // tf32(0) tf32x3(1) ieee(2) bf16x3(3) bf16x6(4)
+    if (a->i >= 0 && a->i <= 4)
+      return static_cast<Prec>(a->i);  // tf32(0) tf32x3(1) ieee(2) bf16x3(3) bf16x6(4)
   } else {
-    static const std::pair<const char*, Prec> kNames[] = {
-        {"tf32", Prec::tf32}, {"tf32x3", Prec::tf32x3}, {"ieee", Prec::ieee}, {"bf16x3", Prec::bf16x3}, {"bf16x6", Prec::bf16x6}};
+    static const std::pair<const char*, Prec> kNames[] = {{"tf32", Prec::tf32},
+                                                          {"tf32x3", Prec::tf32x3},
+                                                          {"ieee", Prec::ieee},
+                                                          {"bf16x3", Prec::bf16x3},
+                                                          {"bf16x6", Prec::bf16x6}};
     for (auto& [n, v] : kNames)
       if (a->s == n) return v;
   }
@@ -342,8 +364,8 @@ Prec precision(const Op& op, Planner& p) {
 
 /// Checks [B,]M,K x [B,]K,N -> [B,]M,N and fills the geometry.
 void dot_shapes(const Op& op, Planner& p, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
-                const std::vector<int64_t>& sc, const std::vector<int64_t>& sd, DotAux& a, int64_t ka_mult = 1,
-                int64_t kb_mult = 1, int64_t ma_mult = 1, int64_t nb_mult = 1) {
+                const std::vector<int64_t>& sc, const std::vector<int64_t>& sd, DotAux& a,
+                int64_t ka_mult = 1, int64_t kb_mult = 1, int64_t ma_mult = 1, int64_t nb_mult = 1) {
   const size_t r = sd.size();
   if ((r != 2 && r != 3) || sa.size() != r || sb.size() != r || sc != sd)
     p.unsupported(op, "operands must be 2-D (or 3-D batched) with c and d of the same shape");
@@ -416,7 +438,8 @@ void dot_scaled_run(Program& p, const Step& s) {
     for (int64_t k = 0; k < K; ++k) {
       float v;
       if (a.fa == Fmt::e2m1) {
-        uint8_t byte = a.a_kpack ? static_cast<uint8_t>(pa[m * (K / 2) + k / 2]) : static_cast<uint8_t>(pa[(m / 2) * K + k]);
+        uint8_t byte = a.a_kpack ? static_cast<uint8_t>(pa[m * (K / 2) + k / 2])
+                                 : static_cast<uint8_t>(pa[(m / 2) * K + k]);
         int sh = a.a_kpack ? (k & 1) * 4 : (m & 1) * 4;
         v = fp4((byte >> sh) & 15);
       } else {
@@ -429,7 +452,8 @@ void dot_scaled_run(Program& p, const Step& s) {
     for (int64_t n = 0; n < N; ++n) {
       float v;
       if (a.fb == Fmt::e2m1) {
-        uint8_t byte = a.b_kpack ? static_cast<uint8_t>(pb[(k / 2) * N + n]) : static_cast<uint8_t>(pb[k * (N / 2) + n / 2]);
+        uint8_t byte = a.b_kpack ? static_cast<uint8_t>(pb[(k / 2) * N + n])
+                                 : static_cast<uint8_t>(pb[k * (N / 2) + n / 2]);
         int sh = a.b_kpack ? (k & 1) * 4 : (n & 1) * 4;
         v = fp4((byte >> sh) & 15);
       } else {
@@ -448,11 +472,12 @@ Fmt scaled_fmt(const Op& op, Planner& p, std::initializer_list<const char*> name
     const ir::Attr* a = op.attr(nm);
     if (!a) continue;
     if (a->kind == ir::Attr::Kind::Int) {
-      if (a->i >= 0 && a->i <= 6) return static_cast<Fmt>(a->i);  // e4m3(0) e5m2(1) e2m3(2) e3m2(3) e2m1(4) bf16(5) fp16(6)
+      if (a->i >= 0 && a->i <= 6)
+        return static_cast<Fmt>(a->i);  // e4m3(0) e5m2(1) e2m3(2) e3m2(3) e2m1(4) bf16(5) fp16(6)
     } else {
-      static const std::pair<const char*, Fmt> kNames[] = {{"e4m3", Fmt::e4m3}, {"e5m2", Fmt::e5m2}, {"e2m3", Fmt::e2m3},
-                                                           {"e3m2", Fmt::e3m2}, {"e2m1", Fmt::e2m1}, {"bf16", Fmt::bf16},
-                                                           {"fp16", Fmt::fp16}};
+      static const std::pair<const char*, Fmt> kNames[] = {
+          {"e4m3", Fmt::e4m3}, {"e5m2", Fmt::e5m2}, {"e2m3", Fmt::e2m3}, {"e3m2", Fmt::e3m2},
+          {"e2m1", Fmt::e2m1}, {"bf16", Fmt::bf16}, {"fp16", Fmt::fp16}};
       for (auto& [n, v] : kNames)
         if (a->s == n) return v;
     }
@@ -481,13 +506,15 @@ void lower_dot(const Op& op, Planner& p, Step& s) {
   a->prec = precision(op, p);
   const Elem ea = ta->elem, eb = tb->elem, ed = td->elem;
   if (ea == Elem::i8 || eb == Elem::i8) {
-    if (ea != Elem::i8 || eb != Elem::i8 || ed != Elem::i32) p.unsupported(op, "integer dot needs i8 x i8 -> i32");
+    if (ea != Elem::i8 || eb != Elem::i8 || ed != Elem::i32)
+      p.unsupported(op, "integer dot needs i8 x i8 -> i32");
     s.aux = a;
     s.fn = &dot_i8;
     return;
   }
   if (ed == Elem::f64 || ea == Elem::f64 || eb == Elem::f64) {
-    if (ea != Elem::f64 || eb != Elem::f64 || ed != Elem::f64) p.unsupported(op, "f64 dot needs f64 x f64 -> f64");
+    if (ea != Elem::f64 || eb != Elem::f64 || ed != Elem::f64)
+      p.unsupported(op, "f64 dot needs f64 x f64 -> f64");
     s.aux = a;
     s.fn = &dot_f64;
     return;
@@ -509,7 +536,8 @@ void lower_dot(const Op& op, Planner& p, Step& s) {
 
 void lower_dot_scaled(const Op& op, Planner& p, Step& s) {
   const size_t n = s.in.size();
-  if (n < 3 || n > 5 || s.out.size() != 1) p.unsupported(op, "expected a[, a_scale], b[, b_scale], c and one result");
+  if (n < 3 || n > 5 || s.out.size() != 1)
+    p.unsupported(op, "expected a[, a_scale], b[, b_scale], c and one result");
   auto a = std::make_shared<ScaledAux>();
   bool has_as = false, has_bs = false;
   const ir::Attr* seg = op.attr("operandSegmentSizes");
@@ -526,7 +554,8 @@ void lower_dot_scaled(const Op& op, Planner& p, Step& s) {
     if (cs.size() != 2 || s1.size() != 2 || s2.size() != 2) p.unsupported(op, "operands must be 2-D");
     bool x = s1[0] == cs[0] && s2[1] == cs[1];
     bool y = s1[1] == cs[1] && s2[0] == cs[1];
-    if (x == y) p.unsupported(op, "cannot tell which operand is scaled; write the op with operandSegmentSizes");
+    if (x == y)
+      p.unsupported(op, "cannot tell which operand is scaled; write the op with operandSegmentSizes");
     has_as = x;
     has_bs = y;
   }
@@ -560,9 +589,11 @@ void lower_dot_scaled(const Op& op, Planner& p, Step& s) {
   if (!storage_ok(a->fa, s.in_types[a->ia]) || !storage_ok(a->fb, s.in_types[a->ib]))
     p.unsupported(op, "operand storage does not match its element type");
   if (a->K % 32 != 0 && (has_as || has_bs)) p.unsupported(op, "K must be a multiple of 32 with scales");
-  if (has_as && (s.in_types[a->ias]->shape != std::vector<int64_t>{a->M, a->K / 32} || ir::elem_bytes(s.in_types[a->ias]->elem) != 1))
+  if (has_as && (s.in_types[a->ias]->shape != std::vector<int64_t>{a->M, a->K / 32} ||
+                 ir::elem_bytes(s.in_types[a->ias]->elem) != 1))
     p.unsupported(op, "a_scale must be [M, K/32] bytes");
-  if (has_bs && (s.in_types[a->ibs]->shape != std::vector<int64_t>{a->N, a->K / 32} || ir::elem_bytes(s.in_types[a->ibs]->elem) != 1))
+  if (has_bs && (s.in_types[a->ibs]->shape != std::vector<int64_t>{a->N, a->K / 32} ||
+                 ir::elem_bytes(s.in_types[a->ibs]->elem) != 1))
     p.unsupported(op, "b_scale must be [N, K/32] bytes");
   const Elem ed = s.out_types[0]->elem;
   if (s.in_types[a->ic]->elem != ed) p.unsupported(op, "c and d element types differ");

@@ -383,7 +383,6 @@ void desc_rows_lanes(Program& p, const Step& s, const DescAux& x, const TensorDe
   }
 }
 
-
 /// Common checks of a descriptor operand: returns the block type.
 const ir::Type* desc_block(const Op& op, Planner& p, const Step& s) {
   if (s.in_types.empty() || s.in_types[0]->elem != Elem::tensordesc || !s.in_types[0]->pointee)

@@ -8,9 +8,9 @@
 
 namespace tilescope::ops {
 
-using ir::Op;
 using exec::Planner;
 using exec::Step;
+using ir::Op;
 
 // arith.cpp: arith, math, and the tt elementwise ops (reference §1.1, §2.1, §2.2)
 void lower_constant(const Op&, Planner&, Step&);
@@ -21,20 +21,20 @@ void lower_int_unary(const Op&, Planner&, Step&);     // math.absi
 void lower_fma(const Op&, Planner&, Step&);
 void lower_compare(const Op&, Planner&, Step&);
 void lower_select(const Op&, Planner&, Step&);
-void lower_cast(const Op&, Planner&, Step&);          // ext/trunc, int<->float, arith.bitcast
+void lower_cast(const Op&, Planner&, Step&);  // ext/trunc, int<->float, arith.bitcast
 void lower_fp_to_fp(const Op&, Planner&, Step&);
-void lower_bitcast(const Op&, Planner&, Step&);       // tt.bitcast
+void lower_bitcast(const Op&, Planner&, Step&);  // tt.bitcast
 void lower_clampf(const Op&, Planner&, Step&);
-void lower_ptr_int(const Op&, Planner&, Step&);       // tt.int_to_ptr, tt.ptr_to_int
-void lower_extern(const Op&, Planner&, Step&);        // tt.extern_elementwise (libdevice __nv_*)
+void lower_ptr_int(const Op&, Planner&, Step&);  // tt.int_to_ptr, tt.ptr_to_int
+void lower_extern(const Op&, Planner&, Step&);   // tt.extern_elementwise (libdevice __nv_*)
 void lower_poison(const Op&, Planner&, Step&);
-void lower_inline_asm(const Op&, Planner&, Step&);    // always an error: PTX cannot run here
+void lower_inline_asm(const Op&, Planner&, Step&);  // always an error: PTX cannot run here
 
 // shape.cpp (reference §1.4, §1.5)
 void lower_splat(const Op&, Planner&, Step&);
 void lower_unsplat(const Op&, Planner&, Step&);
 void lower_broadcast(const Op&, Planner&, Step&);
-void lower_reshape(const Op&, Planner&, Step&);       // reshape, expand_dims (row-major copy)
+void lower_reshape(const Op&, Planner&, Step&);  // reshape, expand_dims (row-major copy)
 void lower_trans(const Op&, Planner&, Step&);
 void lower_cat(const Op&, Planner&, Step&);
 void lower_join(const Op&, Planner&, Step&);
@@ -42,7 +42,7 @@ void lower_split(const Op&, Planner&, Step&);
 void lower_gather(const Op&, Planner&, Step&);
 void lower_histogram(const Op&, Planner&, Step&);
 void lower_make_range(const Op&, Planner&, Step&);
-void lower_program_id(const Op&, Planner&, Step&);    // get_program_id, get_num_programs
+void lower_program_id(const Op&, Planner&, Step&);  // get_program_id, get_num_programs
 
 // reduce.cpp (reference §1.5, §1.1 map_elementwise)
 void lower_reduce(const Op&, Planner&, Step&);
@@ -63,7 +63,7 @@ void lower_make_tensor_ptr(const Op&, Planner&, Step&);
 void lower_advance(const Op&, Planner&, Step&);
 void lower_make_desc(const Op&, Planner&, Step&);
 void lower_desc_load(const Op&, Planner&, Step&);
-void lower_desc_store(const Op&, Planner&, Step&);    // descriptor_store and descriptor_reduce
+void lower_desc_store(const Op&, Planner&, Step&);  // descriptor_store and descriptor_reduce
 void lower_desc_gather(const Op&, Planner&, Step&);
 void lower_desc_scatter(const Op&, Planner&, Step&);
 
@@ -74,7 +74,7 @@ void lower_while(const Op&, Planner&, Step&);
 void lower_call(const Op&, Planner&, Step&);
 void lower_print(const Op&, Planner&, Step&);
 void lower_assert(const Op&, Planner&, Step&);
-void lower_nop(const Op&, Planner&, Step&);           // barriers, llvm.intr.assume
+void lower_nop(const Op&, Planner&, Step&);  // barriers, llvm.intr.assume
 
 // versions.cpp: ops that only newer Triton prints (3.9), run with the kernels above
 void lower_approx_divf(const Op&, Planner&, Step&);   // as arith.divf (f32)

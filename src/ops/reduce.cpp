@@ -41,9 +41,12 @@ struct Geometry {
 Geometry geometry(const std::vector<int64_t>& shape, int64_t axis) {
   Geometry g;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) g.outer *= shape[d];
-    else if (d == axis) g.len = shape[d];
-    else g.inner *= shape[d];
+    if (d < axis)
+      g.outer *= shape[d];
+    else if (d == axis)
+      g.len = shape[d];
+    else
+      g.inner *= shape[d];
   }
   return g;
 }
@@ -59,9 +62,13 @@ Geometry geometry(const std::vector<int64_t>& shape, int64_t axis) {
 template <class C>
 using Bits = std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>;
 template <class C>
-inline C and_bits(C a, C b) { return std::bit_cast<C>(std::bit_cast<Bits<C>>(a) & std::bit_cast<Bits<C>>(b)); }
+inline C and_bits(C a, C b) {
+  return std::bit_cast<C>(std::bit_cast<Bits<C>>(a) & std::bit_cast<Bits<C>>(b));
+}
 template <class C>
-inline C or_bits(C a, C b) { return std::bit_cast<C>(std::bit_cast<Bits<C>>(a) | std::bit_cast<Bits<C>>(b)); }
+inline C or_bits(C a, C b) {
+  return std::bit_cast<C>(std::bit_cast<Bits<C>>(a) | std::bit_cast<Bits<C>>(b));
+}
 
 template <class C>
 inline C fmax_num(C a, C b) {
@@ -89,17 +96,34 @@ inline C fmin_prop(C a, C b) {
 }
 
 enum class Fast {
-  none, addf, mulf, maxnumf, minnumf, maximumf, minimumf,
-  addi, muli, maxsi, minsi, maxui, minui, andi, ori, xori
+  none,
+  addf,
+  mulf,
+  maxnumf,
+  minnumf,
+  maximumf,
+  minimumf,
+  addi,
+  muli,
+  maxsi,
+  minsi,
+  maxui,
+  minui,
+  andi,
+  ori,
+  xori
 };
 
 Fast fast_kind(const std::string& name) {
   static const std::pair<const char*, Fast> kMap[] = {
-      {"arith.addf", Fast::addf},         {"arith.mulf", Fast::mulf},         {"arith.maxnumf", Fast::maxnumf},
-      {"arith.minnumf", Fast::minnumf},   {"arith.maximumf", Fast::maximumf}, {"arith.minimumf", Fast::minimumf},
-      {"arith.addi", Fast::addi},         {"arith.muli", Fast::muli},         {"arith.maxsi", Fast::maxsi},
-      {"arith.minsi", Fast::minsi},       {"arith.maxui", Fast::maxui},       {"arith.minui", Fast::minui},
-      {"arith.andi", Fast::andi},         {"arith.ori", Fast::ori},           {"arith.xori", Fast::xori}};
+      {"arith.addf", Fast::addf},         {"arith.mulf", Fast::mulf},
+      {"arith.maxnumf", Fast::maxnumf},   {"arith.minnumf", Fast::minnumf},
+      {"arith.maximumf", Fast::maximumf}, {"arith.minimumf", Fast::minimumf},
+      {"arith.addi", Fast::addi},         {"arith.muli", Fast::muli},
+      {"arith.maxsi", Fast::maxsi},       {"arith.minsi", Fast::minsi},
+      {"arith.maxui", Fast::maxui},       {"arith.minui", Fast::minui},
+      {"arith.andi", Fast::andi},         {"arith.ori", Fast::ori},
+      {"arith.xori", Fast::xori}};
   for (auto& [n, k] : kMap)
     if (name == n) return k;
   return Fast::none;
@@ -114,16 +138,24 @@ struct FloatOp {
   // the tree's result; sums and products keep the tree order.
   static constexpr bool kOrderFree = K != Fast::addf && K != Fast::mulf;
   static C round(C v) {
-    if constexpr (std::is_same_v<typename Tr::S, C>) return v;
-    else return Tr::load(Tr::store(v));
+    if constexpr (std::is_same_v<typename Tr::S, C>)
+      return v;
+    else
+      return Tr::load(Tr::store(v));
   }
   static C apply(C a, C b) {
-    if constexpr (K == Fast::addf) return round(a + b);
-    else if constexpr (K == Fast::mulf) return round(a * b);
-    else if constexpr (K == Fast::maxnumf) return fmax_num(a, b);
-    else if constexpr (K == Fast::minnumf) return fmin_num(a, b);
-    else if constexpr (K == Fast::maximumf) return fmax_prop(a, b);
-    else return fmin_prop(a, b);
+    if constexpr (K == Fast::addf)
+      return round(a + b);
+    else if constexpr (K == Fast::mulf)
+      return round(a * b);
+    else if constexpr (K == Fast::maxnumf)
+      return fmax_num(a, b);
+    else if constexpr (K == Fast::minnumf)
+      return fmin_num(a, b);
+    else if constexpr (K == Fast::maximumf)
+      return fmax_prop(a, b);
+    else
+      return fmin_prop(a, b);
   }
 };
 
@@ -137,19 +169,31 @@ struct IntOp {
   using Sg = std::make_signed_t<U>;
   static C apply(C a, C b) {
     if constexpr (I1) {
-      if constexpr (K == Fast::addi || K == Fast::xori) return a ^ b;
-      else if constexpr (K == Fast::muli || K == Fast::andi || K == Fast::maxsi || K == Fast::minui) return a & b;
-      else return a | b;  // ori, minsi, maxui
+      if constexpr (K == Fast::addi || K == Fast::xori)
+        return a ^ b;
+      else if constexpr (K == Fast::muli || K == Fast::andi || K == Fast::maxsi || K == Fast::minui)
+        return a & b;
+      else
+        return a | b;  // ori, minsi, maxui
     } else {
-      if constexpr (K == Fast::addi) return static_cast<U>(a + b);
-      else if constexpr (K == Fast::muli) return static_cast<U>(a * b);
-      else if constexpr (K == Fast::maxsi) return static_cast<Sg>(a) > static_cast<Sg>(b) ? a : b;
-      else if constexpr (K == Fast::minsi) return static_cast<Sg>(a) < static_cast<Sg>(b) ? a : b;
-      else if constexpr (K == Fast::maxui) return a > b ? a : b;
-      else if constexpr (K == Fast::minui) return a < b ? a : b;
-      else if constexpr (K == Fast::andi) return a & b;
-      else if constexpr (K == Fast::ori) return a | b;
-      else return a ^ b;
+      if constexpr (K == Fast::addi)
+        return static_cast<U>(a + b);
+      else if constexpr (K == Fast::muli)
+        return static_cast<U>(a * b);
+      else if constexpr (K == Fast::maxsi)
+        return static_cast<Sg>(a) > static_cast<Sg>(b) ? a : b;
+      else if constexpr (K == Fast::minsi)
+        return static_cast<Sg>(a) < static_cast<Sg>(b) ? a : b;
+      else if constexpr (K == Fast::maxui)
+        return a > b ? a : b;
+      else if constexpr (K == Fast::minui)
+        return a < b ? a : b;
+      else if constexpr (K == Fast::andi)
+        return a & b;
+      else if constexpr (K == Fast::ori)
+        return a | b;
+      else
+        return a ^ b;
     }
   }
 };
@@ -254,8 +298,10 @@ void scan_fast(Program& p, const Step& s) {
 
 template <bool Scan, class Tr, class Op>
 exec::KernelFn pick() {
-  if constexpr (Scan) return &scan_fast<Tr, Op>;
-  else return &reduce_fast<Tr, Op>;
+  if constexpr (Scan)
+    return &scan_fast<Tr, Op>;
+  else
+    return &reduce_fast<Tr, Op>;
 }
 
 template <bool Scan, class Tr>
@@ -359,7 +405,8 @@ void reduce_generic(Program& p, const Step& s) {
   for (size_t j = 0; j < n; ++j) bufs[j].resize(static_cast<size_t>(row * a.bytes[j]));
   for (int64_t o = 0; o < g.outer; ++o) {
     for (size_t j = 0; j < n; ++j)
-      std::memcpy(bufs[j].data(), p.slot[s.in[j]] + o * row * a.bytes[j], static_cast<size_t>(row * a.bytes[j]));
+      std::memcpy(bufs[j].data(), p.slot[s.in[j]] + o * row * a.bytes[j],
+                  static_cast<size_t>(row * a.bytes[j]));
     for (int64_t step = 1; step < g.len; step *= 2)
       for (int64_t k = 0; k + step < g.len; k += 2 * step)
         for (int64_t i = 0; i < g.inner; ++i) {
@@ -370,7 +417,8 @@ void reduce_generic(Program& p, const Step& s) {
           combine(p, s, a.bytes, accp.data(), xp.data());
         }
     for (size_t j = 0; j < n; ++j)
-      std::memcpy(p.slot[s.out[j]] + o * g.inner * a.bytes[j], bufs[j].data(), static_cast<size_t>(g.inner * a.bytes[j]));
+      std::memcpy(p.slot[s.out[j]] + o * g.inner * a.bytes[j], bufs[j].data(),
+                  static_cast<size_t>(g.inner * a.bytes[j]));
   }
 }
 
@@ -395,7 +443,8 @@ void scan_generic(Program& p, const Step& s) {
           xp[j] = x;
         }
         if (t > 0) combine(p, s, a.bytes, accp.data(), xp.data());
-        for (size_t j = 0; j < n; ++j) std::memcpy(p.slot[s.out[j]] + e * a.bytes[j], accs[j].data(), a.bytes[j]);
+        for (size_t j = 0; j < n; ++j)
+          std::memcpy(p.slot[s.out[j]] + e * a.bytes[j], accs[j].data(), a.bytes[j]);
       }
 }
 
@@ -425,8 +474,8 @@ std::shared_ptr<GenericAux> check_combine(const Op& op, Planner& p, Step& s, boo
   for (size_t j = 0; j < n; ++j) a->bytes.push_back(ir::elem_bytes(s.in_types[j]->elem));
   if (scan) {
     const ir::Attr* r = op.attr("reverse");
-    a->reverse = r && ((r->kind == ir::Attr::Kind::Bool && r->b) || (r->kind == ir::Attr::Kind::Int && r->i != 0) ||
-                       r->kind == ir::Attr::Kind::Unit);
+    a->reverse = r && ((r->kind == ir::Attr::Kind::Bool && r->b) ||
+                       (r->kind == ir::Attr::Kind::Int && r->i != 0) || r->kind == ir::Attr::Kind::Unit);
   }
   int64_t expect = scan ? s.in_types[0]->numel() : s.in_types[0]->numel() / std::max<int64_t>(a->g.len, 1);
   for (size_t j = 0; j < n; ++j)
@@ -490,7 +539,8 @@ void map_run(Program& p, const Step& s) {
     const exec::Terminator& t = p.run(r);
     for (size_t j = 0; j < no; ++j)
       for (int64_t q = 0; q < P; ++q)
-        std::memcpy(p.slot[s.out[j]] + (c + q) * a.out_bytes[j], p.slot[t.operands[j * P + q]], a.out_bytes[j]);
+        std::memcpy(p.slot[s.out[j]] + (c + q) * a.out_bytes[j], p.slot[t.operands[j * P + q]],
+                    a.out_bytes[j]);
   }
 }
 
@@ -520,7 +570,8 @@ void lower_map_elementwise(const Op& op, Planner& p, Step& s) {
   for (auto& b : reg.blocks)
     if (!b->ops.empty()) {
       const ir::Op& last = *b->ops.back();
-      if (last.name == "tt.map_elementwise.return" && last.operands.size() != s.out.size() * static_cast<size_t>(a->pack))
+      if (last.name == "tt.map_elementwise.return" &&
+          last.operands.size() != s.out.size() * static_cast<size_t>(a->pack))
         p.unsupported(op, "the region must return results x pack values");
     }
   s.aux = a;

@@ -19,13 +19,21 @@ using exec::Program;
 template <int B>
 struct UIntOf;
 template <>
-struct UIntOf<1> { using T = uint8_t; };
+struct UIntOf<1> {
+  using T = uint8_t;
+};
 template <>
-struct UIntOf<2> { using T = uint16_t; };
+struct UIntOf<2> {
+  using T = uint16_t;
+};
 template <>
-struct UIntOf<4> { using T = uint32_t; };
+struct UIntOf<4> {
+  using T = uint32_t;
+};
 template <>
-struct UIntOf<8> { using T = uint64_t; };
+struct UIntOf<8> {
+  using T = uint64_t;
+};
 
 /// Storage size of one element of `t`, or 0 for values that are not plain elements (block
 /// pointers, descriptors), which no shape op takes.
@@ -48,7 +56,8 @@ exec::KernelFn by_size(int bytes) {
 
 int elem_size_or_fail(const Op& op, Planner& p, const ir::Type* t) {
   int b = elem_size(t);
-  if (b != 1 && b != 2 && b != 4 && b != 8) p.unsupported(op, "element type " + t->str() + " cannot be moved");
+  if (b != 1 && b != 2 && b != 4 && b != 8)
+    p.unsupported(op, "element type " + t->str() + " cannot be moved");
   return b;
 }
 
@@ -64,7 +73,8 @@ int64_t int_attr(const Op& op, Planner& p, const char* name, int64_t dflt, bool 
     if (required) p.unsupported(op, std::string("missing attribute '") + name + "'");
     return dflt;
   }
-  if (a->kind == ir::Attr::Kind::Int || a->kind == ir::Attr::Kind::Bool) return a->kind == ir::Attr::Kind::Int ? a->i : a->b;
+  if (a->kind == ir::Attr::Kind::Int || a->kind == ir::Attr::Kind::Bool)
+    return a->kind == ir::Attr::Kind::Int ? a->i : a->b;
   if (a->kind == ir::Attr::Kind::Keyword || a->kind == ir::Attr::Kind::String) {
     // ProgramIDDim prints as x / y / z (reference §1.9).
     if (a->s == "x") return 0;
@@ -105,7 +115,8 @@ struct StridedAux {
   std::vector<int64_t> outer_off;
 };
 
-std::shared_ptr<StridedAux> make_strided(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& st) {
+std::shared_ptr<StridedAux> make_strided(const std::vector<int64_t>& out_shape,
+                                         const std::vector<int64_t>& st) {
   auto a = std::make_shared<StridedAux>();
   int r = static_cast<int>(out_shape.size());
   if (r == 0) {
@@ -272,17 +283,23 @@ exec::KernelFn histogram_kernel(ir::Elem e) {
 void make_range_run(Program& p, const Step& s) {
   const int32_t start = s.data<int32_t>();
   int32_t* o = p.at<int32_t>(s.out[0]);
-  for (int64_t i = 0; i < s.n; ++i) o[i] = static_cast<int32_t>(static_cast<uint32_t>(start) + static_cast<uint32_t>(i));
+  for (int64_t i = 0; i < s.n; ++i)
+    o[i] = static_cast<int32_t>(static_cast<uint32_t>(start) + static_cast<uint32_t>(i));
 }
 
 template <int Axis>
-void program_id_run(Program& p, const Step& s) { *p.at<int32_t>(s.out[0]) = p.pid[Axis]; }
+void program_id_run(Program& p, const Step& s) {
+  *p.at<int32_t>(s.out[0]) = p.pid[Axis];
+}
 template <int Axis>
-void num_programs_run(Program& p, const Step& s) { *p.at<int32_t>(s.out[0]) = p.grid[Axis]; }
+void num_programs_run(Program& p, const Step& s) {
+  *p.at<int32_t>(s.out[0]) = p.grid[Axis];
+}
 
 void need(const Op& op, Planner& p, const Step& s, size_t ins, size_t outs) {
   if (s.in.size() < ins || s.out.size() != outs)
-    p.unsupported(op, "expected " + std::to_string(ins) + " operand(s) and " + std::to_string(outs) + " result(s)");
+    p.unsupported(
+        op, "expected " + std::to_string(ins) + " operand(s) and " + std::to_string(outs) + " result(s)");
 }
 
 }  // namespace
@@ -317,9 +334,12 @@ void lower_broadcast(const Op& op, Planner& p, Step& s) {
     if (in.size() != out.size()) p.unsupported(op, "source and result ranks differ");
     auto src_st = row_major_strides(in);
     for (size_t d = 0; d < out.size(); ++d) {
-      if (in[d] == out[d]) st[d] = src_st[d];
-      else if (in[d] == 1) st[d] = 0;
-      else p.unsupported(op, "dimension " + std::to_string(d) + " is neither 1 nor the result's size");
+      if (in[d] == out[d])
+        st[d] = src_st[d];
+      else if (in[d] == 1)
+        st[d] = 0;
+      else
+        p.unsupported(op, "dimension " + std::to_string(d) + " is neither 1 nor the result's size");
     }
   }
   s.aux = make_strided(out, st);
@@ -334,13 +354,15 @@ void lower_trans(const Op& op, Planner& p, Step& s) {
   const ir::Attr* a = op.attr("order");
   if (!a || a->kind != ir::Attr::Kind::IntArray) p.unsupported(op, "missing 'order' array");
   const auto& order = a->ints;
-  if (order.size() != in.size() || out.size() != in.size()) p.unsupported(op, "'order' does not match the rank");
+  if (order.size() != in.size() || out.size() != in.size())
+    p.unsupported(op, "'order' does not match the rank");
   std::vector<bool> seen(in.size(), false);
   auto src_st = row_major_strides(in);
   std::vector<int64_t> st(out.size());
   for (size_t i = 0; i < order.size(); ++i) {
     int64_t o = order[i];
-    if (o < 0 || o >= static_cast<int64_t>(in.size()) || seen[o]) p.unsupported(op, "'order' is not a permutation");
+    if (o < 0 || o >= static_cast<int64_t>(in.size()) || seen[o])
+      p.unsupported(op, "'order' is not a permutation");
     seen[o] = true;
     if (out[i] != in[o]) p.unsupported(op, "result shape does not match the permuted source shape");
     st[i] = src_st[o];  // result dim i = source dim order[i]
@@ -381,11 +403,13 @@ void lower_gather(const Op& op, Planner& p, Step& s) {
   int64_t axis = int_attr(op, p, "axis", 0, true);
   int r = static_cast<int>(src.size());
   if (axis < 0 || axis >= r) p.unsupported(op, "axis out of range");
-  if (idx.size() != src.size() || out != idx) p.unsupported(op, "index and result shapes must match, with the source's rank");
+  if (idx.size() != src.size() || out != idx)
+    p.unsupported(op, "index and result shapes must match, with the source's rank");
   for (int d = 0; d < r; ++d)
     if (d != axis && idx[d] > src[d]) p.unsupported(op, "index dimension larger than the source's");
   int64_t axis_size = src[axis];
-  if (axis_size <= 0 || (axis_size & (axis_size - 1)) != 0) p.unsupported(op, "the gathered dimension must be a power of two");
+  if (axis_size <= 0 || (axis_size & (axis_size - 1)) != 0)
+    p.unsupported(op, "the gathered dimension must be a power of two");
   auto a = std::make_shared<GatherAux>();
   auto src_st = row_major_strides(src);
   a->axis_stride = src_st[axis];
@@ -418,12 +442,15 @@ void lower_histogram(const Op& op, Planner& p, Step& s) {
   // Values outside [0, NBINS) are not counted. The GPU's result for them is not specified; an H200
   // (triton 3.6, 8 bins) ignored -1, -8, 8, 9, 15 and 16 but counted 100 in bin 4, so kernels that
   // rely on out-of-range values are wrong on the GPU anyway.
-  if (s.in.empty() || s.in.size() > 2 || s.out.size() != 1) p.unsupported(op, "expected src[, mask] and one result");
+  if (s.in.empty() || s.in.size() > 2 || s.out.size() != 1)
+    p.unsupported(op, "expected src[, mask] and one result");
   if (s.out_types[0]->elem != ir::Elem::i32) p.unsupported(op, "the result must be i32");
-  if (s.in.size() == 2 && (s.in_types[1]->elem != ir::Elem::i1 || s.in_types[1]->numel() != s.in_types[0]->numel()))
+  if (s.in.size() == 2 &&
+      (s.in_types[1]->elem != ir::Elem::i1 || s.in_types[1]->numel() != s.in_types[0]->numel()))
     p.unsupported(op, "the mask must be i1 with the source's shape");
   s.aux = std::make_shared<int64_t>(s.in_types[0]->numel());
-  s.fn = s.in.size() == 2 ? histogram_kernel<true>(s.in_types[0]->elem) : histogram_kernel<false>(s.in_types[0]->elem);
+  s.fn = s.in.size() == 2 ? histogram_kernel<true>(s.in_types[0]->elem)
+                          : histogram_kernel<false>(s.in_types[0]->elem);
   if (!s.fn) p.unsupported(op, "the source must be an integer tensor");
 }
 

@@ -65,15 +65,17 @@ json finding_to_json(const Finding& f) {
   j["programs"] = json{{"count", f.programs}, {"first", pids}};
   j["lanes"] = json{{"count", f.lanes}, {"first", f.first_lanes}};
   j["occurrences"] = f.occurrences;
-  j["buffer"] = f.buffer ? json{{"name", f.buffer->name},   {"dtype", f.buffer->dtype}, {"shape", f.buffer->shape},
-                                {"strides", f.buffer->strides}, {"bytes", f.buffer->bytes}, {"numel", f.buffer->numel}}
-                         : json(nullptr);
+  j["buffer"] =
+      f.buffer ? json{{"name", f.buffer->name},       {"dtype", f.buffer->dtype}, {"shape", f.buffer->shape},
+                      {"strides", f.buffer->strides}, {"bytes", f.buffer->bytes}, {"numel", f.buffer->numel}}
+               : json(nullptr);
   j["offsets"] = f.has_offsets ? json{{"min", f.offset_min},
                                       {"max", f.offset_max},
                                       {"elements_before", f.elements_before},
                                       {"elements_past", f.elements_past}}
                                : json(nullptr);
-  j["addresses"] = f.has_addresses ? json{{"min", hex(f.address_min)}, {"max", hex(f.address_max)}} : json(nullptr);
+  j["addresses"] =
+      f.has_addresses ? json{{"min", hex(f.address_min)}, {"max", hex(f.address_max)}} : json(nullptr);
   j["message"] = f.message;
   j["launch_stack"] = f.launch_stack;
   return j;
@@ -101,7 +103,8 @@ std::vector<Finding> from_json(const json& j) {
       if (x.contains("programs")) {
         f.programs = x["programs"].value("count", int64_t{0});
         for (auto& p : x["programs"].value("first", json::array()))
-          f.first_programs.push_back({p.at(0).get<int32_t>(), p.at(1).get<int32_t>(), p.at(2).get<int32_t>()});
+          f.first_programs.push_back(
+              {p.at(0).get<int32_t>(), p.at(1).get<int32_t>(), p.at(2).get<int32_t>()});
       }
       if (x.contains("lanes")) {
         f.lanes = x["lanes"].value("count", int64_t{0});
@@ -166,8 +169,9 @@ std::string rule_name(Kind k) {
 
 json physical(const OpSite& s) {
   if (s.file.empty()) {  // no Python location: point into the TTIR text
-    return json{{"artifactLocation", {{"uri", s.ttir_file}}},
-                {"region", {{"startLine", std::max(1, s.ttir_line)}, {"startColumn", std::max(1, s.ttir_col)}}}};
+    return json{
+        {"artifactLocation", {{"uri", s.ttir_file}}},
+        {"region", {{"startLine", std::max(1, s.ttir_line)}, {"startColumn", std::max(1, s.ttir_col)}}}};
   }
   json region = {{"startLine", std::max(1, s.line)}, {"startColumn", s.col + 1}};  // Triton's col is 0-based
   if (!s.source_line.empty()) region["snippet"] = {{"text", s.source_line}};
@@ -175,11 +179,12 @@ json physical(const OpSite& s) {
 }
 
 json ttir_location(const OpSite& s, int id, const std::string& what) {
-  return json{{"id", id},
-              {"physicalLocation",
-               {{"artifactLocation", {{"uri", s.ttir_file}}},
-                {"region", {{"startLine", std::max(1, s.ttir_line)}, {"startColumn", std::max(1, s.ttir_col)}}}}},
-              {"message", {{"text", fmt::format("{}: {}", what, s.op)}}}};
+  return json{
+      {"id", id},
+      {"physicalLocation",
+       {{"artifactLocation", {{"uri", s.ttir_file}}},
+        {"region", {{"startLine", std::max(1, s.ttir_line)}, {"startColumn", std::max(1, s.ttir_col)}}}}},
+      {"message", {{"text", fmt::format("{}: {}", what, s.op)}}}};
 }
 
 }  // namespace
@@ -199,12 +204,14 @@ json to_sarif(const std::vector<Finding>& findings) {
     related.push_back(ttir_location(f.site, 0, "TTIR op"));
     int id = 1;
     if (f.cause) {
-      json c = {{"id", id++}, {"physicalLocation", physical(*f.cause)},
+      json c = {{"id", id++},
+                {"physicalLocation", physical(*f.cause)},
                 {"message", {{"text", fmt::format("cause: {}", f.cause->op)}}}};
       related.push_back(c);
     }
     if (f.use) {
-      json u = {{"id", id++}, {"physicalLocation", physical(*f.use)},
+      json u = {{"id", id++},
+                {"physicalLocation", physical(*f.use)},
                 {"message", {{"text", fmt::format("used by: {}", f.use->op)}}}};
       related.push_back(u);
     }
@@ -217,14 +224,12 @@ json to_sarif(const std::vector<Finding>& findings) {
               {"properties", finding_to_json(f)}};
     results.push_back(r);
   }
-  return json{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
-              {"version", "2.1.0"},
-              {"runs", json::array({json{{"tool",
-                                          {{"driver",
-                                            {{"name", "tilescope"},
-                                             {"version", "0.1.0"},
-                                             {"rules", rules}}}}},
-                                         {"results", results}}})}};
+  return json{
+      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+      {"version", "2.1.0"},
+      {"runs", json::array({json{
+                   {"tool", {{"driver", {{"name", "tilescope"}, {"version", "0.1.0"}, {"rules", rules}}}}},
+                   {"results", results}}})}};
 }
 
 }  // namespace tilescope::report

@@ -42,7 +42,9 @@ std::string py_where(const OpSite& s) {
   return s.file.empty() ? "?" : fmt::format("{}:{}:{}", s.file, s.line, s.col);
 }
 
-std::string ttir_where(const OpSite& s) { return fmt::format("{}:{}:{}", s.ttir_file, s.ttir_line, s.ttir_col); }
+std::string ttir_where(const OpSite& s) {
+  return fmt::format("{}:{}:{}", s.ttir_file, s.ttir_line, s.ttir_col);
+}
 
 // The source line with a caret under Triton's column (a 0-based offset into the line).
 void source_block(std::string& out, const OpSite& s, const Style& st) {
@@ -80,11 +82,14 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
   Style st{color};
   std::string out;
   for (const Finding& f : findings) {
-    out += fmt::format("{}: {}\n", st.err(fmt::format("error[{}]", analysis::kind_name(f.kind))), st.bold(f.summary));
+    out += fmt::format("{}: {}\n", st.err(fmt::format("error[{}]", analysis::kind_name(f.kind))),
+                       st.bold(f.summary));
     const OpSite& s = f.site;
     std::string var = s.var.empty() ? "" : fmt::format(" (variable '{}')", s.var);
-    if (!s.file.empty()) out += fmt::format("  {} {}{} in kernel {}\n", st.blue("-->"), py_where(s), var, f.kernel);
-    else out += fmt::format("  {} {} in kernel {}\n", st.blue("-->"), ttir_where(s), f.kernel);
+    if (!s.file.empty())
+      out += fmt::format("  {} {}{} in kernel {}\n", st.blue("-->"), py_where(s), var, f.kernel);
+    else
+      out += fmt::format("  {} {} in kernel {}\n", st.blue("-->"), ttir_where(s), f.kernel);
     source_block(out, s, st);
     auto note = [&](const std::string& label, const std::string& text) {
       out += fmt::format("  {} {}: {}\n", st.blue("="), label, text);
@@ -102,9 +107,12 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
     }
     if (f.has_offsets) {
       std::string far;
-      if (f.elements_past > 0) far = fmt::format(", up to {} element{} past the end", f.elements_past, f.elements_past == 1 ? "" : "s");
+      if (f.elements_past > 0)
+        far = fmt::format(", up to {} element{} past the end", f.elements_past,
+                          f.elements_past == 1 ? "" : "s");
       if (f.elements_before > 0)
-        far += fmt::format(", up to {} element{} before the start", f.elements_before, f.elements_before == 1 ? "" : "s");
+        far += fmt::format(", up to {} element{} before the start", f.elements_before,
+                           f.elements_before == 1 ? "" : "s");
       note("element offsets", fmt::format("{}..{}{}", f.offset_min, f.offset_max, far));
     }
     if (f.has_addresses) note("addresses", fmt::format("0x{:x}..0x{:x}", f.address_min, f.address_max));

@@ -23,8 +23,8 @@ int add_buffer(exec::Memory& m, std::vector<T>& v, const std::string& name, ir::
 }
 
 /// Read, verify and run `kernel` (default: the first public function) of `ttir` on `grid`.
-inline exec::LaunchStats run_ttir(const std::string& ttir, const std::vector<exec::Arg>& args, exec::Memory& mem,
-                                  std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1,
+inline exec::LaunchStats run_ttir(const std::string& ttir, const std::vector<exec::Arg>& args,
+                                  exec::Memory& mem, std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1,
                                   std::vector<exec::Observer*> observers = {}) {
   ir::Module m = ir::read(ttir, "test.ttir");
   ir::verify(m);

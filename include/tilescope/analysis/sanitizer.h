@@ -2,10 +2,10 @@
 //
 // Kinds (ARCHITECTURE "Findings", issue 3 item 4; the JSON `kind` strings):
 //   out-of-bounds-load / -store / -atomic  an active lane outside the buffer its pointer was derived from
-//   null-pointer                           an active lane in region 0 (null, or an address made from an integer)
-//   assert-failed                          a tt.assert with failing lanes
-//   undefined-value                        a masked-off lane of a tt.load without `other` that reaches a use
-//   int32-overflow                         i32 addi/subi/muli/shli whose exact result does not fit, reaching an
+//   null-pointer                           an active lane in region 0 (null, or an address made from an
+//   integer) assert-failed                          a tt.assert with failing lanes undefined-value a
+//   masked-off lane of a tt.load without `other` that reaches a use int32-overflow i32 addi/subi/muli/shli
+//   whose exact result does not fit, reaching an
 //                                          address (reported at the arithmetic, even if the wrapped address
 //                                          is inside a buffer)
 //   division-by-zero                       an integer div/rem lane with a zero divisor that reaches a use
@@ -53,20 +53,21 @@ constexpr int kNumKinds = 8;
 
 /// One op's place in the TTIR text and in the Python source.
 struct OpSite {
-  std::string op;          // "tt.load"
-  std::string ttir_file;   // the module's filename
+  std::string op;         // "tt.load"
+  std::string ttir_file;  // the module's filename
   int ttir_line = 0, ttir_col = 0;
-  std::string file;        // Python file ("" when unknown)
+  std::string file;  // Python file ("" when unknown)
   int line = 0;
-  int col = 0;             // as Triton records it: the Python AST col_offset (0-based)
-  std::string var;         // the Python variable the value was assigned to, if known
-  std::string source_line; // the text of `file:line` when the file could be read (no newline)
-  std::vector<std::string> inlined_from;  // call-site chain of inlined @jit helpers: "file:line", innermost first
+  int col = 0;              // as Triton records it: the Python AST col_offset (0-based)
+  std::string var;          // the Python variable the value was assigned to, if known
+  std::string source_line;  // the text of `file:line` when the file could be read (no newline)
+  std::vector<std::string>
+      inlined_from;  // call-site chain of inlined @jit helpers: "file:line", innermost first
 };
 
 struct BufferInfo {
-  std::string name;  // kernel argument name
-  std::string dtype; // "f32"
+  std::string name;                     // kernel argument name
+  std::string dtype;                    // "f32"
   std::vector<int64_t> shape, strides;  // elements
   uint64_t bytes = 0;
   int64_t numel = 0;  // bytes / element size
@@ -75,24 +76,24 @@ struct BufferInfo {
 struct Finding {
   Kind kind = Kind::oob_load;
   std::string kernel;
-  OpSite site;                      // where it is reported (see the kind list above)
-  std::optional<OpSite> cause;      // poison kinds: the op that produced the value (load, arithmetic, division)
-  std::optional<OpSite> use;        // int32-overflow / division-by-zero: the first op that consumed it
-  int64_t programs = 0;             // distinct program instances
+  OpSite site;                  // where it is reported (see the kind list above)
+  std::optional<OpSite> cause;  // poison kinds: the op that produced the value (load, arithmetic, division)
+  std::optional<OpSite> use;    // int32-overflow / division-by-zero: the first op that consumed it
+  int64_t programs = 0;         // distinct program instances
   std::vector<exec::ProgramId> first_programs;  // the first few, in (z, y, x) order
-  int64_t lanes = 0;                // offending lanes summed over all occurrences
-  std::vector<int64_t> first_lanes; // the first few distinct lane indices (row-major over the op's tile)
-  int64_t occurrences = 0;          // events (an op in a loop counts once per iteration)
-  std::optional<BufferInfo> buffer; // out-of-bounds: the buffer the pointer was derived from
-  bool has_offsets = false;         // out-of-bounds: element offsets of the offending lanes
+  int64_t lanes = 0;                            // offending lanes summed over all occurrences
+  std::vector<int64_t> first_lanes;  // the first few distinct lane indices (row-major over the op's tile)
+  int64_t occurrences = 0;           // events (an op in a loop counts once per iteration)
+  std::optional<BufferInfo> buffer;  // out-of-bounds: the buffer the pointer was derived from
+  bool has_offsets = false;          // out-of-bounds: element offsets of the offending lanes
   int64_t offset_min = 0, offset_max = 0;
-  int64_t elements_before = 0;      // how far the lowest offset lies before element 0 (0 if not)
-  int64_t elements_past = 0;        // how far the highest offset lies past the last element (0 if not)
-  bool has_addresses = false;       // null-pointer: raw addresses
+  int64_t elements_before = 0;  // how far the lowest offset lies before element 0 (0 if not)
+  int64_t elements_past = 0;    // how far the highest offset lies past the last element (0 if not)
+  bool has_addresses = false;   // null-pointer: raw addresses
   uint64_t address_min = 0, address_max = 0;
-  std::string message;              // assert-failed: the assert's message
+  std::string message;                    // assert-failed: the assert's message
   std::vector<std::string> launch_stack;  // Python stack of the launch, "file:line in func", innermost last
-  std::string summary;              // one line: what happened
+  std::string summary;                    // one line: what happened
 };
 
 struct LaunchInfo {

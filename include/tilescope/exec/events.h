@@ -17,12 +17,12 @@ namespace tilescope::exec {
 using ProgramId = std::array<int32_t, 3>;
 
 enum EventKind : unsigned {
-  kAccess = 1u << 0,        // every checked load / store / atomic
-  kOutOfBounds = 1u << 1,   // accesses with at least one lane outside its buffer (also in kAccess)
-  kOpResult = 1u << 2,      // every op's results
-  kProgram = 1u << 3,       // program start and end
-  kPrint = 1u << 4,         // tt.print
-  kAssert = 1u << 5,        // failed tt.assert
+  kAccess = 1u << 0,       // every checked load / store / atomic
+  kOutOfBounds = 1u << 1,  // accesses with at least one lane outside its buffer (also in kAccess)
+  kOpResult = 1u << 2,     // every op's results
+  kProgram = 1u << 3,      // program start and end
+  kPrint = 1u << 4,        // tt.print
+  kAssert = 1u << 5,       // failed tt.assert
 };
 
 enum class AccessKind : uint8_t { load, store, atomic };

@@ -17,14 +17,14 @@
 namespace tilescope::exec {
 
 struct Buffer {
-  std::string name;              // the kernel argument name ("x_ptr")
+  std::string name;                // the kernel argument name ("x_ptr")
   ir::Elem dtype = ir::Elem::f32;  // element type as registered by the caller
-  std::byte* host = nullptr;     // host memory (not owned)
-  uint64_t bytes = 0;            // size in bytes
-  std::vector<int64_t> shape;    // logical shape (elements), for reports
-  std::vector<int64_t> strides;  // strides in elements, for reports
+  std::byte* host = nullptr;       // host memory (not owned)
+  uint64_t bytes = 0;              // size in bytes
+  std::vector<int64_t> shape;      // logical shape (elements), for reports
+  std::vector<int64_t> strides;    // strides in elements, for reports
   int id = -1;
-  uint64_t vbase = 0;            // virtual address of host[0]
+  uint64_t vbase = 0;  // virtual address of host[0]
 };
 
 /// Where an address points.

@@ -19,9 +19,19 @@ namespace tilescope::ir {
 
 // Element kinds. TTIR is signless: signedness lives in the op (divsi/divui, cmpi slt/ult), §0.2.
 enum class Elem : uint8_t {
-  i1, i8, i16, i32, i64,
-  f8e4m3fn, f8e5m2, f8e4m3fnuz, f8e5m2fnuz,
-  f16, bf16, f32, f64,
+  i1,
+  i8,
+  i16,
+  i32,
+  i64,
+  f8e4m3fn,
+  f8e5m2,
+  f8e4m3fnuz,
+  f8e5m2fnuz,
+  f16,
+  bf16,
+  f32,
+  f64,
   ptr,         // !tt.ptr<T>: a 64-bit address; the pointee is Type::pointee
   tensordesc,  // !tt.tensordesc<tensor<...>>: a TMA descriptor; the block type is Type::pointee
   none,        // no value (functions without results)
@@ -85,8 +95,18 @@ struct DenseAttr {
 /// (plus the exact bits for typed float attributes); `Keyword` is a bare enum keyword
 /// (`slt`, `acq_rel`, `tf32`); arrays are `array<i32: ...>` or `[...]` lists of integers.
 struct Attr {
-  enum class Kind { Unit, Bool, Int, Float, String, Keyword, IntArray, Dense, Type, Symbol } kind =
-      Kind::Unit;
+  enum class Kind {
+    Unit,
+    Bool,
+    Int,
+    Float,
+    String,
+    Keyword,
+    IntArray,
+    Dense,
+    Type,
+    Symbol
+  } kind = Kind::Unit;
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -105,12 +125,12 @@ struct Function;
 /// An SSA value: an op result or a block argument.
 struct Value {
   const Type* type = nullptr;
-  std::string name;            // as written, without '%' (and with "#k" for multi-results)
-  Op* def = nullptr;           // defining op (null for block arguments)
-  int index = 0;               // result index, or argument index
-  Block* block = nullptr;      // owning block for block arguments
-  int id = -1;                 // dense id within the function (assigned by the reader)
-  PyLoc loc;                   // for block args / function args: their name location
+  std::string name;        // as written, without '%' (and with "#k" for multi-results)
+  Op* def = nullptr;       // defining op (null for block arguments)
+  int index = 0;           // result index, or argument index
+  Block* block = nullptr;  // owning block for block arguments
+  int id = -1;             // dense id within the function (assigned by the reader)
+  PyLoc loc;               // for block args / function args: their name location
 };
 
 struct Block {
@@ -149,7 +169,7 @@ struct Op {
 };
 
 struct Function {
-  std::string name;                // without '@'
+  std::string name;  // without '@'
   bool is_public = true;
   std::vector<const Type*> result_types;
   std::vector<std::map<std::string, Attr>> arg_attrs;  // per argument ({tt.divisibility = 16})

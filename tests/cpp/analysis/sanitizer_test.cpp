@@ -2,6 +2,8 @@
 // generate.py) and on fixtures of tests/ttir. Expected lines are found by searching the Python source
 // for the statement (independent of tilescope); expected lanes, offsets and programs are computed by
 // hand from the kernel and its inputs.
+#include "tilescope/analysis/sanitizer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +11,6 @@
 #include <sstream>
 
 #include "tests/cpp/harness.h"
-#include "tilescope/analysis/sanitizer.h"
 
 namespace tilescope::analysis {
 namespace {
@@ -48,7 +49,7 @@ struct Outcome {
 /// Run `file` (relative to tests/cpp/analysis or absolute) under a Sanitizer. Runs from the repository
 /// root's point of view: locations are relative to it, so source lines are read from there.
 Outcome sanitize(const fs::path& file, const std::vector<exec::Arg>& args, exec::Memory& mem,
-             std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1, SanitizerOptions so = {}) {
+                 std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1, SanitizerOptions so = {}) {
   fs::path old = fs::current_path();
   fs::current_path(kRoot);
   ir::Module m = ir::read(slurp(file), file.string());
@@ -73,7 +74,9 @@ Outcome sanitize(const fs::path& file, const std::vector<exec::Arg>& args, exec:
 
 std::string describe(const std::vector<Finding>& fs) {
   std::string s;
-  for (auto& f : fs) s += std::string(kind_name(f.kind)) + " " + f.site.op + " line " + std::to_string(f.site.line) + ": " + f.summary + "\n";
+  for (auto& f : fs)
+    s += std::string(kind_name(f.kind)) + " " + f.site.op + " line " + std::to_string(f.site.line) + ": " +
+         f.summary + "\n";
   return s;
 }
 
@@ -91,7 +94,8 @@ TEST(SanitizerPoison, MaskedLoadWithoutOtherIntoSumIsReportedAtTheReduce) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
+  Outcome r =
+      sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
   ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
   const Finding& f = r.findings[0];
   EXPECT_EQ(f.kind, Kind::undefined_value);
@@ -118,7 +122,8 @@ TEST(SanitizerPoison, WhereBeforeTheSumCleansTheUndefinedLanes) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "where_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
+  Outcome r =
+      sanitize(kHere / "where_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem);
   EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
   EXPECT_EQ(out[0], 10.0f);
 }
@@ -128,7 +133,8 @@ TEST(SanitizerPoison, NoMaskedOffLaneNoFinding) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)}, mem);
+  Outcome r =
+      sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)}, mem);
   EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
 }
 
@@ -137,7 +143,8 @@ TEST(SanitizerPoison, UndefinedValuesStoredInActiveLanesAreReportedAtTheStore) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "undef_store.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(12)}, mem);
+  Outcome r =
+      sanitize(kHere / "undef_store.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(12)}, mem);
   const Finding* f = only(r, Kind::undefined_value);
   ASSERT_TRUE(f);
   EXPECT_EQ(r.findings.size(), 1u);
@@ -154,7 +161,8 @@ TEST(SanitizerPoison, FullyMaskedRowsReducedAndStoredUnderTheRowMaskAreNotAFindi
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "undef_rows.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(3)}, mem);
+  Outcome r =
+      sanitize(kHere / "undef_rows.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(3)}, mem);
   EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
   EXPECT_EQ(out[0], 8.0f);
 }
@@ -165,7 +173,8 @@ TEST(SanitizerPoison, PoisonIsCarriedThroughLoopIterArgs) {
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
   // n = 50: iteration k = 3 loads offsets 48..63, lanes 2..15 undefined; acc carries them.
-  Outcome r = sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(50)}, mem);
+  Outcome r =
+      sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(50)}, mem);
   ASSERT_EQ(r.findings.size(), 2u) << describe(r.findings);
   EXPECT_EQ(r.findings[0].site.op, "tt.store");
   EXPECT_EQ(r.findings[0].site.line, kline("tl.store(out_ptr + offs, acc, mask=offs < n)"));
@@ -180,7 +189,8 @@ TEST(SanitizerPoison, PoisonIsCarriedThroughLoopIterArgs) {
   exec::Memory mem2;
   xb = test::add_buffer(mem2, x2, "x_ptr", ir::Elem::f32);
   ob = test::add_buffer(mem2, out2, "out_ptr", ir::Elem::f32);
-  Outcome clean = sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(64)}, mem2);
+  Outcome clean =
+      sanitize(kHere / "loop_undef.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(64)}, mem2);
   EXPECT_TRUE(clean.findings.empty()) << describe(clean.findings);
   EXPECT_EQ(out2[16], 64.0f);
 }
@@ -192,8 +202,8 @@ TEST(SanitizerPoison, Int32OverflowIsReportedAtTheMultiplyEvenWhenTheWrappedAddr
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "overflow.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1 << 30)}, mem,
-                   {5, 1, 1}, 2);
+  Outcome r = sanitize(kHere / "overflow.ttir",
+                       {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1 << 30)}, mem, {5, 1, 1}, 2);
   const Finding* ov = only(r, Kind::int32_overflow);
   ASSERT_TRUE(ov);
   EXPECT_EQ(ov->site.op, "arith.muli");
@@ -221,7 +231,8 @@ TEST(SanitizerPoison, NoOverflowNoFinding) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
-  Outcome r = sanitize(kHere / "overflow.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)}, mem, {5, 1, 1});
+  Outcome r = sanitize(kHere / "overflow.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(16)},
+                       mem, {5, 1, 1});
   EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
 }
 
@@ -257,7 +268,8 @@ TEST(SanitizerPoison, UndefinedBranchConditionsAreReportedAtTheBranch) {
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
   // n = 0: the scalar load is masked off, so `v` is undefined; `if v > 0` and `while i < v` branch on it.
-  Outcome r = sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(0)}, mem);
+  Outcome r =
+      sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(0)}, mem);
   ASSERT_EQ(r.findings.size(), 2u) << describe(r.findings);
   EXPECT_EQ(r.findings[0].kind, Kind::undefined_value);
   EXPECT_EQ(r.findings[0].site.op, "scf.if");
@@ -266,7 +278,8 @@ TEST(SanitizerPoison, UndefinedBranchConditionsAreReportedAtTheBranch) {
   EXPECT_EQ(r.findings[1].site.line, kline("while i < v:"));
   for (auto& f : r.findings) EXPECT_EQ(f.cause->line, kline("v = tl.load(x_ptr, mask=n > 0)"));
 
-  Outcome clean = sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1)}, mem);
+  Outcome clean =
+      sanitize(kHere / "undef_branch.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(1)}, mem);
   EXPECT_TRUE(clean.findings.empty()) << describe(clean.findings);
 }
 
@@ -282,12 +295,14 @@ TEST(SanitizerMemory, OutOfBoundsLoadsAndStoreGroupedBySiteWithOffsets) {
   int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
   Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
-                   {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)}, mem, {9, 1, 1}, 3);
+                       {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)},
+                       mem, {9, 1, 1}, 3);
   ASSERT_EQ(r.findings.size(), 3u) << describe(r.findings);
   const fs::path py = kRoot / "tests/ttir/kernels.py";
   const Kind kinds[] = {Kind::oob_load, Kind::oob_load, Kind::oob_store};
   const char* names[] = {"x_ptr", "y_ptr", "out_ptr"};
-  const int lines[] = {line_of(py, "x = tl.load(x_ptr + offs, mask=mask)"), line_of(py, "y = tl.load(y_ptr + offs, mask=mask)"),
+  const int lines[] = {line_of(py, "x = tl.load(x_ptr + offs, mask=mask)"),
+                       line_of(py, "y = tl.load(y_ptr + offs, mask=mask)"),
                        line_of(py, "tl.store(out_ptr + offs, x + y, mask=mask)")};
   for (int i = 0; i < 3; ++i) {
     const Finding& f = r.findings[i];
@@ -307,7 +322,8 @@ TEST(SanitizerMemory, OutOfBoundsLoadsAndStoreGroupedBySiteWithOffsets) {
     EXPECT_EQ(f.elements_past, 100);
     EXPECT_EQ(f.elements_before, 0);
   }
-  EXPECT_NE(r.findings[2].summary.find("up to 100 elements past the end"), std::string::npos) << r.findings[2].summary;
+  EXPECT_NE(r.findings[2].summary.find("up to 100 elements past the end"), std::string::npos)
+      << r.findings[2].summary;
   EXPECT_EQ(out[999], 3.0f);  // in-bounds lanes still ran
 }
 
@@ -321,8 +337,8 @@ TEST(SanitizerMemory, ManyThreadsGiveTheSameCounts) {
     int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
     int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
     Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
-                     {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(8192)}, mem,
-                     {64, 1, 1}, threads);
+                         {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(8192)},
+                         mem, {64, 1, 1}, threads);
     ASSERT_EQ(r.findings.size(), 3u) << describe(r.findings);
     for (auto& f : r.findings) {
       EXPECT_EQ(f.programs, 33);
@@ -360,8 +376,8 @@ TEST(SanitizerMemory, NullPointer) {
   int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::f32);
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
   exec::Arg null_ptr;  // a scalar 0 for a pointer argument: the null pointer
-  Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir", {null_ptr, exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(128)},
-                   mem);
+  Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
+                       {null_ptr, exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(128)}, mem);
   ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
   const Finding& f = r.findings[0];
   EXPECT_EQ(f.kind, Kind::null_pointer);
@@ -379,12 +395,14 @@ TEST(SanitizerMemory, FailedAssert) {
   exec::Memory mem;
   int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::i32);
   int yb = test::add_buffer(mem, y, "y_ptr", ir::Elem::i32);
-  Outcome r = sanitize(kRoot / "tests/ttir/device_assert_fail.ttir", {exec::Arg::buf(xb), exec::Arg::buf(yb)}, mem, {2, 1, 1});
+  Outcome r = sanitize(kRoot / "tests/ttir/device_assert_fail.ttir", {exec::Arg::buf(xb), exec::Arg::buf(yb)},
+                       mem, {2, 1, 1});
   ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
   const Finding& f = r.findings[0];
   EXPECT_EQ(f.kind, Kind::assert_failed);
   EXPECT_EQ(f.site.op, "tt.assert");
-  EXPECT_EQ(f.site.line, line_of(kRoot / "tests/ttir/kernels.py", "tl.device_assert(x >= 0, \"x must be non-negative\")"));
+  EXPECT_EQ(f.site.line,
+            line_of(kRoot / "tests/ttir/kernels.py", "tl.device_assert(x >= 0, \"x must be non-negative\")"));
   EXPECT_EQ(f.message, "x must be non-negative");
   EXPECT_EQ(f.programs, 1);
   EXPECT_EQ(f.first_programs, (std::vector<exec::ProgramId>{{1, 0, 0}}));
@@ -401,7 +419,8 @@ TEST(SanitizerMemory, AbortOnFirstStopsTheLaunch) {
   SanitizerOptions so;
   so.abort_on_first = true;
   Outcome r = sanitize(kRoot / "tests/ttir/add_tail.ttir",
-                   {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)}, mem, {9, 1, 1}, 1, so);
+                       {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(1100)},
+                       mem, {9, 1, 1}, 1, so);
   EXPECT_TRUE(r.aborted);
   ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
   EXPECT_EQ(r.findings[0].kind, Kind::oob_load);
@@ -415,8 +434,8 @@ TEST(SanitizerMemory, PoisonAnalysesCanBeTurnedOff) {
   int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
   SanitizerOptions so;
   so.poison = false;
-  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)}, mem,
-                   {1, 1, 1}, 1, so);
+  Outcome r = sanitize(kHere / "undef_sum.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob), exec::Arg::i64(10)},
+                       mem, {1, 1, 1}, 1, so);
   EXPECT_TRUE(r.findings.empty());
   ir::Module m = ir::read(slurp(kHere / "undef_sum.ttir"), "undef_sum.ttir");
   ir::verify(m);

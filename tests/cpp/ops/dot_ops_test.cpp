@@ -15,15 +15,17 @@ using namespace shapetest;
 
 namespace {
 
-std::string dot_line(Kernel& k, const std::string& a, const std::string& b, const std::string& c, const std::string& ta,
-                     const std::string& tb, const std::string& tc, const std::string& prec) {
+std::string dot_line(Kernel& k, const std::string& a, const std::string& b, const std::string& c,
+                     const std::string& ta, const std::string& tb, const std::string& tc,
+                     const std::string& prec) {
   std::string attr = prec.empty() ? "" : ", inputPrecision = " + prec;
   return k.line(fmt::format("tt.dot {}, {}, {}{} : {} * {} -> {}", a, b, c, attr, ta, tb, tc));
 }
 
 /// d = a (M x K) * b (K x N) + c for f32 row-major host data, run through one tt.dot.
-std::vector<float> run_dot_f32(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c,
-                               int64_t M, int64_t N, int64_t K, const std::string& prec) {
+std::vector<float> run_dot_f32(const std::vector<float>& a, const std::vector<float>& b,
+                               const std::vector<float>& c, int64_t M, int64_t N, int64_t K,
+                               const std::string& prec) {
   Kernel k;
   std::string va = k.load("f32", {M, K}), vb = k.load("f32", {K, N}), vc = k.load("f32", {M, N});
   std::string d = dot_line(k, va, vb, vc, ty("f32", {M, K}), ty("f32", {K, N}), ty("f32", {M, N}), prec);
@@ -58,8 +60,9 @@ std::vector<float> randu(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2
   return v;
 }
 
-double max_abs_diff_vs_double(const std::vector<float>& d, const std::vector<float>& a, const std::vector<float>& b,
-                              const std::vector<float>& c, int64_t M, int64_t N, int64_t K, float (*pre)(float)) {
+double max_abs_diff_vs_double(const std::vector<float>& d, const std::vector<float>& a,
+                              const std::vector<float>& b, const std::vector<float>& c, int64_t M, int64_t N,
+                              int64_t K, float (*pre)(float)) {
   double m = 0;
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -76,26 +79,29 @@ float trunc13(float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) 
 }  // namespace
 
 TEST(DotOps, Tf32TruncatesInputsLikeH200) {
-  const std::vector<uint32_t> gpu = {0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f802000u, 0xbf800000u, 0xbf800000u,
-                                     0x3f802000u, 0x3f800000u, 0x40400000u, 0x3f7fe000u, 0x00080000u, 0x00010000u,
-                                     0x7f800000u, 0x3f800000u, 0x3f802000u, 0x3fc00000u};
+  const std::vector<uint32_t> gpu = {
+      0x3f800000u, 0x3f800000u, 0x3f800000u, 0x3f802000u, 0xbf800000u, 0xbf800000u, 0x3f802000u, 0x3f800000u,
+      0x40400000u, 0x3f7fe000u, 0x00080000u, 0x00010000u, 0x7f800000u, 0x3f800000u, 0x3f802000u, 0x3fc00000u};
   EXPECT_EQ(diag_through_dot("tf32", true), gpu);
   EXPECT_EQ(diag_through_dot("tf32", false), gpu);
 }
 
 TEST(DotOps, Tf32x3AndBf16EmulationsMatchH200) {
-  EXPECT_EQ(diag_through_dot("tf32x3", true),
-            (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
-                                   0x3f802800u, 0x3f801002u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00012000u,
-                                   0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
-  EXPECT_EQ(diag_through_dot("bf16x3", true),
-            (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
-                                   0x3f802800u, 0x3f801000u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00010000u,
-                                   0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
-  EXPECT_EQ(diag_through_dot("bf16x6", true),
-            (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
-                                   0x3f802800u, 0x3f801001u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00010000u,
-                                   0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
+  EXPECT_EQ(
+      diag_through_dot("tf32x3", true),
+      (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
+                             0x3f802800u, 0x3f801002u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00012000u,
+                             0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
+  EXPECT_EQ(
+      diag_through_dot("bf16x3", true),
+      (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
+                             0x3f802800u, 0x3f801000u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00010000u,
+                             0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
+  EXPECT_EQ(
+      diag_through_dot("bf16x6", true),
+      (std::vector<uint32_t>{0x3f801000u, 0x3f801800u, 0x3f800800u, 0x3f803000u, 0xbf801000u, 0xbf801800u,
+                             0x3f802800u, 0x3f801001u, 0x40401000u, 0x3f7fffffu, 0x00080000u, 0x00010000u,
+                             0x7f800000u, 0x3f800001u, 0x3f803000u, 0x3fc01000u}));
   // ieee (the default, not printed) reads the inputs exactly.
   std::vector<uint32_t> in(kInputs, kInputs + 16);
   EXPECT_EQ(diag_through_dot("", true), in);
@@ -133,9 +139,11 @@ TEST(DotOps, Batched3D) {
   auto a = randu(B * M * K, 4), b = randu(B * K * N, 5), c = randu(B * M * N, 6);
   Kernel k;
   std::string va = k.load("f32", {B, M, K}), vb = k.load("f32", {B, K, N}), vc = k.load("f32", {B, M, N});
-  std::string d = dot_line(k, va, vb, vc, ty("f32", {B, M, K}), ty("f32", {B, K, N}), ty("f32", {B, M, N}), "ieee");
+  std::string d =
+      dot_line(k, va, vb, vc, ty("f32", {B, M, K}), ty("f32", {B, K, N}), ty("f32", {B, M, N}), "ieee");
   k.store(d, "f32", {B, M, N});
-  Buf ba = Buf::of(a, Elem::f32), bb = Buf::of(b, Elem::f32), bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(B * M * N, Elem::f32);
+  Buf ba = Buf::of(a, Elem::f32), bb = Buf::of(b, Elem::f32), bc = Buf::of(c, Elem::f32),
+      bd = Buf::zeros<float>(B * M * N, Elem::f32);
   run(k, {&ba, &bb, &bc, &bd});
   auto dv = bd.as<float>();
   for (int64_t bi = 0; bi < B; ++bi) {
@@ -148,8 +156,8 @@ TEST(DotOps, Batched3D) {
 }
 
 TEST(DotOps, F16AndBf16InputsExactIntegers) {
-  using tilescope::ops::ew::f32_to_f16;
   using tilescope::ops::ew::f32_to_bf16;
+  using tilescope::ops::ew::f32_to_f16;
   const int64_t M = 16, N = 16, K = 16;
   for (const char* e : {"f16", "bf16"}) {
     std::vector<uint16_t> a(M * K), b(K * N);
@@ -164,7 +172,8 @@ TEST(DotOps, F16AndBf16InputsExactIntegers) {
     // The CUDA default tf32 is printed on f16 dots too, where it must be ignored.
     std::string d = dot_line(k, va, vb, vc, ty(e, {M, K}), ty(e, {K, N}), ty("f32", {M, N}), "tf32");
     k.store(d, "f32", {M, N});
-    Buf ba = Buf::of(a, el), bb = Buf::of(b, el), bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(M * N, Elem::f32);
+    Buf ba = Buf::of(a, el), bb = Buf::of(b, el), bc = Buf::of(c, Elem::f32),
+        bd = Buf::zeros<float>(M * N, Elem::f32);
     run(k, {&ba, &bb, &bc, &bd});
     EXPECT_EQ(max_abs_diff_vs_double(bd.as<float>(), af, bf, c, M, N, K, ident), 0.0) << e;
   }
@@ -184,7 +193,8 @@ TEST(DotOps, F16AccumulatorRoundsTheResult) {
   std::string va = k.load("f16", {M, K}), vb = k.load("f16", {K, N}), vc = k.load("f16", {M, N});
   std::string d = dot_line(k, va, vb, vc, ty("f16", {M, K}), ty("f16", {K, N}), ty("f16", {M, N}), "");
   k.store(d, "f16", {M, N});
-  Buf ba = Buf::of(a, Elem::f16), bb = Buf::of(b, Elem::f16), bc = Buf::of(c, Elem::f16), bd = Buf::zeros<uint16_t>(M * N, Elem::f16);
+  Buf ba = Buf::of(a, Elem::f16), bb = Buf::of(b, Elem::f16), bc = Buf::of(c, Elem::f16),
+      bd = Buf::zeros<uint16_t>(M * N, Elem::f16);
   run(k, {&ba, &bb, &bc, &bd});
   EXPECT_EQ(bd.as<uint16_t>()[0], 0x4C01);
 }
@@ -202,7 +212,8 @@ TEST(DotOps, Int8AccumulatesExactlyInI32) {
   std::string va = k.load("i8", {M, K}), vb = k.load("i8", {K, N}), vc = k.load("i32", {M, N});
   std::string d = dot_line(k, va, vb, vc, ty("i8", {M, K}), ty("i8", {K, N}), ty("i32", {M, N}), "tf32");
   k.store(d, "i32", {M, N});
-  Buf ba = Buf::of(a, Elem::i8), bb = Buf::of(b, Elem::i8), bc = Buf::of(c, Elem::i32), bd = Buf::zeros<int32_t>(M * N, Elem::i32);
+  Buf ba = Buf::of(a, Elem::i8), bb = Buf::of(b, Elem::i8), bc = Buf::of(c, Elem::i32),
+      bd = Buf::zeros<int32_t>(M * N, Elem::i32);
   run(k, {&ba, &bb, &bc, &bd});
   auto dv = bd.as<int32_t>();
   for (int64_t i = 0; i < M; ++i)
@@ -225,9 +236,11 @@ TEST(DotOps, Fp8E5M2Inputs) {
   for (int64_t i = 0; i < K * N; ++i) b[i] = bits[(i * 7 + 1) % 6] & (i % 3 ? 0xFF : 0x7F);
   Kernel k;
   std::string va = k.load("f8E5M2", {M, K}), vb = k.load("f8E5M2", {K, N}), vc = k.load("f32", {M, N});
-  std::string d = dot_line(k, va, vb, vc, ty("f8E5M2", {M, K}), ty("f8E5M2", {K, N}), ty("f32", {M, N}), "tf32");
+  std::string d =
+      dot_line(k, va, vb, vc, ty("f8E5M2", {M, K}), ty("f8E5M2", {K, N}), ty("f32", {M, N}), "tf32");
   k.store(d, "f32", {M, N});
-  Buf ba = Buf::of(a, Elem::f8e5m2), bb = Buf::of(b, Elem::f8e5m2), bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(M * N, Elem::f32);
+  Buf ba = Buf::of(a, Elem::f8e5m2), bb = Buf::of(b, Elem::f8e5m2), bc = Buf::of(c, Elem::f32),
+      bd = Buf::zeros<float>(M * N, Elem::f32);
   run(k, {&ba, &bb, &bc, &bd});
   auto val = [&](uint8_t x) {
     for (int t = 0; t < 6; ++t)
@@ -266,12 +279,12 @@ TEST(DotOps, DotScaledFp4WithScalesTimesBf16) {
   Kernel k;
   std::string va = k.load("i8", {M, K / 2}), vs = k.load("i8", {M, K / 32}), vb = k.load("bf16", {K, N}),
               vc = k.load("f32", {M, N});
-  std::string d = k.line(fmt::format("tt.dot_scaled {} scale {}, {}, {} lhs = e2m1 rhs = bf16 {{fastMath = false}} : {}, {} * {} -> {}",
-                                     va, vs, vb, vc, ty("i8", {M, K / 2}), ty("i8", {M, K / 32}), ty("bf16", {K, N}),
-                                     ty("f32", {M, N})));
+  std::string d = k.line(fmt::format(
+      "tt.dot_scaled {} scale {}, {}, {} lhs = e2m1 rhs = bf16 {{fastMath = false}} : {}, {} * {} -> {}", va,
+      vs, vb, vc, ty("i8", {M, K / 2}), ty("i8", {M, K / 32}), ty("bf16", {K, N}), ty("f32", {M, N})));
   k.store(d, "f32", {M, N});
-  Buf ba = Buf::of(a, Elem::i8), bs = Buf::of(sc, Elem::i8), bb = Buf::of(b, Elem::bf16), bc = Buf::of(c, Elem::f32),
-      bd = Buf::zeros<float>(M * N, Elem::f32);
+  Buf ba = Buf::of(a, Elem::i8), bs = Buf::of(sc, Elem::i8), bb = Buf::of(b, Elem::bf16),
+      bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(M * N, Elem::f32);
   run(k, {&ba, &bs, &bb, &bc, &bd});
   auto A = [&](int64_t m, int64_t kk) {
     uint8_t byte = a[m * (K / 2) + kk / 2];
@@ -312,12 +325,12 @@ TEST(DotOps, DotScaledBf16TimesScaledFp4Rhs) {
   Kernel k;
   std::string va = k.load("bf16", {M, K}), vb = k.load("i8", {K / 2, N}), vs = k.load("i8", {N, K / 32}),
               vc = k.load("f32", {M, N});
-  std::string d = k.line(fmt::format("tt.dot_scaled {}, {} scale {}, {} lhs = bf16 rhs = e2m1 {{fastMath = false}} : {} * {}, {} -> {}",
-                                     va, vb, vs, vc, ty("bf16", {M, K}), ty("i8", {K / 2, N}), ty("i8", {N, K / 32}),
-                                     ty("f32", {M, N})));
+  std::string d = k.line(fmt::format(
+      "tt.dot_scaled {}, {} scale {}, {} lhs = bf16 rhs = e2m1 {{fastMath = false}} : {} * {}, {} -> {}", va,
+      vb, vs, vc, ty("bf16", {M, K}), ty("i8", {K / 2, N}), ty("i8", {N, K / 32}), ty("f32", {M, N})));
   k.store(d, "f32", {M, N});
-  Buf ba = Buf::of(a, Elem::bf16), bb = Buf::of(b, Elem::i8), bs = Buf::of(sc, Elem::i8), bc = Buf::of(c, Elem::f32),
-      bd = Buf::zeros<float>(M * N, Elem::f32);
+  Buf ba = Buf::of(a, Elem::bf16), bb = Buf::of(b, Elem::i8), bs = Buf::of(sc, Elem::i8),
+      bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(M * N, Elem::f32);
   run(k, {&ba, &bb, &bs, &bc, &bd});
   auto B = [&](int64_t kk, int64_t n) {
     uint8_t byte = b[(kk / 2) * N + n];
@@ -338,8 +351,8 @@ TEST(DotOps, DotScaledFp16TimesScaledE4m3MatchesH200) {
   // values keep their full precision (no bf16 rounding).
   using tilescope::ops::ew::f32_to_f16;
   const int64_t M = 32, N = 32, K = 64;
-  const float vals[8] = {1.0009765625f, 1.0029296875f, 1.0029296875f, 3.0f, 1.0132789611816406e-06f, 65504.0f,
-                         9.5367431640625e-07f, 1.5f};
+  const float vals[8] = {1.0009765625f,           1.0029296875f, 1.0029296875f,        3.0f,
+                         1.0132789611816406e-06f, 65504.0f,      9.5367431640625e-07f, 1.5f};
   std::vector<uint16_t> a(M * K, f32_to_f16(0.0f));
   for (int64_t i = 0; i < M; ++i) a[i * K + i] = f32_to_f16(vals[i % 8]);
   std::vector<uint8_t> b(K * N, 0), bs(N * K / 32, 127);
@@ -348,16 +361,17 @@ TEST(DotOps, DotScaledFp16TimesScaledE4m3MatchesH200) {
   bs[2 * 2 + 0] = 0;
   std::vector<float> c(M * N, 0.0f);
   Kernel k;
-  std::string va = k.load("f16", {M, K}), vb = k.load("i8", {K, N}), vs = k.load("i8", {N, K / 32}), vc = k.load("f32", {M, N});
-  std::string d = k.line(fmt::format("tt.dot_scaled {}, {} scale {}, {} lhs = fp16 rhs = e4m3 {{fastMath = false}} : {} * {}, {} -> {}",
-                                     va, vb, vs, vc, ty("f16", {M, K}), ty("i8", {K, N}), ty("i8", {N, K / 32}),
-                                     ty("f32", {M, N})));
+  std::string va = k.load("f16", {M, K}), vb = k.load("i8", {K, N}), vs = k.load("i8", {N, K / 32}),
+              vc = k.load("f32", {M, N});
+  std::string d = k.line(fmt::format(
+      "tt.dot_scaled {}, {} scale {}, {} lhs = fp16 rhs = e4m3 {{fastMath = false}} : {} * {}, {} -> {}", va,
+      vb, vs, vc, ty("f16", {M, K}), ty("i8", {K, N}), ty("i8", {N, K / 32}), ty("f32", {M, N})));
   k.store(d, "f32", {M, N});
-  Buf ba = Buf::of(a, Elem::f16), bb = Buf::of(b, Elem::i8), bsc = Buf::of(bs, Elem::i8), bc = Buf::of(c, Elem::f32),
-      bd = Buf::zeros<float>(M * N, Elem::f32);
+  Buf ba = Buf::of(a, Elem::f16), bb = Buf::of(b, Elem::i8), bsc = Buf::of(bs, Elem::i8),
+      bc = Buf::of(c, Elem::f32), bd = Buf::zeros<float>(M * N, Elem::f32);
   run(k, {&ba, &bb, &bsc, &bc, &bd});
-  const std::vector<float> gpu = {1.0009765625f, 2.005859375f, 0.0f, 3.0f, 1.0132789611816406e-06f, 65504.0f,
-                                  9.5367431640625e-07f, 1.5f};
+  const std::vector<float> gpu = {1.0009765625f, 2.005859375f,         0.0f, 3.0f, 1.0132789611816406e-06f,
+                                  65504.0f,      9.5367431640625e-07f, 1.5f};
   auto dv = bd.as<float>();
   for (int64_t i = 0; i < M; ++i) EXPECT_EQ(dv[i * N + i], i < 8 ? gpu[i] : vals[i % 8]) << i;
 }

@@ -15,16 +15,18 @@ using namespace shapetest;
 namespace {
 
 /// `"tt.reduce"(x) <{axis}> ({ ^bb0(a, b): r = OP a, b; return r })` on one operand.
-std::string reduce1(Kernel& k, const std::string& x, const std::string& e, const std::vector<int64_t>& shape, int axis,
-                    const std::string& op, const std::string& kind = "reduce", bool reverse = false) {
+std::string reduce1(Kernel& k, const std::string& x, const std::string& e, const std::vector<int64_t>& shape,
+                    int axis, const std::string& op, const std::string& kind = "reduce",
+                    bool reverse = false) {
   std::vector<int64_t> rs = shape;
   if (kind == "reduce") rs.erase(rs.begin() + axis);
   std::string props = fmt::format("axis = {} : i32", axis);
   if (kind == "scan") props += reverse ? ", reverse = true" : ", reverse = false";
   std::string v = k.fresh();
-  k.body += fmt::format("    {} = \"tt.{}\"({}) <{{{}}}> ({{\n    ^bb0(%a{}: {}, %b{}: {}):\n      %r{} = {} %a{}, %b{} : {}\n"
-                        "      tt.{}.return %r{} : {}\n    }}) : ({}) -> {}\n",
-                        v, kind, x, props, k.n, e, k.n, e, k.n, op, k.n, k.n, e, kind, k.n, e, ty(e, shape), ty(e, rs));
+  k.body += fmt::format(
+      "    {} = \"tt.{}\"({}) <{{{}}}> ({{\n    ^bb0(%a{}: {}, %b{}: {}):\n      %r{} = {} %a{}, %b{} : {}\n"
+      "      tt.{}.return %r{} : {}\n    }}) : ({}) -> {}\n",
+      v, kind, x, props, k.n, e, k.n, e, k.n, op, k.n, k.n, e, kind, k.n, e, ty(e, shape), ty(e, rs));
   ++k.n;
   return v;
 }
@@ -54,7 +56,8 @@ TEST(ReduceOps, Rank1ReduceGivesScalarAnd3DMiddleAxis) {
   k.store(reduce1(k, x, "i32", {8}, 0, "arith.addi"), "i32", {});
   std::string y = k.load("i32", {2, 4, 2});
   k.store(reduce1(k, y, "i32", {2, 4, 2}, 1, "arith.maxsi"), "i32", {2, 2});
-  Buf xs = Buf::of<int32_t>({INT32_MAX, 1, 2, 3, 4, 5, 6, 7}, Elem::i32), o = Buf::zeros<int32_t>(1, Elem::i32);
+  Buf xs = Buf::of<int32_t>({INT32_MAX, 1, 2, 3, 4, 5, 6, 7}, Elem::i32),
+      o = Buf::zeros<int32_t>(1, Elem::i32);
   // y[a][b][c] = values; max over b
   std::vector<int32_t> yv = {1, -5, 7, 2, -3, 9, 0, 0, /**/ -1, -2, -8, -4, -6, -3, -7, -9};
   Buf ys = Buf::of(yv, Elem::i32), oy = Buf::zeros<int32_t>(4, Elem::i32);
@@ -99,9 +102,10 @@ TEST(ReduceOps, MinMaxNanRules) {
   k.store(reduce1(k, x, "f32", {4}, 0, "arith.maximumf"), "f32", {});
   k.store(reduce1(k, x, "f32", {4}, 0, "arith.minnumf"), "f32", {});
   Buf in = Buf::of<float>({1.0f, nan, -3.0f, 2.0f}, Elem::f32);
-  Buf a = Buf::zeros<float>(1, Elem::f32), b = Buf::zeros<float>(1, Elem::f32), c = Buf::zeros<float>(1, Elem::f32);
+  Buf a = Buf::zeros<float>(1, Elem::f32), b = Buf::zeros<float>(1, Elem::f32),
+      c = Buf::zeros<float>(1, Elem::f32);
   run(k, {&in, &a, &b, &c});
-  EXPECT_EQ(a.as<float>()[0], 2.0f);         // maxNum ignores NaN
+  EXPECT_EQ(a.as<float>()[0], 2.0f);          // maxNum ignores NaN
   EXPECT_TRUE(std::isnan(b.as<float>()[0]));  // maximum propagates it
   EXPECT_EQ(c.as<float>()[0], -3.0f);
 }
@@ -114,8 +118,8 @@ TEST(ReduceOps, IntegerKinds) {
   k.store(reduce1(k, x, "i8", {4}, 0, "arith.xori"), "i8", {});
   k.store(reduce1(k, x, "i8", {4}, 0, "arith.muli"), "i8", {});
   Buf in = Buf::of<int8_t>({-1, 5, -128, 3}, Elem::i8);
-  Buf a = Buf::zeros<int8_t>(1, Elem::i8), b = Buf::zeros<int8_t>(1, Elem::i8), c = Buf::zeros<int8_t>(1, Elem::i8),
-      d = Buf::zeros<int8_t>(1, Elem::i8);
+  Buf a = Buf::zeros<int8_t>(1, Elem::i8), b = Buf::zeros<int8_t>(1, Elem::i8),
+      c = Buf::zeros<int8_t>(1, Elem::i8), d = Buf::zeros<int8_t>(1, Elem::i8);
   run(k, {&in, &a, &b, &c, &d});
   EXPECT_EQ(a.as<int8_t>()[0], 5);
   EXPECT_EQ(b.as<int8_t>()[0], -1);  // 0xFF is the largest unsigned
@@ -177,7 +181,8 @@ TEST(ReduceOps, ScanInclusiveForwardAndReverse) {
   std::string f = k.load("f32", {4});
   k.store(reduce1(k, f, "f32", {4}, 0, "arith.mulf", "scan", true), "f32", {4});
   Buf xs = Buf::of<int32_t>({1, 2, 3, 4, 5, 6, 7, 8}, Elem::i32);
-  Buf a = Buf::zeros<int32_t>(8, Elem::i32), b = Buf::zeros<int32_t>(8, Elem::i32), c = Buf::zeros<int32_t>(8, Elem::i32);
+  Buf a = Buf::zeros<int32_t>(8, Elem::i32), b = Buf::zeros<int32_t>(8, Elem::i32),
+      c = Buf::zeros<int32_t>(8, Elem::i32);
   Buf fs = Buf::of<float>({2, 3, 0.5f, 4}, Elem::f32), fo = Buf::zeros<float>(4, Elem::f32);
   run(k, {&xs, &a, &b, &c, &fs, &fo});
   EXPECT_EQ(a.as<int32_t>(), (std::vector<int32_t>{1, 3, 6, 10, 5, 11, 18, 26}));
@@ -223,7 +228,8 @@ TEST(ReduceOps, MapElementwisePackGroupsArgumentsPerOperand) {
     }) : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
 )";
   k.store("%m1", "f32", {8});
-  Buf xs = Buf::of<float>({1, 2, 3, 4, 5, 6, 7, 8}, Elem::f32), ys = Buf::of<float>({10, 20, 30, 40, 0, 1, 2, 3}, Elem::f32);
+  Buf xs = Buf::of<float>({1, 2, 3, 4, 5, 6, 7, 8}, Elem::f32),
+      ys = Buf::of<float>({10, 20, 30, 40, 0, 1, 2, 3}, Elem::f32);
   Buf o = Buf::zeros<float>(8, Elem::f32), o1 = Buf::zeros<float>(8, Elem::f32);
   run(k, {&xs, &ys, &o, &o1});
   EXPECT_EQ(o.as<float>(), (std::vector<float>{21, -8, 43, -26, 6, 6, 10, 6}));
@@ -237,7 +243,8 @@ TEST(ReduceOps, I1ReductionsUseOneBitMeanings) {
   std::string z = k.line("arith.constant 0 : i8");
   std::string zs = k.line("tt.splat " + z + " : i8 -> tensor<4xi8>");
   std::string x = k.line("arith.cmpi ne, " + x8 + ", " + zs + " : tensor<4xi8>");
-  for (const char* op : {"arith.addi", "arith.muli", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.xori"}) {
+  for (const char* op :
+       {"arith.addi", "arith.muli", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.xori"}) {
     std::string r = reduce1(k, x, "i1", {4}, 0, op);
     k.store(k.line("arith.extui " + r + " : i1 to i8"), "i8", {});
   }

@@ -27,7 +27,8 @@ TEST(ShapeOps, SplatAndMakeRange) {
   k.store(s, "f32", {8});
   std::string r = k.line("tt.make_range {end = 11 : i32, start = 3 : i32} : tensor<8xi32>");
   k.store(r, "i32", {8});
-  Buf in = Buf::of<float>({2.5f}, Elem::f32), o1 = Buf::zeros<float>(8, Elem::f32), o2 = Buf::zeros<int32_t>(8, Elem::i32);
+  Buf in = Buf::of<float>({2.5f}, Elem::f32), o1 = Buf::zeros<float>(8, Elem::f32),
+      o2 = Buf::zeros<int32_t>(8, Elem::i32);
   run(k, {&in, &o1, &o2});
   EXPECT_EQ(o1.as<float>(), std::vector<float>(8, 2.5f));
   EXPECT_EQ(o2.as<int32_t>(), (std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 10}));
@@ -53,7 +54,8 @@ TEST(ShapeOps, BroadcastRowsAndColumns) {
           EXPECT_EQ(vr[i * 8 + j], 10 + j);
         }
     } else if (std::string(e) == "i16") {
-      Buf c = Buf::of<int16_t>({-1, 2, -3, 4}, Elem::i16), r = Buf::of<int16_t>({0, 1, 2, 3, 4, 5, 6, 7}, Elem::i16);
+      Buf c = Buf::of<int16_t>({-1, 2, -3, 4}, Elem::i16),
+          r = Buf::of<int16_t>({0, 1, 2, 3, 4, 5, 6, 7}, Elem::i16);
       Buf oc = Buf::zeros<int16_t>(32, Elem::i16), orr = Buf::zeros<int16_t>(32, Elem::i16);
       run(k, {&c, &r, &oc, &orr});
       auto vc = oc.as<int16_t>(), vr = orr.as<int16_t>();
@@ -61,7 +63,8 @@ TEST(ShapeOps, BroadcastRowsAndColumns) {
       EXPECT_EQ(vc[8 * 2 + 5], -3);
       EXPECT_EQ(vr[8 * 3 + 7], 7);
     } else {
-      Buf c = Buf::of<int64_t>({1LL << 40, 2, 3, 4}, Elem::i64), r = Buf::of<int64_t>({0, 1, 2, 3, 4, 5, 6, -7}, Elem::i64);
+      Buf c = Buf::of<int64_t>({1LL << 40, 2, 3, 4}, Elem::i64),
+          r = Buf::of<int64_t>({0, 1, 2, 3, 4, 5, 6, -7}, Elem::i64);
       Buf oc = Buf::zeros<int64_t>(32, Elem::i64), orr = Buf::zeros<int64_t>(32, Elem::i64);
       run(k, {&c, &r, &oc, &orr});
       EXPECT_EQ(oc.as<int64_t>()[7], 1LL << 40);
@@ -78,7 +81,8 @@ TEST(ShapeOps, ReshapeAndExpandDimsKeepRowMajorOrder) {
   std::string e = k.line("tt.expand_dims " + r2 + " {axis = 0 : i32} : tensor<16xf32> -> tensor<1x16xf32>");
   k.store(r, "f32", {4, 4});
   k.store(e, "f32", {1, 16});
-  Buf in = Buf::of<float>(iota_f(16), Elem::f32), o1 = Buf::zeros<float>(16, Elem::f32), o2 = Buf::zeros<float>(16, Elem::f32);
+  Buf in = Buf::of<float>(iota_f(16), Elem::f32), o1 = Buf::zeros<float>(16, Elem::f32),
+      o2 = Buf::zeros<float>(16, Elem::f32);
   run(k, {&in, &o1, &o2});
   EXPECT_EQ(o1.as<float>(), iota_f(16));
   EXPECT_EQ(o2.as<float>(), iota_f(16));
@@ -87,10 +91,12 @@ TEST(ShapeOps, ReshapeAndExpandDimsKeepRowMajorOrder) {
 TEST(ShapeOps, Trans2DAnd3D) {
   Kernel k;
   std::string x = k.load("f32", {4, 8});
-  std::string t = k.line("tt.trans " + x + " {order = array<i32: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>");
+  std::string t =
+      k.line("tt.trans " + x + " {order = array<i32: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>");
   k.store(t, "f32", {8, 4});
   std::string y = k.load("i16", {2, 4, 8});
-  std::string t3 = k.line("tt.trans " + y + " {order = array<i32: 2, 0, 1>} : tensor<2x4x8xi16> -> tensor<8x2x4xi16>");
+  std::string t3 =
+      k.line("tt.trans " + y + " {order = array<i32: 2, 0, 1>} : tensor<2x4x8xi16> -> tensor<8x2x4xi16>");
   k.store(t3, "i16", {8, 2, 4});
   std::vector<int16_t> y0(64);
   std::iota(y0.begin(), y0.end(), 0);
@@ -123,8 +129,10 @@ TEST(ShapeOps, CatJoinSplit) {
   k.store("%r", "i32", {2, 4});
   Buf fa = Buf::of<float>({1, 2, 3, 4}, Elem::f32), fb = Buf::of<float>({5, 6, 7, 8}, Elem::f32);
   Buf fo = Buf::zeros<float>(8, Elem::f32);
-  Buf ia = Buf::of<int32_t>({0, 1, 2, 3, 4, 5, 6, 7}, Elem::i32), ib = Buf::of<int32_t>({10, 11, 12, 13, 14, 15, 16, 17}, Elem::i32);
-  Buf co = Buf::zeros<int32_t>(16, Elem::i32), jo = Buf::zeros<int32_t>(16, Elem::i32), so = Buf::zeros<int32_t>(8, Elem::i32);
+  Buf ia = Buf::of<int32_t>({0, 1, 2, 3, 4, 5, 6, 7}, Elem::i32),
+      ib = Buf::of<int32_t>({10, 11, 12, 13, 14, 15, 16, 17}, Elem::i32);
+  Buf co = Buf::zeros<int32_t>(16, Elem::i32), jo = Buf::zeros<int32_t>(16, Elem::i32),
+      so = Buf::zeros<int32_t>(8, Elem::i32);
   run(k, {&fa, &fb, &fo, &ia, &ib, &co, &jo, &so});
   EXPECT_EQ(fo.as<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(co.as<int32_t>(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17}));
@@ -136,7 +144,8 @@ TEST(ShapeOps, GatherAlongAxis1) {
   Kernel k;
   std::string x = k.load("f32", {2, 8});
   std::string i = k.load("i32", {2, 4});
-  std::string g = k.line("tt.gather " + x + "[" + i + "] {axis = 1 : i32} : (tensor<2x8xf32>, tensor<2x4xi32>) -> tensor<2x4xf32>");
+  std::string g = k.line("tt.gather " + x + "[" + i +
+                         "] {axis = 1 : i32} : (tensor<2x8xf32>, tensor<2x4xi32>) -> tensor<2x4xf32>");
   k.store(g, "f32", {2, 4});
   Buf xs = Buf::of<float>(iota_f(16, 100), Elem::f32);
   Buf is = Buf::of<int32_t>({7, 0, 3, 3, 1, 6, 2, 5}, Elem::i32);
@@ -151,13 +160,15 @@ TEST(ShapeOps, GatherOutOfRangeWrapsLikeTheGpu) {
   Kernel k;
   std::string x = k.load("f32", {16});
   std::string i = k.load("i32", {16});
-  std::string g = k.line("tt.gather " + x + "[" + i + "] {axis = 0 : i32} : (tensor<16xf32>, tensor<16xi32>) -> tensor<16xf32>");
+  std::string g = k.line("tt.gather " + x + "[" + i +
+                         "] {axis = 0 : i32} : (tensor<16xf32>, tensor<16xi32>) -> tensor<16xf32>");
   k.store(g, "f32", {16});
   Buf xs = Buf::of<float>(iota_f(16, 100), Elem::f32);
   Buf is = Buf::of<int32_t>({0, 15, 16, 17, 31, 32, -1, -16, 100, 3, 1000, 5, 1 << 20, 7, -17, 2}, Elem::i32);
   Buf o = Buf::zeros<float>(16, Elem::f32);
   run(k, {&xs, &is, &o});
-  EXPECT_EQ(o.as<float>(), (std::vector<float>{100, 115, 100, 101, 115, 100, 115, 100, 104, 103, 108, 105, 100, 107, 115, 102}));
+  EXPECT_EQ(o.as<float>(), (std::vector<float>{100, 115, 100, 101, 115, 100, 115, 100, 104, 103, 108, 105,
+                                               100, 107, 115, 102}));
 }
 
 TEST(ShapeOps, HistogramWithAndWithoutMask) {
@@ -226,7 +237,8 @@ TEST(ShapeOps, BadShapesAreLocatedErrors) {
   // trans with an order that is not a permutation must be a tilescope::Error, not a crash.
   Kernel k;
   std::string x = k.load("f32", {4, 4});
-  std::string t = k.line("tt.trans " + x + " {order = array<i32: 0, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>");
+  std::string t =
+      k.line("tt.trans " + x + " {order = array<i32: 0, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>");
   k.store(t, "f32", {4, 4});
   Buf in = Buf::zeros<float>(16, Elem::f32), o = Buf::zeros<float>(16, Elem::f32);
   EXPECT_THROW(run(k, {&in, &o}), tilescope::Error);

@@ -3,14 +3,13 @@
 // and store the results; then run them on the engine with host vectors as buffers.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/cpp/harness.h"
 #include "tilescope/exec/engine.h"
@@ -59,19 +58,22 @@ struct Kernel {
     std::string acc;
     int64_t stride = 1;
     for (int d = r - 1; d >= 0; --d) {
-      std::string v = line(fmt::format("tt.make_range {{end = {} : i32, start = 0 : i32}} : tensor<{}xi32>", shape[d], shape[d]));
+      std::string v = line(fmt::format("tt.make_range {{end = {} : i32, start = 0 : i32}} : tensor<{}xi32>",
+                                       shape[d], shape[d]));
       std::vector<int64_t> cur{shape[d]};
       // Insert unit dims before (d of them) and after (r - 1 - d).
       for (int k = 0; k < d; ++k) {
         std::vector<int64_t> nxt = cur;
         nxt.insert(nxt.begin(), 1);
-        v = line(fmt::format("tt.expand_dims {} {{axis = 0 : i32}} : {} -> {}", v, ty("i32", cur), ty("i32", nxt)));
+        v = line(fmt::format("tt.expand_dims {} {{axis = 0 : i32}} : {} -> {}", v, ty("i32", cur),
+                             ty("i32", nxt)));
         cur = nxt;
       }
       for (int k = d + 1; k < r; ++k) {
         std::vector<int64_t> nxt = cur;
         nxt.push_back(1);
-        v = line(fmt::format("tt.expand_dims {} {{axis = {} : i32}} : {} -> {}", v, nxt.size() - 1, ty("i32", cur), ty("i32", nxt)));
+        v = line(fmt::format("tt.expand_dims {} {{axis = {} : i32}} : {} -> {}", v, nxt.size() - 1,
+                             ty("i32", cur), ty("i32", nxt)));
         cur = nxt;
       }
       if (stride != 1) {
@@ -79,7 +81,8 @@ struct Kernel {
         std::string sp = line(fmt::format("tt.splat {} : i32 -> {}", c, ty("i32", cur)));
         v = line(fmt::format("arith.muli {}, {} : {}", v, sp, ty("i32", cur)));
       }
-      if (cur != shape) v = line(fmt::format("tt.broadcast {} : {} -> {}", v, ty("i32", cur), ty("i32", shape)));
+      if (cur != shape)
+        v = line(fmt::format("tt.broadcast {} : {} -> {}", v, ty("i32", cur), ty("i32", shape)));
       acc = acc.empty() ? v : line(fmt::format("arith.addi {}, {} : {}", acc, v, ty("i32", shape)));
       stride *= shape[d];
     }
@@ -130,7 +133,9 @@ struct Buf {
     return b;
   }
   template <class T>
-  static Buf zeros(size_t n, Elem e) { return of(std::vector<T>(n, T{}), e); }
+  static Buf zeros(size_t n, Elem e) {
+    return of(std::vector<T>(n, T{}), e);
+  }
   template <class T>
   std::vector<T> as() const {
     std::vector<T> v(bytes.size() / sizeof(T));

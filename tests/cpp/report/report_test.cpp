@@ -1,9 +1,10 @@
 // Report writers: text (source line and caret), JSON (schema fields, round trip), SARIF 2.1.0 shape.
 // Findings are built by hand so the expected text comes from the test, not from the sanitizer.
+#include "tilescope/report/report.h"
+
 #include <gtest/gtest.h>
 
 #include "tilescope/ir/diag.h"
-#include "tilescope/report/report.h"
 
 namespace tilescope::report {
 namespace {
@@ -71,9 +72,13 @@ TEST(ReportText, SourceLineWithCaretUnderTheColumn) {
   EXPECT_NE(t.find("TTIR: tt.store at k.ttir:112:5"), std::string::npos) << t;
   EXPECT_NE(t.find("programs: 7 (first: (3, 0, 0), (4, 0, 0), ...)"), std::string::npos) << t;
   EXPECT_NE(t.find("lanes: 104 (first: 0, 1, ...)"), std::string::npos) << t;
-  EXPECT_NE(t.find("buffer: out_ptr: f32, shape [4096], strides [1], 16384 bytes (4096 elements)"), std::string::npos) << t;
+  EXPECT_NE(t.find("buffer: out_ptr: f32, shape [4096], strides [1], 16384 bytes (4096 elements)"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("element offsets: 4096..4199, up to 104 elements past the end"), std::string::npos) << t;
-  EXPECT_NE(t.find("launched from:\n      script.py:3 in <module>\n      script.py:9 in main\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("launched from:\n      script.py:3 in <module>\n      script.py:9 in main\n"),
+            std::string::npos)
+      << t;
   EXPECT_EQ(t.find("\x1b["), std::string::npos);
 }
 
@@ -87,7 +92,9 @@ TEST(ReportText, PoisonKindsNameTheCauseAndTheVariable) {
   std::string t = to_text({undef()}, false);
   EXPECT_NE(t.find("(variable 's')"), std::string::npos) << t;
   EXPECT_NE(t.find("^ s\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("undefined values from: tt.load ('x') at kern.py:19:16 [TTIR k.ttir:119:5]"), std::string::npos) << t;
+  EXPECT_NE(t.find("undefined values from: tt.load ('x') at kern.py:19:16 [TTIR k.ttir:119:5]"),
+            std::string::npos)
+      << t;
   EXPECT_NE(t.find("19 | x = tl.load(p + offs, mask=m)"), std::string::npos) << t;
   EXPECT_NE(t.find("used by: tt.store at kern.py:21:4"), std::string::npos) << t;
 }
