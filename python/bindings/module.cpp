@@ -74,34 +74,6 @@ std::shared_ptr<Kernel> compile(const std::string& text, const std::string& file
   return k;
 }
 
-// Element types by the names Python uses (torch / numpy dtype names, Triton's).
-bool elem_from_name(const std::string& s, ir::Elem& out) {
-  static const std::unordered_map<std::string, ir::Elem> names = {{"bool", ir::Elem::i1},
-                                                                  {"int8", ir::Elem::i8},
-                                                                  {"uint8", ir::Elem::i8},
-                                                                  {"int16", ir::Elem::i16},
-                                                                  {"uint16", ir::Elem::i16},
-                                                                  {"int32", ir::Elem::i32},
-                                                                  {"uint32", ir::Elem::i32},
-                                                                  {"int64", ir::Elem::i64},
-                                                                  {"uint64", ir::Elem::i64},
-                                                                  {"float16", ir::Elem::f16},
-                                                                  {"half", ir::Elem::f16},
-                                                                  {"bfloat16", ir::Elem::bf16},
-                                                                  {"float32", ir::Elem::f32},
-                                                                  {"float", ir::Elem::f32},
-                                                                  {"float64", ir::Elem::f64},
-                                                                  {"double", ir::Elem::f64},
-                                                                  {"float8_e5m2", ir::Elem::f8e5m2},
-                                                                  {"float8_e4m3fn", ir::Elem::f8e4m3fn},
-                                                                  {"float8_e4m3fnuz", ir::Elem::f8e4m3fnuz},
-                                                                  {"float8_e5m2fnuz", ir::Elem::f8e5m2fnuz}};
-  auto it = names.find(s);
-  if (it == names.end()) return false;
-  out = it->second;
-  return true;
-}
-
 // A Python scalar as the raw bits of the TTIR argument type `t` (ints sign-extended; floats
 // rounded to the argument's format, as Triton's launcher packs them).
 uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& name) {
@@ -116,7 +88,7 @@ uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& 
       throw Error(fmt::format("argument '{}': a number is needed for {}", name, t.str()));
     if (t.elem == Elem::f32) return exec::Arg::f32(static_cast<float>(d)).bits;
     if (t.elem == Elem::f64) return exec::Arg::f64(d).bits;
-    return exec::float_to_bits(t.elem, d);
+    return ir::float_to_bits(t.elem, d);
   }
   if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v) ? 1 : 0;
   if (!nb::isinstance<nb::int_>(v))
@@ -180,8 +152,8 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
       b.host = reinterpret_cast<std::byte*>(nb::cast<uintptr_t>(d[1]));
       b.bytes = nb::cast<uint64_t>(d[2]);
       std::string dt = nb::cast<std::string>(d[3]);
-      if (!elem_from_name(dt, b.dtype))
-        b.dtype = t.pointee && !t.pointee->is_tensor ? t.pointee->elem : ir::Elem::i8;
+      auto named = ir::elem_from_name(dt);
+      b.dtype = named ? *named : t.pointee && !t.pointee->is_tensor ? t.pointee->elem : ir::Elem::i8;
       b.shape = nb::cast<std::vector<int64_t>>(d[4]);
       b.strides = nb::cast<std::vector<int64_t>>(d[5]);
       b.name = nb::cast<std::string>(d[6]);

@@ -35,71 +35,6 @@ namespace {
 
 using ir::Elem;
 
-// Element type names accepted in --arg specs: MLIR's (f32, i32, bf16, f8E5M2) and Triton's
-// (fp32, int32, fp8e5); unsigned names map to the signless integer of the same width.
-std::optional<Elem> parse_elem(std::string s) {
-  static const std::map<std::string, Elem> names = {{"i1", Elem::i1},
-                                                    {"bool", Elem::i1},
-                                                    {"int1", Elem::i1},
-                                                    {"i8", Elem::i8},
-                                                    {"int8", Elem::i8},
-                                                    {"u8", Elem::i8},
-                                                    {"uint8", Elem::i8},
-                                                    {"i16", Elem::i16},
-                                                    {"int16", Elem::i16},
-                                                    {"u16", Elem::i16},
-                                                    {"uint16", Elem::i16},
-                                                    {"i32", Elem::i32},
-                                                    {"int32", Elem::i32},
-                                                    {"u32", Elem::i32},
-                                                    {"uint32", Elem::i32},
-                                                    {"i64", Elem::i64},
-                                                    {"int64", Elem::i64},
-                                                    {"u64", Elem::i64},
-                                                    {"uint64", Elem::i64},
-                                                    {"f16", Elem::f16},
-                                                    {"fp16", Elem::f16},
-                                                    {"bf16", Elem::bf16},
-                                                    {"f32", Elem::f32},
-                                                    {"fp32", Elem::f32},
-                                                    {"f64", Elem::f64},
-                                                    {"fp64", Elem::f64},
-                                                    {"f8e5m2", Elem::f8e5m2},
-                                                    {"fp8e5", Elem::f8e5m2},
-                                                    {"f8e4m3fn", Elem::f8e4m3fn},
-                                                    {"fp8e4nv", Elem::f8e4m3fn},
-                                                    {"f8e5", Elem::f8e5m2},
-                                                    {"f8e4nv", Elem::f8e4m3fn},
-                                                    {"f8e4m3fnuz", Elem::f8e4m3fnuz},
-                                                    {"f8e5m2fnuz", Elem::f8e5m2fnuz}};
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  auto it = names.find(s);
-  if (it == names.end()) return std::nullopt;
-  return it->second;
-}
-
-constexpr const char* kDtypes =
-    "one of i1/bool, i8, i16, i32, i64, u8..u64, f16, bf16, f32, f64, f8e5m2 (fp8e5), f8e4m3fn (fp8e4nv), "
-    "f8e4m3fnuz, f8e5m2fnuz; Triton's int32/fp32/... names too";
-
-// The .npy dtype that holds elements of `e` (bit patterns for bf16 and fp8).
-std::string npy_descr(Elem e) {
-  switch (e) {
-    case Elem::i1: return "|b1";
-    case Elem::i8: return "|i1";
-    case Elem::i16: return "<i2";
-    case Elem::i32: return "<i4";
-    case Elem::i64: return "<i8";
-    case Elem::f16: return "<f2";
-    case Elem::bf16: return "<u2";
-    case Elem::f32: return "<f4";
-    case Elem::f64: return "<f8";
-    default: return "|u1";  // fp8 bit patterns
-  }
-}
-
-bool is_unsigned_name(const std::string& s) { return !s.empty() && (s[0] == 'u' || s[0] == 'U'); }
-
 struct HostBuffer {
   Elem elem;
   std::vector<int64_t> shape;
@@ -116,7 +51,7 @@ void store_double(std::byte* p, Elem e, double v) {
     case Elem::f64: std::memcpy(p, &v, 8); break;
     case Elem::f16:
     case Elem::bf16: {
-      uint16_t b = static_cast<uint16_t>(exec::float_to_bits(e, v));
+      uint16_t b = static_cast<uint16_t>(ir::float_to_bits(e, v));
       std::memcpy(p, &b, 2);
       break;
     }
@@ -124,7 +59,7 @@ void store_double(std::byte* p, Elem e, double v) {
     case Elem::f8e5m2:
     case Elem::f8e4m3fnuz:
     case Elem::f8e5m2fnuz: {
-      uint8_t b = static_cast<uint8_t>(exec::float_to_bits(e, v));
+      uint8_t b = static_cast<uint8_t>(ir::float_to_bits(e, v));
       std::memcpy(p, &b, 1);
       break;
     }
@@ -147,8 +82,9 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
   HostBuffer b;
   b.elem = pointee;
   if (!m[1].str().empty()) {
-    auto e = parse_elem(m[1]);
-    if (!e) throw Error(fmt::format("--arg {}: unknown dtype '{}' ({})", name, m[1].str(), kDtypes));
+    auto e = ir::elem_from_name(m[1].str());
+    if (!e)
+      throw Error(fmt::format("--arg {}: unknown dtype '{}' ({})", name, m[1].str(), ir::elem_names_help()));
     if (ir::elem_bytes(*e) != ir::elem_bytes(pointee))
       throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name,
                               m[1].str(), ir::elem_name(pointee)));
@@ -235,8 +171,8 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
   std::string ty = colon == std::string::npos ? "" : spec.substr(0, colon);
   std::string val = colon == std::string::npos ? spec : spec.substr(colon + 1);
   if (!ty.empty()) {
-    auto e = parse_elem(ty);
-    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}' ({})", name, ty, kDtypes));
+    auto e = ir::elem_from_name(ty);
+    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}' ({})", name, ty, ir::elem_names_help()));
     if (ir::elem_bytes(*e) != ir::elem_bytes(t.elem) || ir::is_float(*e) != ir::is_float(t.elem))
       throw Error(fmt::format("--arg {}: {} given, but the kernel's argument is {}", name, ty, t.str()));
   }
@@ -256,12 +192,12 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
         std::memcpy(&b, &v, 8);
         return b;
       }
-      return exec::float_to_bits(t.elem, v);
+      return ir::float_to_bits(t.elem, v);
     }
     if (val == "true") return 1;
     if (val == "false") return 0;
     const int bits = ir::elem_bits(t.elem);
-    if (is_unsigned_name(ty)) {
+    if (ir::is_unsigned_name(ty)) {
       uint64_t u = std::stoull(val, &used, 0);
       if (used != val.size() || val[0] == '-') throw std::invalid_argument(val);
       if (bits < 64 && u >> bits) throw std::out_of_range(val);
@@ -409,7 +345,7 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
   if (!rep.sarif_path.empty()) write_text_file(rep.sarif_path, report::to_sarif(findings).dump(2) + "\n");
   for (auto& [name, path] : save_list) {
     HostBuffer& h = hosts[buffer_of[name]];
-    write_npy(path, NpyArray{npy_descr(h.elem), h.shape, h.data});
+    write_npy(path, NpyArray{ir::elem_info(h.elem).npy, h.shape, h.data});
   }
   return findings.empty() ? 0 : 1;
 }

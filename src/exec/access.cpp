@@ -181,7 +181,7 @@ double to_double(T bits) {
   else if constexpr (E == ir::Elem::f64)
     return std::bit_cast<double>(static_cast<uint64_t>(bits));
   else
-    return float_from_bits(E, bits);
+    return ir::float_from_bits(E, bits);
 }
 
 /// Sum of two values of format E, rounded once to nearest even. For f16 and bf16 the double sum is
@@ -193,7 +193,7 @@ T fp_add(T x, T y) {
   } else if constexpr (E == ir::Elem::f64) {
     return std::bit_cast<uint64_t>(std::bit_cast<double>(x) + std::bit_cast<double>(y));
   } else {
-    return static_cast<T>(float_to_bits(E, to_double<E>(x) + to_double<E>(y), Rounding::rtne));
+    return static_cast<T>(ir::float_to_bits(E, to_double<E>(x) + to_double<E>(y), ir::Rounding::rtne));
   }
 }
 

@@ -1,9 +1,6 @@
-// Element encodings and conversions shared by the kernels.
+// Slot value types shared by the kernels: block pointers, tensor descriptors, storage sizes.
 //
-// f16, bf16 and the fp8 formats are stored as their IEEE/OCP bit patterns. Conversions to them
-// round to nearest even (the GPU's `cvt.rn`, reference §5: bf16 is RTNE, not truncation), or toward
-// zero with overflow to the largest finite value for `rounding = rtz` (§5, measured on H200).
-// NaN inputs give the format's canonical NaN.
+// Element encodings (f16/bf16/fp8 as bit patterns) and the float codecs are in tilescope/ir/elem.h.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +8,6 @@
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::exec {
-
-enum class Rounding { rtne, rtz };
-
-/// Decode `bits` of a float format (f16, bf16, f8*) or f32/f64 bits into a double (exact).
-double float_from_bits(ir::Elem e, uint64_t bits);
-/// Encode `v` into the bits of float format `e` (f16, bf16, f8*, f32, f64) with `r`.
-uint64_t float_to_bits(ir::Elem e, double v, Rounding r = Rounding::rtne);
-/// f32 -> bits of `e` (exact double rounding is avoided: rounds once from the float).
-uint64_t float_to_bits_f32(ir::Elem e, float v, Rounding r = Rounding::rtne);
 
 /// A block pointer (tt.make_tensor_ptr, Triton <= 3.6 `.source` IR only). Element offsets.
 struct BlockPtr {

@@ -17,7 +17,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "src/exec/value.h"
 #include "src/ops/table.h"
 
 namespace tilescope::ir {
@@ -287,22 +286,8 @@ class Reader {
 
   // ---------------------------------------------------------------- types
   const Type* scalar_named(const std::string& n) {
-    static const std::pair<const char*, Elem> names[] = {{"i1", Elem::i1},
-                                                         {"i8", Elem::i8},
-                                                         {"i16", Elem::i16},
-                                                         {"i32", Elem::i32},
-                                                         {"i64", Elem::i64},
-                                                         {"f16", Elem::f16},
-                                                         {"bf16", Elem::bf16},
-                                                         {"f32", Elem::f32},
-                                                         {"f64", Elem::f64},
-                                                         {"f8E4M3FN", Elem::f8e4m3fn},
-                                                         {"f8E5M2", Elem::f8e5m2},
-                                                         {"f8E4M3FNUZ", Elem::f8e4m3fnuz},
-                                                         {"f8E5M2FNUZ", Elem::f8e5m2fnuz}};
-    for (auto& [s, e] : names)
-      if (n == s) return m_.scalar(e);
-    return nullptr;
+    auto e = elem_from_mlir(n);
+    return e ? m_.scalar(*e) : nullptr;
   }
   // Dims `16x32x` then an element type; used by tensor<...> and !tt.tensordesc<16x32xf16>.
   const Type* tensor_body(size_t s) {
@@ -489,12 +474,12 @@ class Reader {
   static uint64_t float_bits(Elem e, double v) {
     if (e == Elem::f64) return std::bit_cast<uint64_t>(v);
     if (e == Elem::f32) return std::bit_cast<uint32_t>(static_cast<float>(v));
-    return exec::float_to_bits(e, v);
+    return float_to_bits(e, v);
   }
   static double float_value(Elem e, uint64_t bits) {
     if (e == Elem::f64) return std::bit_cast<double>(bits);
     if (e == Elem::f32) return std::bit_cast<float>(static_cast<uint32_t>(bits));
-    return exec::float_from_bits(e, bits);
+    return float_from_bits(e, bits);
   }
   // A scalar attribute value typed by `t` (a scalar int or float type).
   Attr typed_number(const Num& n, const Type* t) {

@@ -50,7 +50,7 @@ struct Fp8Tables {
   Fp8Tables() {
     const Elem es[4] = {Elem::f8e4m3fn, Elem::f8e5m2, Elem::f8e4m3fnuz, Elem::f8e5m2fnuz};
     for (int k = 0; k < 4; ++k)
-      for (int b = 0; b < 256; ++b) t[k][b] = static_cast<float>(exec::float_from_bits(es[k], b));
+      for (int b = 0; b < 256; ++b) t[k][b] = static_cast<float>(ir::float_from_bits(es[k], b));
   }
 };
 const Fp8Tables kFp8;
@@ -417,7 +417,7 @@ void fma_kernel(Program& p, const exec::Step& s) {
     } else {
       // Narrow formats: the product is exact in double; round the double sum once into the format.
       const double r = std::fma(double(T::load(a[i])), double(T::load(b[i])), double(T::load(c[i])));
-      o[i] = static_cast<S>(exec::float_to_bits(T::elem, r));
+      o[i] = static_cast<S>(ir::float_to_bits(T::elem, r));
     }
   }
 }
@@ -662,10 +662,10 @@ uint64_t int_to_format(Elem e, uint64_t mag, bool neg) {
     const uint64_t qq = q + ((rem > half || (rem == half && (q & 1))) ? 1 : 0);
     // qq << sh may be 2^64: build the double directly.
     const double v = std::ldexp(static_cast<double>(qq), sh);
-    return exec::float_to_bits(e, neg ? -v : v);
+    return ir::float_to_bits(e, neg ? -v : v);
   }
   const double v = static_cast<double>(mag);
-  return exec::float_to_bits(e, neg ? -v : v);
+  return ir::float_to_bits(e, neg ? -v : v);
 }
 
 template <class Src, bool Signed, class Dst>
@@ -782,7 +782,7 @@ void float_cast(Program& p, const exec::Step& s) {
       o[i] = ew::f32_to_bf16_rtz(v);
     } else {
       o[i] = static_cast<DS>(
-          exec::float_to_bits(Dst::elem, double(v), Rtz ? exec::Rounding::rtz : exec::Rounding::rtne));
+          ir::float_to_bits(Dst::elem, double(v), Rtz ? ir::Rounding::rtz : ir::Rounding::rtne));
     }
   }
 }
@@ -845,7 +845,7 @@ uint64_t scalar_bits(const Op& op, Planner& p, const ir::Attr& a, Elem e) {
     // A NaN keeps its exact bits when the reader had them (`0x7FC00000 : f32`); any other value is
     // exact in the double and encodes exactly.
     if (std::isnan(f) && a.kind == K::Float && a.fbits != 0) return a.fbits;
-    return exec::float_to_bits(e, f);
+    return ir::float_to_bits(e, f);
   }
   p.unsupported(op, fmt::format("constant of element type {}", ir::elem_name(e)));
 }
@@ -861,7 +861,7 @@ std::optional<double> splat_float_constant(const ir::Value* v) {
   if (!ir::is_float(e) || a->dense.bytes.size() != eb || eb > 8) return std::nullopt;
   uint64_t bits = 0;
   std::memcpy(&bits, a->dense.bytes.data(), eb);  // little endian
-  return exec::float_from_bits(e, bits);
+  return ir::float_from_bits(e, bits);
 }
 
 // Triton's isClipPattern (NVIDIA ElementwiseOpToLLVM.cpp, sm_90+): tt.clampf(x, lo, hi) with

@@ -149,7 +149,7 @@ std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t 
     else {
       uint64_t bits = 0;
       std::memcpy(&bits, base + i * ir::elem_bytes(e), static_cast<size_t>(ir::elem_bytes(e)));
-      v = exec::float_from_bits(e, bits);
+      v = ir::float_from_bits(e, bits);
     }
     return hex ? fmt::format("{:a}", v) : fmt::format("{:f}", v);
   }

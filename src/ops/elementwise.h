@@ -3,7 +3,7 @@
 // computes in float/double and writes storage back with one rounding (RTNE, reference §5).
 //
 // The inline conversions are branch-free (selects only) so loops over them auto-vectorise; they
-// agree bit for bit with exec::float_to_bits / float_from_bits (tests/cpp/ops/arith_convert_test.cpp).
+// agree bit for bit with ir::float_to_bits / float_from_bits (tests/cpp/ops/arith_convert_test.cpp).
 #pragma once
 
 #include <bit>
@@ -126,7 +126,7 @@ struct FP8 {
   using C = float;
   static constexpr ir::Elem elem = E;
   static C load(S s) { return fp8_table(E)[s]; }
-  static S store(C c) { return static_cast<S>(exec::float_to_bits_f32(E, c)); }
+  static S store(C c) { return static_cast<S>(ir::float_to_bits_f32(E, c)); }
 };
 
 /// Calls `f.template operator()<Trait>()` for the float element `e`; returns false if `e` is not a float.

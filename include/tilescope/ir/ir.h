@@ -15,36 +15,9 @@
 #include <variant>
 #include <vector>
 
+#include "tilescope/ir/elem.h"
+
 namespace tilescope::ir {
-
-// Element kinds. TTIR is signless: signedness lives in the op (divsi/divui, cmpi slt/ult), §0.2.
-enum class Elem : uint8_t {
-  i1,
-  i8,
-  i16,
-  i32,
-  i64,
-  f8e4m3fn,
-  f8e5m2,
-  f8e4m3fnuz,
-  f8e5m2fnuz,
-  f16,
-  bf16,
-  f32,
-  f64,
-  ptr,         // !tt.ptr<T>: a 64-bit address; the pointee is Type::pointee
-  tensordesc,  // !tt.tensordesc<tensor<...>>: a TMA descriptor; the block type is Type::pointee
-  none,        // no value (functions without results)
-};
-
-/// Storage size in bytes of one element (i1 is stored as one byte, pointers as 8).
-int elem_bytes(Elem e);
-/// Bit width as MLIR counts it (i1 -> 1, f8* -> 8, ptr -> 64).
-int elem_bits(Elem e);
-bool is_int(Elem e);
-bool is_float(Elem e);
-/// MLIR spelling: "i32", "f8E5M2", "bf16", ...
-const char* elem_name(Elem e);
 
 /// A type: a scalar (shape empty, is_tensor false), a ranked tensor (is_tensor true, shape may be
 /// empty for rank 0), a pointer (elem == ptr, pointee set; a block pointer has a tensor pointee),

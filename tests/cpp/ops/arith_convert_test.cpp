@@ -13,10 +13,10 @@
 
 namespace {
 
-using tilescope::exec::float_from_bits;
-using tilescope::exec::float_to_bits;
-using tilescope::exec::float_to_bits_f32;
-using tilescope::exec::Rounding;
+using tilescope::ir::float_from_bits;
+using tilescope::ir::float_to_bits;
+using tilescope::ir::float_to_bits_f32;
+using tilescope::ir::Rounding;
 using tilescope::ir::Elem;
 namespace ew = tilescope::ops::ew;
 

@@ -1,6 +1,6 @@
 """Regenerates arith_fp8_ref.inc: torch's fp8 decodings and in-range RTNE encodings (torch 2.x CPU).
 
-Used by arith_convert_test.cpp as an independent reference for exec::float_from_bits / float_to_bits.
+Used by arith_convert_test.cpp as an independent reference for ir::float_from_bits / float_to_bits.
 Only values inside the finite range are encoded (torch's overflow rule differs from the GPU's
 satfinite, which the test checks by hand). Run: python3 tests/cpp/ops/arith_fp8_ref.py
 """
