@@ -5,7 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
-#include "src/ops/table.h"
+#include "tilescope/ir/ops.h"
 
 namespace tilescope::analysis {
 namespace {
@@ -13,62 +13,50 @@ namespace {
 using ir::Op;
 using ir::Value;
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+using ir::Opcode;
 
-bool is_terminator(const Op& op) {
-  using S = ir::Syntax;
-  switch (op.def->syntax) {
-    case S::Return:
-    case S::Condition:
-    case S::Branch:
-    case S::CondBranch: return true;
-    default: return false;
-  }
-}
+bool is_terminator(const Op& op) { return ir::is_terminator(op.def->syntax); }
 
 /// Ops whose regions run on scalars inside one op (combine / map bodies): their insides are not
 /// analysed; the op itself moves poison as a whole.
 bool opaque_regions(const Op& op) {
-  return op.name == "tt.reduce" || op.name == "tt.scan" || op.name == "tt.map_elementwise";
+  const Opcode c = op.code();
+  return c == Opcode::tt_reduce || c == Opcode::tt_scan || c == Opcode::tt_map_elementwise;
 }
 
+/// The registry's taint rule, refined by types: loads and stores through a block pointer.
 Cat category(const Op& op) {
-  const std::string& n = op.name;
-  if (n == "arith.select") return Cat::select;
-  if (n == "tt.load")
-    return !op.operands.empty() && op.operands[0]->type->is_block_ptr() ? Cat::block_load : Cat::load;
-  if (n == "tt.store")
-    return !op.operands.empty() && op.operands[0]->type->is_block_ptr() ? Cat::block_store : Cat::store;
-  if (n == "tt.atomic_rmw") return Cat::atomic_rmw;
-  if (n == "tt.atomic_cas") return Cat::atomic_cas;
-  if (n == "tt.splat") return Cat::splat;
-  if (n == "tt.broadcast") return Cat::broadcast;
-  if (n == "tt.expand_dims" || n == "tt.reshape") return Cat::linear;
-  if (n == "tt.trans") return Cat::trans;
-  if (n == "tt.join") return Cat::join;
-  if (n == "tt.split") return Cat::split;
-  if (n == "tt.cat") return Cat::cat;
-  if (n == "tt.unsplat") return Cat::unsplat;
-  if (n == "tt.gather") return Cat::gather;
-  if (n == "tt.reduce") return Cat::reduce;
-  if (n == "tt.scan") return Cat::scan;
-  if (n == "tt.dot") return Cat::dot;
-  if (n == "tt.dot_scaled") return Cat::dot_other;
-  if (n == "tt.histogram") return Cat::histogram;
-  if (n == "tt.make_tensor_ptr" || n == "tt.advance" || n == "tt.make_tensor_descriptor" ||
-      n == "tt.reinterpret_tensor_descriptor")
-    return Cat::scalar_any;
-  if (starts_with(n, "tt.descriptor_")) return Cat::desc_access;
-  if (n == "scf.if") return Cat::cond;
-  if (n == "scf.for") return Cat::for_bounds;
-  if (n == "tt.assert") return Cat::assert_;
-  if (n == "arith.constant" || n == "ub.poison") return Cat::none;
-  if (starts_with(n, "arith.") || starts_with(n, "math.")) return Cat::elementwise;
-  if (n == "tt.addptr" || n == "tt.int_to_ptr" || n == "tt.ptr_to_int" || n == "tt.bitcast" ||
-      n == "tt.fp_to_fp" || n == "tt.clampf" || n == "tt.precise_sqrt" || n == "tt.precise_divf" ||
-      n == "tt.mulhiui" || n == "tt.extern_elementwise" || n == "tt.elementwise_inline_asm" ||
-      n == "tt.map_elementwise")
-    return Cat::elementwise;
+  const bool block = !op.operands.empty() && op.operands[0]->type->is_block_ptr();
+  switch (op.def->taint) {
+    case ir::Taint::none: return Cat::none;
+    case ir::Taint::elementwise:
+    case ir::Taint::overflow_arith:
+    case ir::Taint::divide: return Cat::elementwise;
+    case ir::Taint::select: return Cat::select;
+    case ir::Taint::load: return block ? Cat::block_load : Cat::load;
+    case ir::Taint::store: return block ? Cat::block_store : Cat::store;
+    case ir::Taint::atomic_rmw: return Cat::atomic_rmw;
+    case ir::Taint::atomic_cas: return Cat::atomic_cas;
+    case ir::Taint::splat: return Cat::splat;
+    case ir::Taint::broadcast: return Cat::broadcast;
+    case ir::Taint::linear: return Cat::linear;
+    case ir::Taint::trans: return Cat::trans;
+    case ir::Taint::join: return Cat::join;
+    case ir::Taint::split: return Cat::split;
+    case ir::Taint::cat: return Cat::cat;
+    case ir::Taint::unsplat: return Cat::unsplat;
+    case ir::Taint::gather: return Cat::gather;
+    case ir::Taint::reduce: return Cat::reduce;
+    case ir::Taint::scan: return Cat::scan;
+    case ir::Taint::dot: return Cat::dot;
+    case ir::Taint::dot_other: return Cat::dot_other;
+    case ir::Taint::histogram: return Cat::histogram;
+    case ir::Taint::scalar_any: return Cat::scalar_any;
+    case ir::Taint::desc_access: return Cat::desc_access;
+    case ir::Taint::cond: return Cat::cond;
+    case ir::Taint::for_bounds: return Cat::for_bounds;
+    case ir::Taint::assert_: return Cat::assert_;
+  }
   return Cat::none;
 }
 
@@ -92,23 +80,23 @@ bool propagates(Cat c) {
     case Cat::dot:
     case Cat::dot_other:
     case Cat::scalar_any: return true;
-    default: return false;
+    case Cat::none:
+    case Cat::load:
+    case Cat::block_load:
+    case Cat::store:
+    case Cat::block_store:
+    case Cat::atomic_rmw:
+    case Cat::atomic_cas:
+    case Cat::histogram:
+    case Cat::desc_access:
+    case Cat::cond:
+    case Cat::for_bounds:
+    case Cat::assert_: return false;
   }
+  return false;
 }
 
-// Operand roles of tt.load (same rule as the engine: operandSegmentSizes when present).
-void load_roles(const Op& op, int& mask, int& other) {
-  mask = other = -1;
-  const ir::Attr* seg = op.attr("operandSegmentSizes");
-  if (seg && seg->ints.size() == 3) {
-    int k = 1;
-    if (seg->ints[1]) mask = k++;
-    if (seg->ints[2]) other = k;
-    return;
-  }
-  if (op.operands.size() >= 2) mask = 1;
-  if (op.operands.size() >= 3) other = 2;
-}
+int role_index(const Op& op, ir::Role r) { return ir::operand_index(op, r); }
 
 struct Walk {
   std::vector<const Op*> ops;                                // every analysed op, terminators included
@@ -126,8 +114,8 @@ void walk_region(const ir::Module& m, const ir::Region& r, Walk& w);
 void walk_op(const ir::Module& m, const Op& op, Walk& w) {
   w.ops.push_back(&op);
   auto edge = [&](const Value* s, const Value* d) { w.edges.emplace_back(s, d); };
-  const std::string& n = op.name;
-  if (n == "scf.for" && !op.regions.empty() && !op.regions[0]->blocks.empty()) {
+  const Opcode code = op.code();
+  if (code == Opcode::scf_for && !op.regions.empty() && !op.regions[0]->blocks.empty()) {
     const ir::Block& body = *op.regions[0]->blocks[0];
     for (size_t i = 3; i < op.operands.size() && i - 2 < body.args.size(); ++i)
       edge(op.operands[i], body.args[i - 2].get());
@@ -136,39 +124,39 @@ void walk_op(const ir::Module& m, const Op& op, Walk& w) {
         edge(y->operands[i], body.args[i + 1].get());
     for (size_t i = 0; i < op.results.size() && i + 1 < body.args.size(); ++i)
       edge(body.args[i + 1].get(), op.results[i].get());
-  } else if (n == "scf.if") {
+  } else if (code == Opcode::scf_if) {
     for (auto& r : op.regions)
       for (auto& b : r->blocks)
-        if (const Op* y = terminator(*b); y && y->name == "scf.yield")
+        if (const Op* y = terminator(*b); y && y->code() == Opcode::scf_yield)
           for (size_t i = 0; i < y->operands.size() && i < op.results.size(); ++i)
             edge(y->operands[i], op.results[i].get());
-  } else if (n == "scf.while" && op.regions.size() == 2 && !op.regions[0]->blocks.empty() &&
+  } else if (code == Opcode::scf_while && op.regions.size() == 2 && !op.regions[0]->blocks.empty() &&
              !op.regions[1]->blocks.empty()) {
     const ir::Block& before = *op.regions[0]->blocks[0];
     const ir::Block& after = *op.regions[1]->blocks[0];
     for (size_t i = 0; i < op.operands.size() && i < before.args.size(); ++i)
       edge(op.operands[i], before.args[i].get());
     for (auto& b : op.regions[0]->blocks)
-      if (const Op* c = terminator(*b); c && c->name == "scf.condition")
+      if (const Op* c = terminator(*b); c && c->code() == Opcode::scf_condition)
         for (size_t i = 1; i < c->operands.size(); ++i) {
           if (i - 1 < after.args.size()) edge(c->operands[i], after.args[i - 1].get());
           if (i - 1 < op.results.size()) edge(c->operands[i], op.results[i - 1].get());
         }
     for (auto& b : op.regions[1]->blocks)
-      if (const Op* y = terminator(*b); y && y->name == "scf.yield")
+      if (const Op* y = terminator(*b); y && y->code() == Opcode::scf_yield)
         for (size_t i = 0; i < y->operands.size() && i < before.args.size(); ++i)
           edge(y->operands[i], before.args[i].get());
-  } else if (n == "cf.br" || n == "cf.cond_br") {
+  } else if (code == Opcode::cf_br || code == Opcode::cf_cond_br) {
     for (size_t k = 0; k < op.successors.size() && k < op.successor_operands.size(); ++k)
       for (size_t i = 0; i < op.successor_operands[k].size() && i < op.successors[k]->args.size(); ++i)
         edge(op.successor_operands[k][i], op.successors[k]->args[i].get());
-  } else if (n == "tt.call") {
+  } else if (code == Opcode::tt_call) {
     const ir::Attr* callee = op.attr("callee");
     if (const ir::Function* f = callee ? m.find(callee->s) : nullptr) {
       for (size_t i = 0; i < op.operands.size() && i < f->args().size(); ++i)
         edge(op.operands[i], f->args()[i].get());
       for (auto& b : f->body.blocks)
-        if (const Op* r = terminator(*b); r && r->name == "tt.return")
+        if (const Op* r = terminator(*b); r && r->code() == Opcode::tt_return)
           for (size_t i = 0; i < r->operands.size() && i < op.results.size(); ++i)
             edge(r->operands[i], op.results[i].get());
     }
@@ -201,30 +189,13 @@ TaintPlan build_taint_plan(const ir::Module& m) {
     if (k >= 0 && k < static_cast<int>(op.operands.size())) addr.insert(op.operands[k]);
   };
   for (const Op* op : w.ops) {
-    switch (cat[op]) {
-      case Cat::load: {
-        int mask, other;
-        load_roles(*op, mask, other);
-        seed(*op, 0);
-        seed(*op, mask);
-        break;
-      }
-      case Cat::block_load:
-      case Cat::block_store:
-      case Cat::atomic_cas: seed(*op, 0); break;
-      case Cat::store:
-      case Cat::atomic_rmw:
-        seed(*op, 0);
-        seed(*op, 2);
-        break;
-      case Cat::scalar_any:
-        for (size_t k = 0; k < op->operands.size(); ++k) seed(*op, static_cast<int>(k));
-        break;
-      case Cat::desc_access:
-        for (size_t k = 0; k < op->operands.size(); ++k)
-          if (!op->operands[k]->type->is_tensor) seed(*op, static_cast<int>(k));
-        break;
-      default: break;
+    const Cat c = cat[op];
+    const bool memory = op->def->effects & (ir::effect::read | ir::effect::write);
+    for (size_t k = 0; k < op->operands.size(); ++k) {
+      const ir::Role r = ir::operand_role(*op, k);
+      if (c == Cat::scalar_any || (c == Cat::desc_access && !op->operands[k]->type->is_tensor) ||
+          (memory && c != Cat::desc_access && (r == ir::Role::ptr || r == ir::Role::mask)))
+        addr.insert(op->operands[k]);
     }
   }
   for (bool changed = true; changed;) {
@@ -245,19 +216,17 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   plan.causes.push_back(Cause{});  // 0: clean
   std::unordered_map<const Op*, std::pair<Source, uint32_t>> sources;
   for (const Op* op : w.ops) {
-    const std::string& n = op->name;
+    const ir::Taint rule = op->def->taint;
     Source s = Source::none;
     Kind k = Kind::undefined_value;
     if (cat[op] == Cat::load) {
-      int mask, other;
-      load_roles(*op, mask, other);
-      if (mask >= 0 && other < 0) s = Source::masked_load;
-    } else if ((n == "arith.addi" || n == "arith.subi" || n == "arith.muli" || n == "arith.shli") &&
-               op->results.size() == 1 && op->result()->type->elem == ir::Elem::i32 &&
-               addr.count(op->result())) {
+      if (role_index(*op, ir::Role::mask) >= 0 && role_index(*op, ir::Role::other) < 0)
+        s = Source::masked_load;
+    } else if (rule == ir::Taint::overflow_arith && op->results.size() == 1 &&
+               op->result()->type->elem == ir::Elem::i32 && addr.count(op->result())) {
       s = Source::overflow;
       k = Kind::int32_overflow;
-    } else if (n == "arith.divsi" || n == "arith.divui" || n == "arith.remsi" || n == "arith.remui") {
+    } else if (rule == ir::Taint::divide) {
       s = Source::divzero;
       k = Kind::division_by_zero;
     }
@@ -274,11 +243,8 @@ TaintPlan build_taint_plan(const ir::Module& m) {
     for (const Op* op : w.ops) {
       Cat c = cat[op];
       bool carries = propagates(c);
-      if (c == Cat::load) {  // a masked load carries its `other`'s poison into masked-off lanes
-        int mask, other;
-        load_roles(*op, mask, other);
-        carries = other >= 0;
-      }
+      if (c == Cat::load)  // a masked load carries its `other`'s poison into masked-off lanes
+        carries = role_index(*op, ir::Role::other) >= 0;
       if (!carries) continue;
       bool in = false;
       for (const Value* v : op->operands) in = in || taint.count(v);
@@ -312,7 +278,7 @@ TaintPlan build_taint_plan(const ir::Module& m) {
 
   for (const Op* op : w.ops) {
     if (is_terminator(*op)) {
-      if ((op->name == "cf.cond_br" || op->name == "scf.condition") && !op->operands.empty()) {
+      if (role_index(*op, ir::Role::cond) == 0) {  // cf.cond_br, scf.condition
         int i = idx(op->operands[0]);
         if (i >= 0) plan.cond_term[i] = op;
       }
@@ -340,15 +306,17 @@ TaintPlan build_taint_plan(const ir::Module& m) {
     if (!op->operands.empty()) info.in_shape = shape_of(op->operands[0]->type);
     if (op->operands.size() > 1) info.b_shape = shape_of(op->operands[1]->type);
     if (!op->results.empty()) info.out_shape = shape_of(op->result()->type);
-    if (c == Cat::load) load_roles(*op, info.mask, info.other);
-    if (c == Cat::store || c == Cat::atomic_rmw) info.mask = op->operands.size() > 2 ? 2 : -1;
-    if (c == Cat::histogram) info.mask = op->operands.size() > 1 ? 1 : -1;
+    info.mask = role_index(*op, ir::Role::mask);
+    info.other = role_index(*op, ir::Role::other);
     if (const ir::Attr* a = op->attr("axis")) info.axis = static_cast<int>(a->i);
     if (const ir::Attr* a = op->attr("reverse")) info.reverse = a->b || a->i != 0;
     if (const ir::Attr* a = op->attr("order"))
       for (int64_t o : a->ints) info.order.push_back(static_cast<int>(o));
-    const std::string& n = op->name;
-    info.arith = n == "arith.addi" ? 0 : n == "arith.subi" ? 1 : n == "arith.muli" ? 2 : 3;
+    const Opcode code = op->code();
+    info.arith = code == Opcode::arith_addi   ? 0
+                 : code == Opcode::arith_subi ? 1
+                 : code == Opcode::arith_muli ? 2
+                                              : 3;
     plan.ops.emplace(op, std::move(info));
   }
   return plan;

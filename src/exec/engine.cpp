@@ -22,7 +22,6 @@
 
 #include "src/exec/plan.h"
 #include "src/exec/value.h"
-#include "src/ops/table.h"
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::exec {
@@ -383,12 +382,7 @@ Engine::~Engine() = default;
 
 static bool region_may_wait(const RegionPlan& r);
 static bool step_may_wait(const Step& s) {
-  const std::string& n = s.op->name;
-  if (n == "tt.atomic_rmw" || n == "tt.atomic_cas") return true;
-  if (n == "tt.load") {
-    const ir::Attr* v = s.op->attr("isVolatile");
-    if (v && v->b) return true;
-  }
+  if (ir::may_wait(*s.op)) return true;
   for (auto& r : s.regions)
     if (region_may_wait(r)) return true;
   if (s.callee && region_may_wait(s.callee->body)) return true;

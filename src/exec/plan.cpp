@@ -44,17 +44,6 @@ const FunctionPlan& Planner::lower(const ir::Function& fn) {
   return *slot_ref;
 }
 
-static bool is_terminator(const ir::Op& op) {
-  using S = ir::Syntax;
-  switch (op.def->syntax) {
-    case S::Return:
-    case S::Condition:
-    case S::Branch:
-    case S::CondBranch: return true;
-    default: return false;
-  }
-}
-
 void Planner::lower_region(const ir::Region& r, RegionPlan& out) {
   std::map<const ir::Block*, int> index;
   for (size_t i = 0; i < r.blocks.size(); ++i) index[r.blocks[i].get()] = static_cast<int>(i);
@@ -66,7 +55,7 @@ void Planner::lower_region(const ir::Region& r, RegionPlan& out) {
     BlockPlan& bp = out.blocks[bi];
     for (auto& opp : b.ops) {
       const ir::Op& op = *opp;
-      if (!is_terminator(op)) {
+      if (!ir::is_terminator(op.def->syntax)) {
         bp.steps.emplace_back();
         lower_op(op, bp.steps.back());
         continue;
@@ -75,16 +64,16 @@ void Planner::lower_region(const ir::Region& r, RegionPlan& out) {
       t.op = &op;
       std::vector<int> ops;
       for (auto* v : op.operands) ops.push_back(slot(v));
-      if (op.name == "tt.return") {
+      if (op.code() == ir::Opcode::tt_return) {
         t.kind = Terminator::Kind::ret;
         t.operands = ops;
-      } else if (op.name == "scf.condition") {
+      } else if (op.code() == ir::Opcode::scf_condition) {
         t.kind = Terminator::Kind::condition;
         if (ops.empty()) fail_at(module_, op, "scf.condition needs a condition operand");
         t.cond = ops[0];
         t.operands.assign(ops.begin() + 1, ops.end());
-      } else if (op.name == "cf.br" || op.name == "cf.cond_br") {
-        t.kind = op.name == "cf.br" ? Terminator::Kind::br : Terminator::Kind::cond_br;
+      } else if (op.def->syntax == ir::Syntax::Branch || op.def->syntax == ir::Syntax::CondBranch) {
+        t.kind = op.def->syntax == ir::Syntax::Branch ? Terminator::Kind::br : Terminator::Kind::cond_br;
         if (t.kind == Terminator::Kind::cond_br) {
           if (ops.empty()) fail_at(module_, op, "cf.cond_br needs a condition operand");
           t.cond = ops[0];
@@ -131,8 +120,9 @@ void Planner::lower_op(const ir::Op& op, Step& s) {
     s.n = s.in_types[0]->numel();
   s.regions.resize(op.regions.size());
   for (size_t i = 0; i < op.regions.size(); ++i) lower_region(*op.regions[i], s.regions[i]);
-  if (!op.def || !op.def->lower) unsupported(op, "");
-  op.def->lower(op, *this, s);
+  ops::LowerFn lower = ops::lowering(op.code());
+  if (!lower) unsupported(op, "");
+  lower(op, *this, s);
   if (!s.fn) unsupported(op, "no kernel for these types");
 }
 

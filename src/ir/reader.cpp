@@ -1,5 +1,5 @@
 // TTIR reader: a recursive-descent reader for the MLIR text Triton prints (kernel.asm["ttir"] and
-// asm["source"]). Custom op forms follow each op's Syntax in the op table (src/ops/table.h), whose
+// asm["source"]). Custom op forms follow each op's Syntax in the op registry (tilescope/ir/ops.def), whose
 // formats are the ODS assembly formats listed in reference §1-§2; the generic form
 // `"name"(ops) <{props}> ({regions}) {attrs} : (T...) -> R` is read for every op. Locations follow
 // reference §3.2. Every error is a tilescope::Error "file:line:col: message"; nothing the text says can
@@ -17,7 +17,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "src/ops/table.h"
+#include "tilescope/ir/ops.h"
 
 namespace tilescope::ir {
 

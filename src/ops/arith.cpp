@@ -853,7 +853,7 @@ uint64_t scalar_bits(const Op& op, Planner& p, const ir::Attr& a, Elem e) {
 // The splat value of a dense float `arith.constant` defining `v` (Triton's getSplatInitializer in
 // ClampFOpConversion); nullopt for anything else (block arguments, scalars, non-splat constants).
 std::optional<double> splat_float_constant(const ir::Value* v) {
-  if (!v || !v->def || v->def->name != "arith.constant") return std::nullopt;
+  if (!v || !v->def || v->def->code() != ir::Opcode::arith_constant) return std::nullopt;
   const ir::Attr* a = v->def->attr("value");
   if (!a || a->kind != ir::Attr::Kind::Dense || !a->dense.splat || !v->type) return std::nullopt;
   const Elem e = v->type->elem;
@@ -869,7 +869,7 @@ std::optional<double> splat_float_constant(const ir::Value* v) {
 bool clip_pattern(const Op& op) {
   const ir::Value* lo = op.operands[1];
   const ir::Value* hi = op.operands[2];
-  if (lo->def && lo->def->name == "arith.subf") {
+  if (lo->def && lo->def->code() == ir::Opcode::arith_subf) {
     const Op& sub = *lo->def;
     if (sub.operands.size() != 2 || sub.operands[1] != hi) return false;
     const auto zero = splat_float_constant(sub.operands[0]);
@@ -915,44 +915,29 @@ void lower_constant(const Op& op, Planner& p, Step& s) {
 void lower_int_binary(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 2);
   const Elem e = s.out_types[0]->elem;
-  const std::string_view n = op.name;
-  KernelFn fn = nullptr;
-  if (n == "arith.addi")
-    fn = int_binary_kernel<AddI>(e);
-  else if (n == "arith.subi")
-    fn = int_binary_kernel<SubI>(e);
-  else if (n == "arith.muli")
-    fn = int_binary_kernel<MulI>(e);
-  else if (n == "arith.divsi")
-    fn = int_binary_kernel<DivSI>(e);
-  else if (n == "arith.divui")
-    fn = int_binary_kernel<DivUI>(e);
-  else if (n == "arith.remsi")
-    fn = int_binary_kernel<RemSI>(e);
-  else if (n == "arith.remui")
-    fn = int_binary_kernel<RemUI>(e);
-  else if (n == "arith.andi")
-    fn = int_binary_kernel<AndI>(e);
-  else if (n == "arith.ori")
-    fn = int_binary_kernel<OrI>(e);
-  else if (n == "arith.xori")
-    fn = int_binary_kernel<XorI>(e);
-  else if (n == "arith.shli")
-    fn = int_binary_kernel<ShlI>(e);
-  else if (n == "arith.shrsi")
-    fn = int_binary_kernel<ShrSI>(e);
-  else if (n == "arith.shrui")
-    fn = int_binary_kernel<ShrUI>(e);
-  else if (n == "arith.minsi")
-    fn = int_binary_kernel<MinSI>(e);
-  else if (n == "arith.maxsi")
-    fn = int_binary_kernel<MaxSI>(e);
-  else if (n == "arith.minui")
-    fn = int_binary_kernel<MinUI>(e);
-  else if (n == "arith.maxui")
-    fn = int_binary_kernel<MaxUI>(e);
-  else if (n == "tt.mulhiui")
-    fn = int_binary_kernel<MulHiUI>(e);
+  using Pick = KernelFn (*)(Elem);
+  static constexpr std::pair<ir::Opcode, Pick> kKernels[] = {
+      {ir::Opcode::arith_addi, int_binary_kernel<AddI>},
+      {ir::Opcode::arith_subi, int_binary_kernel<SubI>},
+      {ir::Opcode::arith_muli, int_binary_kernel<MulI>},
+      {ir::Opcode::arith_divsi, int_binary_kernel<DivSI>},
+      {ir::Opcode::arith_divui, int_binary_kernel<DivUI>},
+      {ir::Opcode::arith_remsi, int_binary_kernel<RemSI>},
+      {ir::Opcode::arith_remui, int_binary_kernel<RemUI>},
+      {ir::Opcode::arith_andi, int_binary_kernel<AndI>},
+      {ir::Opcode::arith_ori, int_binary_kernel<OrI>},
+      {ir::Opcode::arith_xori, int_binary_kernel<XorI>},
+      {ir::Opcode::arith_shli, int_binary_kernel<ShlI>},
+      {ir::Opcode::arith_shrsi, int_binary_kernel<ShrSI>},
+      {ir::Opcode::arith_shrui, int_binary_kernel<ShrUI>},
+      {ir::Opcode::arith_minsi, int_binary_kernel<MinSI>},
+      {ir::Opcode::arith_maxsi, int_binary_kernel<MaxSI>},
+      {ir::Opcode::arith_minui, int_binary_kernel<MinUI>},
+      {ir::Opcode::arith_maxui, int_binary_kernel<MaxUI>},
+      {ir::Opcode::tt_mulhiui, int_binary_kernel<MulHiUI>},
+  };
+  const Pick pick_kernel = pick(op.code(), kKernels);
+  KernelFn fn = pick_kernel ? pick_kernel(e) : nullptr;
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -960,26 +945,27 @@ void lower_int_binary(const Op& op, Planner& p, Step& s) {
 void lower_float_binary(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 2);
   const Elem e = s.out_types[0]->elem;
-  const std::string_view n = op.name;
-  KernelFn fn = nullptr;
-  if (n == "arith.addf")
-    fn = float_binary_kernel<AddF>(e);
-  else if (n == "arith.subf")
-    fn = float_binary_kernel<SubF>(e);
-  else if (n == "arith.mulf")
-    fn = float_binary_kernel<MulF>(e);
-  else if (n == "arith.divf" || n == "tt.precise_divf")
-    fn = float_binary_kernel<DivF>(e);
-  else if (n == "arith.remf")
-    fn = float_binary_kernel<RemF>(e);
-  else if (n == "arith.minnumf")
-    fn = float_binary_kernel<MinNumF>(e);
-  else if (n == "arith.maxnumf")
-    fn = float_binary_kernel<MaxNumF>(e);
-  else if (n == "arith.minimumf")
-    fn = float_binary_kernel<MinimumF>(e);
-  else if (n == "arith.maximumf")
-    fn = float_binary_kernel<MaximumF>(e);
+  // tt.approx_divf (3.9, tl.fdiv(x, y, approx=True)), f32 only. The GPU's div.approx.f32 is within 2 ulp
+  // of the quotient for |y| in [2^-126, 2^126] (TritonOps.td); the correctly rounded quotient is inside
+  // that bound. Outside that range of y the GPU may differ more (not emulated).
+  if (op.code() == ir::Opcode::tt_approx_divf && e != Elem::f32)
+    p.unsupported(op, "tt.approx_divf is defined on f32 only");
+  using Pick = KernelFn (*)(Elem);
+  static constexpr std::pair<ir::Opcode, Pick> kKernels[] = {
+      {ir::Opcode::arith_addf, float_binary_kernel<AddF>},
+      {ir::Opcode::arith_subf, float_binary_kernel<SubF>},
+      {ir::Opcode::arith_mulf, float_binary_kernel<MulF>},
+      {ir::Opcode::arith_divf, float_binary_kernel<DivF>},
+      {ir::Opcode::tt_precise_divf, float_binary_kernel<DivF>},
+      {ir::Opcode::tt_approx_divf, float_binary_kernel<DivF>},
+      {ir::Opcode::arith_remf, float_binary_kernel<RemF>},
+      {ir::Opcode::arith_minnumf, float_binary_kernel<MinNumF>},
+      {ir::Opcode::arith_maxnumf, float_binary_kernel<MaxNumF>},
+      {ir::Opcode::arith_minimumf, float_binary_kernel<MinimumF>},
+      {ir::Opcode::arith_maximumf, float_binary_kernel<MaximumF>},
+  };
+  const Pick pick_kernel = pick(op.code(), kKernels);
+  KernelFn fn = pick_kernel ? pick_kernel(e) : nullptr;
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -987,29 +973,42 @@ void lower_float_binary(const Op& op, Planner& p, Step& s) {
 void lower_float_unary(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 1);
   const Elem e = s.out_types[0]->elem;
-  std::string_view n = op.name;
-  KernelFn fn = nullptr;
-  if (n == "arith.negf")
-    fn = float_unary_kernel<NegF>(e);
-  else if (n == "tt.precise_sqrt")
-    fn = float_unary_kernel<Sqrt>(e);
-  else if (n.starts_with("math.")) {
-    n.remove_prefix(5);
-#define TS_CASE(str, F) else if (n == str) fn = float_unary_kernel<F>(e);
-    if (false) {
-    }
-    TS_CASE("exp", Exp)
-    TS_CASE("exp2", Exp2)
-    TS_CASE("log", Log) TS_CASE("log2", Log2) TS_CASE("sqrt", Sqrt) TS_CASE("rsqrt", Rsqrt)
-        TS_CASE("absf", AbsF) TS_CASE("floor", Floor) TS_CASE("ceil", Ceil) TS_CASE("erf", Erf)
-            TS_CASE("sin", Sin) TS_CASE("cos", Cos) TS_CASE("tan", Tan) TS_CASE("tanh", Tanh)
-                TS_CASE("expm1", Expm1) TS_CASE("log1p", Log1p) TS_CASE("log10", Log10) TS_CASE("cbrt", Cbrt)
-                    TS_CASE("trunc", Trunc) TS_CASE("round", Round) TS_CASE("roundeven", RoundEven)
-                        TS_CASE("sinh", Sinh) TS_CASE("cosh", Cosh) TS_CASE("asin", Asin)
-                            TS_CASE("acos", Acos) TS_CASE("atan", Atan) TS_CASE("asinh", Asinh)
-                                TS_CASE("acosh", Acosh) TS_CASE("atanh", Atanh)
-#undef TS_CASE
-  }
+  using Pick = KernelFn (*)(Elem);
+  static constexpr std::pair<ir::Opcode, Pick> kKernels[] = {
+      {ir::Opcode::arith_negf, float_unary_kernel<NegF>},
+      {ir::Opcode::tt_precise_sqrt, float_unary_kernel<Sqrt>},
+      {ir::Opcode::math_exp, float_unary_kernel<Exp>},
+      {ir::Opcode::math_exp2, float_unary_kernel<Exp2>},
+      {ir::Opcode::math_log, float_unary_kernel<Log>},
+      {ir::Opcode::math_log2, float_unary_kernel<Log2>},
+      {ir::Opcode::math_sqrt, float_unary_kernel<Sqrt>},
+      {ir::Opcode::math_rsqrt, float_unary_kernel<Rsqrt>},
+      {ir::Opcode::math_absf, float_unary_kernel<AbsF>},
+      {ir::Opcode::math_floor, float_unary_kernel<Floor>},
+      {ir::Opcode::math_ceil, float_unary_kernel<Ceil>},
+      {ir::Opcode::math_erf, float_unary_kernel<Erf>},
+      {ir::Opcode::math_sin, float_unary_kernel<Sin>},
+      {ir::Opcode::math_cos, float_unary_kernel<Cos>},
+      {ir::Opcode::math_tan, float_unary_kernel<Tan>},
+      {ir::Opcode::math_tanh, float_unary_kernel<Tanh>},
+      {ir::Opcode::math_expm1, float_unary_kernel<Expm1>},
+      {ir::Opcode::math_log1p, float_unary_kernel<Log1p>},
+      {ir::Opcode::math_log10, float_unary_kernel<Log10>},
+      {ir::Opcode::math_cbrt, float_unary_kernel<Cbrt>},
+      {ir::Opcode::math_trunc, float_unary_kernel<Trunc>},
+      {ir::Opcode::math_round, float_unary_kernel<Round>},
+      {ir::Opcode::math_roundeven, float_unary_kernel<RoundEven>},
+      {ir::Opcode::math_sinh, float_unary_kernel<Sinh>},
+      {ir::Opcode::math_cosh, float_unary_kernel<Cosh>},
+      {ir::Opcode::math_asin, float_unary_kernel<Asin>},
+      {ir::Opcode::math_acos, float_unary_kernel<Acos>},
+      {ir::Opcode::math_atan, float_unary_kernel<Atan>},
+      {ir::Opcode::math_asinh, float_unary_kernel<Asinh>},
+      {ir::Opcode::math_acosh, float_unary_kernel<Acosh>},
+      {ir::Opcode::math_atanh, float_unary_kernel<Atanh>},
+  };
+  const Pick pick_kernel = pick(op.code(), kKernels);
+  KernelFn fn = pick_kernel ? pick_kernel(e) : nullptr;
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -1017,7 +1016,8 @@ void lower_float_unary(const Op& op, Planner& p, Step& s) {
 void lower_int_unary(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 1);
   KernelFn fn = nullptr;
-  if (op.name == "math.absi") ew::with_int(s.out_types[0]->elem, [&]<class T>() { fn = absi_kernel<T>; });
+  if (op.code() == ir::Opcode::math_absi)
+    ew::with_int(s.out_types[0]->elem, [&]<class T>() { fn = absi_kernel<T>; });
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
   s.fn = fn;
 }
@@ -1034,7 +1034,7 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 2);
   const Elem e = s.in_types[0]->elem;
   KernelFn fn = nullptr;
-  if (op.name == "arith.cmpi") {
+  if (op.code() == ir::Opcode::arith_cmpi) {
     const std::string pred = enum_attr(op, "predicate",
                                        {{0, "eq"},
                                         {1, "ne"},
@@ -1053,8 +1053,9 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
     }
     TS_CASE("eq", Eq)
     TS_CASE("ne", Ne)
-    TS_CASE("slt", Slt) TS_CASE("sle", Sle) TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult)
-        TS_CASE("ule", Ule) TS_CASE("ugt", Ugt)
+    TS_CASE("slt", Slt)
+    TS_CASE("sle", Sle) TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule)
+        TS_CASE("ugt", Ugt)
             TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
 #undef TS_CASE
   } else {
@@ -1080,9 +1081,10 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
     }
     TS_CASE("false", FFalse)
     TS_CASE("oeq", FOeq)
-    TS_CASE("ogt", FOgt) TS_CASE("oge", FOge) TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne)
-        TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt) TS_CASE("uge", FUge)
-            TS_CASE("ult", FUlt) TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE(
+    TS_CASE("ogt", FOgt)
+    TS_CASE("oge", FOge) TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd)
+        TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt) TS_CASE("uge", FUge) TS_CASE("ult", FUlt)
+            TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE(
                 "true", FTrue) else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
 #undef TS_CASE
   }
@@ -1116,31 +1118,33 @@ void lower_cast(const Op& op, Planner& p, Step& s) {
   const ir::Type& from = *s.in_types[0];
   const ir::Type& to = *s.out_types[0];
   const Elem a = from.elem, b = to.elem;
-  const std::string_view n = op.name;
   KernelFn fn = nullptr;
   auto bad = [&]() { p.unsupported(op, fmt::format("{} from {} to {}", op.name, from.str(), to.str())); };
-  if (n == "arith.bitcast") {
+  using ir::Opcode;
+  const Opcode c = op.code();
+  if (c == Opcode::arith_bitcast) {
     if (ir::elem_bits(a) != ir::elem_bits(b)) bad();
     s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(to)});
     s.fn = copy_kernel;
     return;
   }
-  if (n == "arith.extsi" || n == "arith.extui" || n == "arith.trunci" || n == "arith.index_cast") {
-    const bool sgn = n != "arith.extui";
+  if (c == Opcode::arith_extsi || c == Opcode::arith_extui || c == Opcode::arith_trunci ||
+      c == Opcode::arith_index_cast) {
+    const bool sgn = c != Opcode::arith_extui;
     ew::with_int(a, [&]<class S>() {
       ew::with_int(b, [&]<class D>() { fn = sgn ? int_cast<S, D, true> : int_cast<S, D, false>; });
     });
-  } else if (n == "arith.sitofp" || n == "arith.uitofp") {
-    const bool sgn = n == "arith.sitofp";
+  } else if (c == Opcode::arith_sitofp || c == Opcode::arith_uitofp) {
+    const bool sgn = c == Opcode::arith_sitofp;
     ew::with_int(a, [&]<class S>() {
       ew::with_float(b, [&]<class D>() { fn = sgn ? int_to_float<S, true, D> : int_to_float<S, false, D>; });
     });
-  } else if (n == "arith.fptosi" || n == "arith.fptoui") {
-    const bool sgn = n == "arith.fptosi";
+  } else if (c == Opcode::arith_fptosi || c == Opcode::arith_fptoui) {
+    const bool sgn = c == Opcode::arith_fptosi;
     ew::with_float(a, [&]<class S>() {
       ew::with_int(b, [&]<class D>() { fn = sgn ? float_to_int<S, D, true> : float_to_int<S, D, false>; });
     });
-  } else if (n == "arith.extf" || n == "arith.truncf") {
+  } else if (c == Opcode::arith_extf || c == Opcode::arith_truncf) {
     ew::with_float(a,
                    [&]<class S>() { ew::with_float(b, [&]<class D>() { fn = float_cast<S, D, false>; }); });
   }

@@ -61,17 +61,6 @@ int enum_attr(const Op& op, Planner& p, const char* key, std::span<const char* c
   p.unsupported(op, fmt::format("unknown value of attribute '{}'", key));
 }
 
-bool flag_attr(const Op& op, const char* key) {
-  const ir::Attr* a = op.attr(key);
-  if (!a) return false;
-  switch (a->kind) {
-    case ir::Attr::Kind::Unit: return true;
-    case ir::Attr::Kind::Bool: return a->b;
-    case ir::Attr::Kind::Int: return a->i != 0;
-    default: return false;
-  }
-}
-
 /// The pointee element of a pointer or tensor-of-pointer type (null for anything else).
 const ir::Type* pointee_of(const ir::Type* t) { return t && t->elem == Elem::ptr ? t->pointee : nullptr; }
 
@@ -160,21 +149,6 @@ void store_kernel(Program& p, const Step& s) {
   const auto& x = s.data<StoreAux>();
   x.fn(p, s.op, x.n, p.at<uint64_t>(s.in[0]), x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
        p.slot[s.in[1]]);
-}
-
-/// Operand positions of tt.load's optional mask and other (generic form may give
-/// operandSegmentSizes = [1, 0, 1]: other without mask).
-void load_roles(const Op& op, size_t nin, int& mask, int& other) {
-  mask = other = -1;
-  const ir::Attr* seg = op.attr("operandSegmentSizes");
-  if (seg && seg->ints.size() == 3) {
-    int k = 1;
-    if (seg->ints[1]) mask = k++;
-    if (seg->ints[2]) other = k;
-    return;
-  }
-  if (nin >= 2) mask = 1;
-  if (nin >= 3) other = 2;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -425,7 +399,9 @@ void lower_load(const Op& op, Planner& p, Step& s) {
   if (s.in.empty() || s.out.size() != 1) p.unsupported(op, "tt.load takes a pointer and gives one value");
   const ir::Type* pt = s.in_types[0];
   const ir::Type* rt = s.out_types[0];
-  const bool vol = flag_attr(op, "isVolatile");
+  // A volatile load (and tt.atomic_load, 3.9, whose masked-off lanes are unspecified and read as 0) is how a
+  // program polls a flag another program sets: its kernel yields to the others (the registry's may_wait).
+  const bool vol = ir::may_wait(op);
   if (pt->is_block_ptr()) {
     if (s.in.size() != 1) p.unsupported(op, "a block-pointer load takes no mask or other");
     BlockAux x = block_aux(op, p, pt);
@@ -446,7 +422,8 @@ void lower_load(const Op& op, Planner& p, Step& s) {
   x.n = rt->numel();
   x.vol = vol;
   if (pt->numel() != x.n) p.unsupported(op, "result shape differs from the pointer shape");
-  load_roles(op, s.in.size(), x.mask, x.other);
+  x.mask = ir::operand_index(op, ir::Role::mask);
+  x.other = ir::operand_index(op, ir::Role::other);
   int eb = ir::elem_bytes(rt->elem);
   if (eb != ir::elem_bytes(et->elem)) p.unsupported(op, "result element differs from the pointee type");
   if (x.mask >= 0) {
@@ -639,7 +616,7 @@ void lower_desc_store(const Op& op, Planner& p, Step& s) {
   x.src = 1 + x.rank;
   if (s.in_types[x.src]->numel() != x.n || s.in_types[x.src]->elem != b->elem)
     p.unsupported(op, "stored value type differs from the descriptor's block");
-  if (op.name == "tt.descriptor_reduce") {
+  if (op.code() == ir::Opcode::tt_descriptor_reduce) {
     // DescriptorReduceKind (reference §1.9): add(1) min(2) max(3) inc(4) dec(5) and(6) or(7) xor(8).
     // TTIR is signless: integer min/max are signed here.
     static constexpr exec::Rmw kinds[] = {exec::Rmw::add, exec::Rmw::min,  exec::Rmw::max, exec::Rmw::inc,

@@ -3,10 +3,21 @@
 // type combinations it cannot run.
 #pragma once
 
+#include <cstddef>
+#include <utility>
+
 #include "src/exec/plan.h"
 #include "src/ops/table.h"
 
 namespace tilescope::ops {
+
+/// The value `table` gives `code`, or T{}: how a family's lowering hook picks the kernel of each op.
+template <class T, size_t N>
+T pick(ir::Opcode code, const std::pair<ir::Opcode, T> (&table)[N]) {
+  for (const auto& [c, v] : table)
+    if (c == code) return v;
+  return T{};
+}
 
 using exec::Planner;
 using exec::Step;
@@ -75,10 +86,5 @@ void lower_call(const Op&, Planner&, Step&);
 void lower_print(const Op&, Planner&, Step&);
 void lower_assert(const Op&, Planner&, Step&);
 void lower_nop(const Op&, Planner&, Step&);  // barriers, llvm.intr.assume
-
-// versions.cpp: ops that only newer Triton prints (3.9), run with the kernels above
-void lower_approx_divf(const Op&, Planner&, Step&);   // as arith.divf (f32)
-void lower_atomic_load(const Op&, Planner&, Step&);   // as a volatile masked tt.load
-void lower_atomic_store(const Op&, Planner&, Step&);  // as a masked tt.store
 
 }  // namespace tilescope::ops

@@ -114,19 +114,18 @@ enum class Fast {
   xori
 };
 
-Fast fast_kind(const std::string& name) {
-  static const std::pair<const char*, Fast> kMap[] = {
-      {"arith.addf", Fast::addf},         {"arith.mulf", Fast::mulf},
-      {"arith.maxnumf", Fast::maxnumf},   {"arith.minnumf", Fast::minnumf},
-      {"arith.maximumf", Fast::maximumf}, {"arith.minimumf", Fast::minimumf},
-      {"arith.addi", Fast::addi},         {"arith.muli", Fast::muli},
-      {"arith.maxsi", Fast::maxsi},       {"arith.minsi", Fast::minsi},
-      {"arith.maxui", Fast::maxui},       {"arith.minui", Fast::minui},
-      {"arith.andi", Fast::andi},         {"arith.ori", Fast::ori},
-      {"arith.xori", Fast::xori}};
-  for (auto& [n, k] : kMap)
-    if (name == n) return k;
-  return Fast::none;
+Fast fast_kind(ir::Opcode code) {
+  using ir::Opcode;
+  static constexpr std::pair<Opcode, Fast> kMap[] = {
+      {Opcode::arith_addf, Fast::addf},         {Opcode::arith_mulf, Fast::mulf},
+      {Opcode::arith_maxnumf, Fast::maxnumf},   {Opcode::arith_minnumf, Fast::minnumf},
+      {Opcode::arith_maximumf, Fast::maximumf}, {Opcode::arith_minimumf, Fast::minimumf},
+      {Opcode::arith_addi, Fast::addi},         {Opcode::arith_muli, Fast::muli},
+      {Opcode::arith_maxsi, Fast::maxsi},       {Opcode::arith_minsi, Fast::minsi},
+      {Opcode::arith_maxui, Fast::maxui},       {Opcode::arith_minui, Fast::minui},
+      {Opcode::arith_andi, Fast::andi},         {Opcode::arith_ori, Fast::ori},
+      {Opcode::arith_xori, Fast::xori}};
+  return pick(code, kMap);
 }
 
 /// Float combine with storage trait `Tr` (values kept as compute type, rounded to the storage format
@@ -360,7 +359,7 @@ Fast recognise(const Op& op) {
   if (b.args.size() != 2 || b.ops.size() != 2) return Fast::none;
   const ir::Op& c = *b.ops[0];
   const ir::Op& t = *b.ops[1];
-  Fast k = fast_kind(c.name);
+  Fast k = fast_kind(c.code());
   if (k == Fast::none || c.operands.size() != 2 || c.results.size() != 1) return Fast::none;
   if (!(c.operands[0] == b.args[0].get() && c.operands[1] == b.args[1].get()) &&
       !(c.operands[0] == b.args[1].get() && c.operands[1] == b.args[0].get()))
@@ -570,7 +569,7 @@ void lower_map_elementwise(const Op& op, Planner& p, Step& s) {
   for (auto& b : reg.blocks)
     if (!b->ops.empty()) {
       const ir::Op& last = *b->ops.back();
-      if (last.name == "tt.map_elementwise.return" &&
+      if (last.code() == ir::Opcode::tt_map_elementwise_return &&
           last.operands.size() != s.out.size() * static_cast<size_t>(a->pack))
         p.unsupported(op, "the region must return results x pack values");
     }

@@ -469,7 +469,7 @@ void lower_program_id(const Op& op, Planner& p, Step& s) {
   int64_t axis = int_attr(op, p, "axis", 0, true);
   if (axis < 0 || axis > 2) p.unsupported(op, "axis must be x, y or z");
   if (s.out_types[0]->elem != ir::Elem::i32) p.unsupported(op, "the result must be i32");
-  bool num = op.name == "tt.get_num_programs";
+  bool num = op.code() == ir::Opcode::tt_get_num_programs;
   static constexpr exec::KernelFn kId[] = {&program_id_run<0>, &program_id_run<1>, &program_id_run<2>};
   static constexpr exec::KernelFn kNum[] = {&num_programs_run<0>, &num_programs_run<1>, &num_programs_run<2>};
   s.fn = num ? kNum[axis] : kId[axis];

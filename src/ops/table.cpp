@@ -1,172 +1,43 @@
-// The op table (see table.h). One row per op; keep rows sorted by dialect, then family.
+// The lowering column of ops.def, expanded (see table.h).
 #include "src/ops/table.h"
 
-#include <algorithm>
+#include <iterator>
+#include <mutex>
+#include <vector>
 
 #include "src/ops/ops.h"
 
-namespace tilescope::ir {
+namespace tilescope::ops {
 
 namespace {
-using S = Syntax;
-using namespace tilescope::ops;
 
-constexpr OpDef kOps[] = {
-    {"arith.addi", S::SameType, nullptr, lower_int_binary},
-    {"arith.subi", S::SameType, nullptr, lower_int_binary},
-    {"arith.muli", S::SameType, nullptr, lower_int_binary},
-    {"arith.divsi", S::SameType, nullptr, lower_int_binary},
-    {"arith.divui", S::SameType, nullptr, lower_int_binary},
-    {"arith.remsi", S::SameType, nullptr, lower_int_binary},
-    {"arith.remui", S::SameType, nullptr, lower_int_binary},
-    {"arith.andi", S::SameType, nullptr, lower_int_binary},
-    {"arith.ori", S::SameType, nullptr, lower_int_binary},
-    {"arith.xori", S::SameType, nullptr, lower_int_binary},
-    {"arith.shli", S::SameType, nullptr, lower_int_binary},
-    {"arith.shrsi", S::SameType, nullptr, lower_int_binary},
-    {"arith.shrui", S::SameType, nullptr, lower_int_binary},
-    {"arith.minsi", S::SameType, nullptr, lower_int_binary},
-    {"arith.maxsi", S::SameType, nullptr, lower_int_binary},
-    {"arith.minui", S::SameType, nullptr, lower_int_binary},
-    {"arith.maxui", S::SameType, nullptr, lower_int_binary},
-    {"arith.addf", S::SameType, nullptr, lower_float_binary},
-    {"arith.subf", S::SameType, nullptr, lower_float_binary},
-    {"arith.mulf", S::SameType, nullptr, lower_float_binary},
-    {"arith.divf", S::SameType, nullptr, lower_float_binary},
-    {"arith.remf", S::SameType, nullptr, lower_float_binary},
-    {"arith.minimumf", S::SameType, nullptr, lower_float_binary},
-    {"arith.maximumf", S::SameType, nullptr, lower_float_binary},
-    {"arith.minnumf", S::SameType, nullptr, lower_float_binary},
-    {"arith.maxnumf", S::SameType, nullptr, lower_float_binary},
-    {"arith.negf", S::SameType, nullptr, lower_float_unary},
-    {"arith.constant", S::SameType, nullptr, lower_constant},
-    {"arith.cmpi", S::Compare, nullptr, lower_compare},
-    {"arith.cmpf", S::Compare, nullptr, lower_compare},
-    {"arith.select", S::Select, nullptr, lower_select},
-    {"arith.extsi", S::Cast, nullptr, lower_cast},
-    {"arith.extui", S::Cast, nullptr, lower_cast},
-    {"arith.trunci", S::Cast, nullptr, lower_cast},
-    {"arith.sitofp", S::Cast, nullptr, lower_cast},
-    {"arith.uitofp", S::Cast, nullptr, lower_cast},
-    {"arith.fptosi", S::Cast, nullptr, lower_cast},
-    {"arith.fptoui", S::Cast, nullptr, lower_cast},
-    {"arith.extf", S::Cast, nullptr, lower_cast},
-    {"arith.truncf", S::Cast, nullptr, lower_cast},
-    {"arith.bitcast", S::Cast, nullptr, lower_cast},
-    {"arith.index_cast", S::Cast, nullptr, lower_cast},
-    {"math.exp", S::SameType, nullptr, lower_float_unary},
-    {"math.exp2", S::SameType, nullptr, lower_float_unary},
-    {"math.log", S::SameType, nullptr, lower_float_unary},
-    {"math.log2", S::SameType, nullptr, lower_float_unary},
-    {"math.sqrt", S::SameType, nullptr, lower_float_unary},
-    {"math.rsqrt", S::SameType, nullptr, lower_float_unary},
-    {"math.absf", S::SameType, nullptr, lower_float_unary},
-    {"math.floor", S::SameType, nullptr, lower_float_unary},
-    {"math.ceil", S::SameType, nullptr, lower_float_unary},
-    {"math.erf", S::SameType, nullptr, lower_float_unary},
-    {"math.sin", S::SameType, nullptr, lower_float_unary},
-    {"math.cos", S::SameType, nullptr, lower_float_unary},
-    {"math.tan", S::SameType, nullptr, lower_float_unary},
-    {"math.tanh", S::SameType, nullptr, lower_float_unary},
-    {"math.expm1", S::SameType, nullptr, lower_float_unary},
-    {"math.log1p", S::SameType, nullptr, lower_float_unary},
-    {"math.log10", S::SameType, nullptr, lower_float_unary},
-    {"math.cbrt", S::SameType, nullptr, lower_float_unary},
-    {"math.trunc", S::SameType, nullptr, lower_float_unary},
-    {"math.round", S::SameType, nullptr, lower_float_unary},
-    {"math.roundeven", S::SameType, nullptr, lower_float_unary},
-    {"math.sinh", S::SameType, nullptr, lower_float_unary},
-    {"math.cosh", S::SameType, nullptr, lower_float_unary},
-    {"math.asin", S::SameType, nullptr, lower_float_unary},
-    {"math.acos", S::SameType, nullptr, lower_float_unary},
-    {"math.atan", S::SameType, nullptr, lower_float_unary},
-    {"math.asinh", S::SameType, nullptr, lower_float_unary},
-    {"math.acosh", S::SameType, nullptr, lower_float_unary},
-    {"math.atanh", S::SameType, nullptr, lower_float_unary},
-    {"math.absi", S::SameType, nullptr, lower_int_unary},
-    {"math.fma", S::SameType, nullptr, lower_fma},
-    {"tt.int_to_ptr", S::Arrow, nullptr, lower_ptr_int},
-    {"tt.ptr_to_int", S::Arrow, nullptr, lower_ptr_int},
-    {"tt.bitcast", S::Arrow, nullptr, lower_bitcast},
-    {"tt.fp_to_fp", S::Arrow, nullptr, lower_fp_to_fp},
-    {"tt.clampf", S::SameType, nullptr, lower_clampf},
-    {"tt.precise_sqrt", S::SameType, nullptr, lower_float_unary},
-    {"tt.precise_divf", S::SameType, nullptr, lower_float_binary},
-    {"tt.mulhiui", S::SameType, nullptr, lower_int_binary},
-    {"tt.approx_divf", S::SameType, nullptr, lower_approx_divf},  // 3.9: tl.fdiv(approx=True)
-    {"tt.extern_elementwise", S::Functional, nullptr, lower_extern},
-    {"tt.elementwise_inline_asm", S::Arrow, nullptr, lower_inline_asm},
-    {"tt.map_elementwise", S::GenericOnly, nullptr, lower_map_elementwise},
-    {"tt.map_elementwise.return", S::Return, nullptr, nullptr},
-    {"ub.poison", S::SameType, nullptr, lower_poison},
-    {"tt.addptr", S::FirstType, nullptr, lower_addptr},
-    {"tt.load", S::Load, nullptr, lower_load},
-    {"tt.store", S::NoResult, nullptr, lower_store},
-    {"tt.make_tensor_ptr", S::StrippedPtr, nullptr, lower_make_tensor_ptr},
-    {"tt.advance", S::StrippedPtr, nullptr, lower_advance},
-    {"tt.atomic_rmw", S::Functional, nullptr, lower_atomic_rmw},
-    {"tt.atomic_cas", S::Functional, nullptr, lower_atomic_cas},
-    // 3.9 (TritonOps.td of the 3.9.0 wheel): `sem, scope, ptr[, mask] : (..) -> T`,
-    // `sem, scope, ptr, value[, mask] : Tptr`, `sem, scope, ptr, expected [timeout t] : Tp, Te -> Ti1`.
-    {"tt.atomic_load", S::Functional, nullptr, lower_atomic_load},
-    {"tt.atomic_store", S::NoResult, nullptr, lower_atomic_store},
-    // Spins until another program (or the timeout, in GPU global-timer ns) ends it: not implemented.
-    {"tt.atomic_poll", S::Arrow, nullptr, nullptr},
-    {"tt.splat", S::Arrow, nullptr, lower_splat},
-    {"tt.unsplat", S::Unsplat, nullptr, lower_unsplat},
-    {"tt.expand_dims", S::Arrow, nullptr, lower_reshape},
-    {"tt.reshape", S::Arrow, nullptr, lower_reshape},
-    {"tt.broadcast", S::Arrow, nullptr, lower_broadcast},
-    {"tt.trans", S::Arrow, nullptr, lower_trans},
-    {"tt.cat", S::Arrow, nullptr, lower_cat},
-    {"tt.join", S::Arrow, nullptr, lower_join},
-    {"tt.split", S::Arrow, nullptr, lower_split},
-    {"tt.gather", S::Functional, nullptr, lower_gather},
-    {"tt.histogram", S::Arrow, nullptr, lower_histogram},
-    {"tt.make_range", S::SameType, nullptr, lower_make_range},
-    {"tt.get_program_id", S::SameType, nullptr, lower_program_id},
-    {"tt.get_num_programs", S::SameType, nullptr, lower_program_id},
-    {"tt.dot", S::Dot, nullptr, lower_dot},
-    {"tt.dot_scaled", S::DotScaled, nullptr, lower_dot_scaled},
-    {"tt.reduce", S::GenericOnly, nullptr, lower_reduce},
-    {"tt.scan", S::GenericOnly, nullptr, lower_scan},
-    {"tt.reduce.return", S::Return, nullptr, nullptr},
-    {"tt.scan.return", S::Return, nullptr, nullptr},
-    {"tt.print", S::Print, nullptr, lower_print},
-    {"tt.assert", S::Assert, nullptr, lower_assert},
-    {"tt.call", S::Call, nullptr, lower_call},
-    {"tt.return", S::Return, nullptr, nullptr},
-    {"tt.func", S::GenericOnly, nullptr, nullptr},
-    {"tt.make_tensor_descriptor", S::MakeDesc, nullptr, lower_make_desc},
-    {"tt.reinterpret_tensor_descriptor", S::Cast, nullptr, nullptr},  // 3.2-3.4 only (reference §1.8)
-    {"tt.descriptor_load", S::Arrow, nullptr, lower_desc_load},
-    {"tt.descriptor_store", S::NoResult, nullptr, lower_desc_store},
-    {"tt.descriptor_reduce", S::NoResult, nullptr, lower_desc_store},
-    {"tt.descriptor_gather", S::Functional, nullptr, lower_desc_gather},
-    {"tt.descriptor_scatter", S::NoResult, nullptr, lower_desc_scatter},
-    {"scf.for", S::For, nullptr, lower_for},
-    {"scf.if", S::If, nullptr, lower_if},
-    {"scf.while", S::While, nullptr, lower_while},
-    {"scf.yield", S::Return, nullptr, nullptr},
-    {"scf.condition", S::Condition, nullptr, nullptr},
-    {"cf.br", S::Branch, nullptr, nullptr},
-    {"cf.cond_br", S::CondBranch, nullptr, nullptr},
-    {"gpu.barrier", S::Barrier, nullptr, lower_nop},
-    {"ttg.barrier", S::Barrier, nullptr, lower_nop},
-    // 3.9 (tl.extra.cuda.gdc_wait / gdc_launch_dependents; inline PTX before): programmatic dependent
-    // launch. A launch here has no prerequisite grid and no dependent grid, so both do nothing.
-    {"tt.grid_dependency_wait", S::Barrier, nullptr, lower_nop},
-    {"tt.grid_dependency_launch_dependents", S::Barrier, nullptr, lower_nop},
-    {"llvm.intr.assume", S::NoResult, nullptr, lower_nop},
+constexpr LowerFn kBuiltin[] = {
+#define TS_OP(id, name, syntax, verify, lower, roles, effects, taint) lower,
+#include "tilescope/ir/ops.def"
+#undef TS_OP
 };
+static_assert(std::size(kBuiltin) == ir::kNumBuiltinOps, "one lowering per Opcode");
+
+std::mutex g_mu;
+std::vector<LowerFn> g_registered;  // by opcode - kNumBuiltinOps
+
 }  // namespace
 
-const OpDef* find_op(std::string_view name) {
-  for (const OpDef& d : kOps)
-    if (d.name == name) return &d;
-  return nullptr;
+LowerFn lowering(ir::Opcode code) {
+  auto i = static_cast<size_t>(code);
+  if (i < std::size(kBuiltin)) return kBuiltin[i];
+  std::lock_guard<std::mutex> g(g_mu);
+  i -= std::size(kBuiltin);
+  return i < g_registered.size() ? g_registered[i] : nullptr;
 }
 
-std::span<const OpDef> all_ops() { return kOps; }
+void register_lowering(ir::Opcode code, LowerFn fn) {
+  auto i = static_cast<size_t>(code);
+  if (i < std::size(kBuiltin)) return;  // built-in ops keep the lowering ops.def gives them
+  std::lock_guard<std::mutex> g(g_mu);
+  i -= std::size(kBuiltin);
+  if (g_registered.size() <= i) g_registered.resize(i + 1, nullptr);
+  g_registered[i] = fn;
+}
 
-}  // namespace tilescope::ir
+}  // namespace tilescope::ops

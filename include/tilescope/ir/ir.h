@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tilescope/ir/elem.h"
+#include "tilescope/ir/ops.h"
 
 namespace tilescope::ir {
 
@@ -118,11 +119,9 @@ struct Region {
   Op* parent = nullptr;  // null for a function body
 };
 
-struct OpDef;  // the op table entry (src/ops/table.cpp)
-
 struct Op {
   std::string name;            // "arith.addi"
-  const OpDef* def = nullptr;  // never null once read
+  const OpDef* def = nullptr;  // its row in the op registry (tilescope/ir/ops.h); never null once read
   std::vector<Value*> operands;
   std::vector<std::unique_ptr<Value>> results;
   std::map<std::string, Attr> attrs;  // attr-dict, properties and custom-syntax attributes
@@ -139,6 +138,7 @@ struct Op {
     return it == attrs.end() ? nullptr : &it->second;
   }
   Value* result(int i = 0) const { return results.at(i).get(); }
+  Opcode code() const { return def->code; }
 };
 
 struct Function {

@@ -444,5 +444,67 @@ TEST(SanitizerMemory, PoisonAnalysesCanBeTurnedOff) {
   EXPECT_GT(Sanitizer(m).watched_ops(), 0u);
 }
 
+// Regression (issue 7, bug 2): undefined lanes flow through the ops Triton 3.9 added. The taint rules
+// come from the op registry; they were once matched by name, and unknown names (tt.approx_divf,
+// tt.atomic_load, tt.atomic_store) carried nothing, so these findings were lost. In each kernel the
+// lanes 4..7 of an 8-lane masked access are undefined (mask = lane < 4, no `other`) and reach a store.
+TEST(SanitizerPoison, UndefinedLanesFlowThroughTriton39Ops) {
+  const std::string head = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %r = tt.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>
+    %c4 = arith.constant dense<4> : tensor<8xi32>
+    %m = arith.cmpi slt, %r, %c4 : tensor<8xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<8x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<8x!tt.ptr<f32>>, tensor<8xi32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<8x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<8x!tt.ptr<f32>>, tensor<8xi32>
+)";
+  const std::string tail = "    tt.return\n  }\n}\n";
+  struct Case {
+    const char* what;
+    std::string body;
+    const char* site;   // where the finding is reported
+    const char* cause;  // the op that left the lanes undefined
+  };
+  const Case cases[] = {
+      {"approx_divf",
+       "    %v = tt.load %xp, %m : tensor<8x!tt.ptr<f32>>\n"
+       "    %q = tt.approx_divf %v, %v : tensor<8xf32>\n"
+       "    tt.store %op, %q : tensor<8x!tt.ptr<f32>>\n",
+       "tt.store", "tt.load"},
+      {"atomic_load",
+       "    %v = tt.atomic_load relaxed, gpu, %xp, %m : (tensor<8x!tt.ptr<f32>>, tensor<8xi1>) -> "
+       "tensor<8xf32>\n"
+       "    tt.store %op, %v : tensor<8x!tt.ptr<f32>>\n",
+       "tt.store", "tt.atomic_load"},
+      {"atomic_store",
+       "    %v = tt.load %xp, %m : tensor<8x!tt.ptr<f32>>\n"
+       "    tt.atomic_store relaxed, gpu, %op, %v : tensor<8x!tt.ptr<f32>>\n",
+       "tt.atomic_store", "tt.load"},
+  };
+  for (const Case& c : cases) {
+    ir::Module m = ir::read(head + c.body + tail, std::string(c.what) + ".ttir");
+    ir::verify(m);
+    std::vector<float> x(8, 1.0f), out(8, 0.0f);
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", ir::Elem::f32);
+    int ob = test::add_buffer(mem, out, "out", ir::Elem::f32);
+    exec::Engine e(m);
+    Sanitizer s(m);
+    exec::LaunchOptions o;
+    o.observers = {&s};
+    e.launch("k", {exec::Arg::buf(xb), exec::Arg::buf(ob)}, mem, o);
+    s.finish(LaunchInfo{"k", {}});
+    ASSERT_EQ(s.findings().size(), 1u) << c.what << "\n" << describe(s.findings());
+    const Finding& f = s.findings()[0];
+    EXPECT_EQ(f.kind, Kind::undefined_value) << c.what;
+    EXPECT_EQ(f.site.op, c.site) << c.what;
+    ASSERT_TRUE(f.cause.has_value()) << c.what;
+    EXPECT_EQ(f.cause->op, c.cause) << c.what;
+    EXPECT_EQ(f.lanes, 4) << c.what;
+    EXPECT_EQ(f.first_lanes, (std::vector<int64_t>{4, 5, 6, 7})) << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace tilescope::analysis

@@ -21,6 +21,43 @@ int32_t run_scalar_kernel(const std::string& ttir, int32_t n) {
   return out[0];
 }
 
+// Regression (issue 7, bug 1): program 0 polls a flag with tt.atomic_load (3.9) until program 1 sets
+// it with tt.atomic_store. Only tt.atomic_load may wait here, so the kernel runs as fibers only if the
+// op registry's `waits` effect is what the scheduler asks (it once matched op names, missed
+// tt.atomic_load, and this launch spun forever on one thread).
+TEST(Control, SpinWaitOnAtomicLoadMakesProgress) {
+  const char* k = R"(module {
+  tt.func public @k(%flag: !tt.ptr<i32>, %out: !tt.ptr<i32>) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c7 = arith.constant 7 : i32
+    %pid = tt.get_program_id x : i32
+    %first = arith.cmpi eq, %pid, %c0 : i32
+    scf.if %first {
+      %seen = scf.while (%a = %c0) : (i32) -> i32 {
+        %v = tt.atomic_load acquire, gpu, %flag : (!tt.ptr<i32>) -> i32
+        %unset = arith.cmpi eq, %v, %c0 : i32
+        scf.condition(%unset) %v : i32
+      } do {
+      ^bb0(%x: i32):
+        scf.yield %x : i32
+      }
+      tt.store %out, %seen : !tt.ptr<i32>
+    } else {
+      tt.atomic_store release, gpu, %flag, %c7 : !tt.ptr<i32>
+    }
+    tt.return
+  }
+})";
+  for (int threads : {1, 2}) {
+    std::vector<int32_t> flag(1, 0), out(1, -1);
+    exec::Memory mem;
+    int f = test::add_buffer(mem, flag, "flag", Elem::i32);
+    int o = test::add_buffer(mem, out, "out", Elem::i32);
+    test::run_ttir(k, {Arg::buf(f), Arg::buf(o)}, mem, {2, 1, 1}, threads);
+    EXPECT_EQ(out[0], 7) << threads << " threads";
+  }
+}
+
 }  // namespace
 
 TEST(Control, ForLoopSum) {

@@ -264,7 +264,7 @@ TEST(ReaderVersions, AtomicPollReadsButIsUnsupported) {
   EXPECT_EQ(p->attr("sem")->s, "acquire");
   EXPECT_EQ(p->result()->type, m.tensor(Elem::i1, {8}));
   ASSERT_NE(find_op("tt.atomic_poll"), nullptr);
-  EXPECT_EQ(find_op("tt.atomic_poll")->lower, nullptr);
+  EXPECT_EQ(tilescope::ops::lowering(find_op("tt.atomic_poll")->code), nullptr);
   std::string e = plan_error(t);
   EXPECT_NE(e.find(where(t, "%ok_3 = ") + "unsupported op 'tt.atomic_poll'"), std::string::npos) << e;
   EXPECT_NE(e.find("kernels.py:12:10"), std::string::npos) << e;

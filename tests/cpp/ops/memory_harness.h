@@ -123,20 +123,42 @@ struct Harness {
     return mem.add(b);
   }
 
+  std::vector<std::unique_ptr<ir::Value>> values;  // operands of the ops built by step()
+
   // Ops
   ir::Op& op(const std::string& name) {
     ops.push_back(std::make_unique<ir::Op>());
     ops.back()->name = name;
+    ops.back()->def = ir::find_op(name);
+    EXPECT_NE(ops.back()->def, nullptr) << name;
     return *ops.back();
   }
-  ex::Step step(ir::Op& o, std::vector<int> in, std::vector<int> out, ir::LowerFn lower) {
+  /// A step for `o` over slots `in` -> `out`, before lowering.
+  ex::Step prepare(ir::Op& o, std::vector<int> in, std::vector<int> out) {
     ex::Step s;
     s.op = &o;
     s.in = in;
     s.out = out;
+    // The op's operands and results as the reader would give them (the registry's operand roles and
+    // the lowering read them): one value per slot, of the slot's type.
+    o.operands.clear();
+    o.results.clear();
+    for (int i : in) {
+      values.push_back(std::make_unique<ir::Value>());
+      values.back()->type = types[i];
+      o.operands.push_back(values.back().get());
+    }
+    for (int i : out) {
+      o.results.push_back(std::make_unique<ir::Value>());
+      o.results.back()->type = types[i];
+    }
     for (int i : in) s.in_types.push_back(types[i]);
     for (int i : out) s.out_types.push_back(types[i]);
     s.n = !out.empty() ? types[out[0]]->numel() : types[in[0]]->numel();
+    return s;
+  }
+  ex::Step step(ir::Op& o, std::vector<int> in, std::vector<int> out, tilescope::ops::LowerFn lower) {
+    ex::Step s = prepare(o, std::move(in), std::move(out));
     lower(o, planner, s);
     EXPECT_NE(s.fn, nullptr);
     return s;

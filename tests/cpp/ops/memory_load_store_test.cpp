@@ -235,12 +235,9 @@ TEST(MemoryLoad, RejectsMaskOfAnotherShape) {
   int p = h.slot(h.ptr_tensor(Elem::f32, {8}));
   int m = h.slot(h.tensor(Elem::i1, {4}));
   int r = h.slot(h.tensor(Elem::f32, {8}));
-  ex::Step s;
-  s.in = {p, m};
-  s.out = {r};
-  s.in_types = {h.types[p], h.types[m]};
-  s.out_types = {h.types[r]};
-  EXPECT_THROW(ops::lower_load(h.op("tt.load"), h.planner, s), tilescope::Error);
+  ir::Op& load = h.op("tt.load");
+  ex::Step s = h.prepare(load, {p, m}, {r});
+  EXPECT_THROW(ops::lower_load(load, h.planner, s), tilescope::Error);
 }
 
 TEST(MemoryStore, MaskedStoreWritesActiveLanesOnlyAndKeepsCanaries) {
