@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 BUILD ?= build
 PY ?= python3
-APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format
+APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format llvm-14-tools
 JOBS ?= $(shell nproc)
 
 .PHONY: setup python-package build demo test test-cpp test-python test-peers bench bench-peers clean format
