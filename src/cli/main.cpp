@@ -392,7 +392,8 @@ int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
   } catch (const tilescope::Error& e) {
-    std::cerr << "tilescope: error: " << e.what() << "\n";
+    std::cerr << "tilescope: "
+              << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
     return 2;
   }
   try {
@@ -405,7 +406,8 @@ int main(int argc, char** argv) {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
-    std::cerr << "tilescope: error: " << e.what() << "\n";
+    std::cerr << "tilescope: "
+              << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "tilescope: internal error: " << e.what() << "\n";

@@ -114,14 +114,52 @@ Function* Module::entry() const {
 
 namespace tilescope {
 
-std::string locate(const ir::Module& m, const ir::Op& op, const std::string& msg) {
-  std::string s = fmt::format("{}:{}:{}: {}", m.filename, op.pos.line, op.pos.col, msg);
-  if (op.loc.known()) s += fmt::format(" ({})", op.loc.str());
+const char* severity_name(Diagnostic::Severity s) {
+  switch (s) {
+    case Diagnostic::Severity::error: return "error";
+    case Diagnostic::Severity::warning: return "warning";
+    case Diagnostic::Severity::note: return "note";
+  }
+  return "error";
+}
+
+std::string Diagnostic::str() const {
+  std::string s;
+  if (!ttir_file.empty())
+    s = ttir.line > 0 ? fmt::format("{}:{}:{}: ", ttir_file, ttir.line, ttir.col) : ttir_file + ": ";
+  s += message;
+  if (python.known()) s += fmt::format(" ({})", python.str());
   return s;
 }
 
+Error::Error(const std::string& message) : std::runtime_error(message) { d_.message = message; }
+
+Error::Error(Diagnostic d) : std::runtime_error(d.str()), d_(std::move(d)) {}
+
+Diagnostic diagnostic_at(const ir::Module& m, const ir::Op& op, const std::string& msg) {
+  Diagnostic d;
+  d.message = msg;
+  d.ttir_file = m.filename;
+  d.ttir = op.pos;
+  d.python = op.loc;
+  d.op = op.name;
+  return d;
+}
+
+std::string locate(const ir::Module& m, const ir::Op& op, const std::string& msg) {
+  return diagnostic_at(m, op, msg).str();
+}
+
 void fail_at(const ir::Module& m, const ir::Op& op, const std::string& msg) {
-  throw Error(locate(m, op, msg));
+  throw Error(diagnostic_at(m, op, msg));
+}
+
+void fail_at(const std::string& ttir_file, ir::TextPos pos, const std::string& msg) {
+  Diagnostic d;
+  d.message = msg;
+  d.ttir_file = ttir_file;
+  d.ttir = pos;
+  throw Error(std::move(d));
 }
 
 }  // namespace tilescope

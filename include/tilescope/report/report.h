@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tilescope/analysis/sanitizer.h"
+#include "tilescope/ir/diag.h"
 
 namespace tilescope::report {
 
@@ -33,5 +34,12 @@ std::vector<analysis::Finding> from_json(const nlohmann::json& j);
 /// the Python file:line:col as its physicalLocation (columns 1-based, as SARIF counts) and the TTIR op
 /// and the cause as related locations.
 nlohmann::json to_sarif(const std::vector<analysis::Finding>& findings);
+
+/// A diagnostic (tilescope::Error) as text: "error: file.ttir:12:7: message (kernel.py:33:9)", then one
+/// "  = note: ..." line per note. `color`: ANSI colours.
+std::string diagnostic_to_text(const Diagnostic& d, bool color);
+/// {"severity", "message", "op", "notes", "ttir": {file, line, col} | null, "python": {file, line, col, var}
+/// | null}
+nlohmann::json diagnostic_to_json(const Diagnostic& d);
 
 }  // namespace tilescope::report

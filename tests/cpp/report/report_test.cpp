@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tilescope/ir/diag.h"
+#include "tilescope/ir/reader.h"
 
 namespace tilescope::report {
 namespace {
@@ -181,6 +182,46 @@ TEST(ReportSarif, Shape) {
   EXPECT_EQ(r1["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"], "k.ttir");
   EXPECT_EQ(r1["relatedLocations"][1]["physicalLocation"]["region"]["startLine"], 19);
   EXPECT_EQ(r1["level"], "error");
+}
+
+// A located error keeps its parts (structured Diagnostic) and renders them in the writers.
+TEST(ReportDiagnostic, LocatedErrorTextAndJson) {
+  const char* text = R"(module {
+  tt.func public @k(%x: i32) {
+    %0 = arith.divsi %x, %x : i32 loc(#loc1)
+    tt.return
+  }
+}
+#loc1 = loc("kern.py":7:12)
+)";
+  ir::Module m = ir::read(text, "k.ttir");
+  const ir::Op& div = *m.entry()->body.blocks[0]->ops[0];
+  Diagnostic d;
+  try {
+    fail_at(m, div, "division is not allowed here");
+  } catch (const Error& e) {
+    d = e.diagnostic();
+    EXPECT_EQ(std::string(e.what()), "k.ttir:3:5: division is not allowed here (kern.py:7:12)");
+  }
+  EXPECT_EQ(d.op, "arith.divsi");
+  EXPECT_EQ(d.ttir.line, 3);
+  EXPECT_EQ(d.python.line, 7);
+  d.notes.push_back("divide by a constant instead");
+  EXPECT_EQ(diagnostic_to_text(d, false),
+            "error: k.ttir:3:5: division is not allowed here (kern.py:7:12)\n  = note: divide by a constant "
+            "instead\n");
+  auto j = diagnostic_to_json(d);
+  EXPECT_EQ(j["severity"], "error");
+  EXPECT_EQ(j["ttir"]["line"], 3);
+  EXPECT_EQ(j["ttir"]["col"], 5);
+  EXPECT_EQ(j["python"]["file"], "kern.py");
+  EXPECT_EQ(j["python"]["col"], 12);
+  EXPECT_EQ(j["op"], "arith.divsi");
+  EXPECT_EQ(j["notes"].size(), 1u);
+  // An unlocated error is just its message.
+  Error plain("cannot open file");
+  EXPECT_EQ(diagnostic_to_text(plain.diagnostic(), false), "error: cannot open file\n");
+  EXPECT_TRUE(diagnostic_to_json(plain.diagnostic())["ttir"].is_null());
 }
 
 }  // namespace
