@@ -20,37 +20,6 @@
 
 namespace tilescope::analysis {
 
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::oob_load: return "out-of-bounds-load";
-    case Kind::oob_store: return "out-of-bounds-store";
-    case Kind::oob_atomic: return "out-of-bounds-atomic";
-    case Kind::null_pointer: return "null-pointer";
-    case Kind::assert_failed: return "assert-failed";
-    case Kind::undefined_value: return "undefined-value";
-    case Kind::int32_overflow: return "int32-overflow";
-    case Kind::division_by_zero: return "division-by-zero";
-  }
-  return "?";
-}
-
-const char* kind_description(Kind k) {
-  switch (k) {
-    case Kind::oob_load: return "A load reads outside the buffer its pointer was derived from.";
-    case Kind::oob_store: return "A store writes outside the buffer its pointer was derived from.";
-    case Kind::oob_atomic:
-      return "An atomic accesses memory outside the buffer its pointer was derived from.";
-    case Kind::null_pointer: return "An access through a null pointer or an address made from an integer.";
-    case Kind::assert_failed: return "A tl.device_assert condition is false.";
-    case Kind::undefined_value:
-      return "A value that a masked tl.load without `other` leaves undefined in masked-off lanes is used.";
-    case Kind::int32_overflow:
-      return "32-bit integer arithmetic overflows and the wrapped value is used in an address.";
-    case Kind::division_by_zero: return "An integer division or remainder by zero, whose result is used.";
-  }
-  return "?";
-}
-
 namespace {
 
 using exec::ProgramId;

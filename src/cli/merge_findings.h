@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "tilescope/analysis/sanitizer.h"
+#include "tilescope/analysis/finding.h"
 
 namespace tilescope::cli {
 

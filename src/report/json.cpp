@@ -46,8 +46,7 @@ OpSite site_from(const json& j) {
 std::string hex(uint64_t v) { return fmt::format("0x{:x}", v); }
 
 Kind kind_from(const std::string& s) {
-  for (int k = 0; k < analysis::kNumKinds; ++k)
-    if (s == analysis::kind_name(static_cast<Kind>(k))) return static_cast<Kind>(k);
+  if (auto k = analysis::kind_from_name(s)) return *k;
   throw Error(fmt::format("findings JSON: unknown kind '{}'", s));
 }
 

@@ -29,72 +29,11 @@
 #include <string>
 #include <vector>
 
+#include "tilescope/analysis/finding.h"
 #include "tilescope/exec/events.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::analysis {
-
-enum class Kind : uint8_t {
-  oob_load,
-  oob_store,
-  oob_atomic,
-  null_pointer,
-  assert_failed,
-  undefined_value,
-  int32_overflow,
-  division_by_zero,
-};
-
-/// The JSON / SARIF spelling ("out-of-bounds-load", ...).
-const char* kind_name(Kind k);
-/// One-line description of the kind (SARIF rule text).
-const char* kind_description(Kind k);
-constexpr int kNumKinds = 8;
-
-/// One op's place in the TTIR text and in the Python source.
-struct OpSite {
-  std::string op;         // "tt.load"
-  std::string ttir_file;  // the module's filename
-  int ttir_line = 0, ttir_col = 0;
-  std::string file;  // Python file ("" when unknown)
-  int line = 0;
-  int col = 0;              // as Triton records it: the Python AST col_offset (0-based)
-  std::string var;          // the Python variable the value was assigned to, if known
-  std::string source_line;  // the text of `file:line` when the file could be read (no newline)
-  std::vector<std::string>
-      inlined_from;  // call-site chain of inlined @jit helpers: "file:line", innermost first
-};
-
-struct BufferInfo {
-  std::string name;                     // kernel argument name
-  std::string dtype;                    // "f32"
-  std::vector<int64_t> shape, strides;  // elements
-  uint64_t bytes = 0;
-  int64_t numel = 0;  // bytes / element size
-};
-
-struct Finding {
-  Kind kind = Kind::oob_load;
-  std::string kernel;
-  OpSite site;                  // where it is reported (see the kind list above)
-  std::optional<OpSite> cause;  // poison kinds: the op that produced the value (load, arithmetic, division)
-  std::optional<OpSite> use;    // int32-overflow / division-by-zero: the first op that consumed it
-  int64_t programs = 0;         // distinct program instances
-  std::vector<exec::ProgramId> first_programs;  // the first few, in (z, y, x) order
-  int64_t lanes = 0;                            // offending lanes summed over all occurrences
-  std::vector<int64_t> first_lanes;  // the first few distinct lane indices (row-major over the op's tile)
-  int64_t occurrences = 0;           // events (an op in a loop counts once per iteration)
-  std::optional<BufferInfo> buffer;  // out-of-bounds: the buffer the pointer was derived from
-  bool has_offsets = false;          // out-of-bounds: element offsets of the offending lanes
-  int64_t offset_min = 0, offset_max = 0;
-  int64_t elements_before = 0;  // how far the lowest offset lies before element 0 (0 if not)
-  int64_t elements_past = 0;    // how far the highest offset lies past the last element (0 if not)
-  bool has_addresses = false;   // null-pointer: raw addresses
-  uint64_t address_min = 0, address_max = 0;
-  std::string message;                    // assert-failed: the assert's message
-  std::vector<std::string> launch_stack;  // Python stack of the launch, "file:line in func", innermost last
-  std::string summary;                    // one line: what happened
-};
 
 struct LaunchInfo {
   std::string kernel;

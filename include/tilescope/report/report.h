@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tilescope/analysis/sanitizer.h"
+#include "tilescope/analysis/finding.h"
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::report {
