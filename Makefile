@@ -6,7 +6,7 @@ PY ?= python3
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev clang-format llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup python-package build demo test test-cpp test-python test-peers bench bench-peers clean format
+.PHONY: setup build demo test test-cpp test-python test-peers bench bench-peers clean format
 
 setup:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -15,25 +15,22 @@ setup:
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
-	@$(MAKE) --no-print-directory python-package
 
-# The Python package (tilescope._native, the `tilescope` command, the auto-activation .pth), built
-# by scikit-build-core in build-py/ (incremental) and reinstalled only when a source changed.
-PY_STAMP := build-py/.installed
-PY_SOURCES := $(shell find src include python examples -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.py' -o -name '*.pth' \) 2>/dev/null) \
+# One build of the CMake project in $(BUILD)/, shared by the C++ tests and the Python package:
+# scikit-build-core configures and builds it (the `tilescope` command, the native module
+# tilescope._native, the GoogleTest binary) incrementally and installs the package (with the
+# auto-activation .pth); ctest runs in the same tree. Reinstalled only when a source changed.
+BUILD_STAMP := $(BUILD)/.installed
+BUILD_SOURCES := $(shell find src include python examples tests/cpp -type f \( -name '*.cpp' -o -name '*.h' \
+  -o -name '*.def' -o -name '*.inc' -o -name '*.py' -o -name '*.pth' -o -name '*.sh' \) 2>/dev/null) \
   CMakeLists.txt pyproject.toml
-python-package: $(PY_STAMP)
-$(PY_STAMP): $(PY_SOURCES)
-	@echo "installing the tilescope Python package"
-	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps . 2>&1 \
+build: $(BUILD_STAMP)
+$(BUILD_STAMP): $(BUILD_SOURCES)
+	@echo "building tilescope in $(BUILD)/ and installing the Python package"
+	@set -o pipefail; CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --disable-pip-version-check \
+	  --no-build-isolation --no-deps -C build-dir=$(BUILD) -C cmake.define.TILESCOPE_TESTS=ON . 2>&1 \
 	  | { grep -v -e "as the 'root' user" -e "^WARNING: Location" || true; }
-	@$(PY) -c "import tilescope._native" && mkdir -p build-py && touch $@
-
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
-
-build: $(BUILD)/build.ninja
-	cmake --build $(BUILD) -j $(JOBS)
+	@$(PY) -c "import tilescope._native" && touch $@
 
 demo: setup build
 	@bash examples/demo.sh $(BUILD)/tilescope
@@ -60,7 +57,7 @@ fidelity: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py
 
 # tilescope's sanitizer against triton-viz's and TRITON_INTERPRET=1 (bench/peers.py; about 10 minutes).
-bench-peers: setup
+bench-peers: setup build
 	@$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements-peers.txt
 	@$(PY) -m pip install -q --disable-pip-version-check --no-deps triton-viz==3.0
 	$(PY) bench/peers.py
