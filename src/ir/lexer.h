@@ -5,6 +5,8 @@
 // grammar is not context-free (`16x32xf32` dimension lists, integer prefixes of float spellings;
 // see Parser). Whitespace and `//` comments are skipped. Bad bytes never stop it: a byte that starts
 // no token is an `Unknown` token and the reader reports it where it expected something else.
+// There is no `::` token: no rule of the TTIR grammar reads one (MLIR's lexer has none either), and
+// `%a::` must stay "expected ..., found ':'" as before.
 #pragma once
 
 #include <array>
