@@ -24,10 +24,12 @@ struct Dispatch {
   unsigned observed = 0;  // union of the subscribed kinds
   std::vector<int> program, access, out_of_bounds, print, assert_;
   std::vector<int> transfer;  // observers of kOpResult
-  // kOpBegin / kOpResult watchers of step `id`: watches[first[id] .. first[id + 1]). Empty when
-  // nobody subscribed to the kind.
+  // kOpBegin / kOpResult watchers of step `id`: watches[first[id] .. first[id + 1]), and per step
+  // which of the two it has (what Program::run tests). Sized when someone subscribed to either kind.
+  static constexpr uint8_t kBeginHook = 1, kResultHook = 2;
   std::vector<uint32_t> begin_first, result_first;
   std::vector<Watch> begin_watch, result_watch;
+  std::vector<uint8_t> step_hooks;
   // Transfers: per slot, whether some observer watches it, and per entry of `transfer` which slots.
   std::vector<uint8_t> slot_any;
   std::vector<std::vector<uint8_t>> slot_watch;

@@ -57,8 +57,8 @@ void Program::copy(int to, int from) {
 
 namespace {
 
-/// The kOpBegin or kOpResult event of step `s` to its watchers [w, end).
-void emit_op(Program& p, const Step& s, const Dispatch::Watch* w, const Dispatch::Watch* end, bool begin) {
+/// The kOpBegin (`begin`) or kOpResult event of step `s` to the observers watching it.
+void emit_op(Program& p, const Step& s, bool begin) {
   // Stack arrays for the common case: this runs once per watched op.
   constexpr size_t kMax = 16;
   const void* small_in[kMax];
@@ -77,8 +77,12 @@ void emit_op(Program& p, const Step& s, const Dispatch::Watch* w, const Dispatch
   for (size_t i = 0; i < s.in.size(); ++i) in[i] = p.slot[s.in[i]];
   for (size_t i = 0; i < s.out.size(); ++i) out[i] = p.slot[s.out[i]];
   OpEvent e{s.op, p.pid, in, out, nullptr};
-  const auto& obs = p.dispatch->observers;
-  for (; w != end; ++w) {
+  const Dispatch& d = *p.dispatch;
+  const auto& first = begin ? d.begin_first : d.result_first;
+  const Dispatch::Watch* w = (begin ? d.begin_watch : d.result_watch).data();
+  const Dispatch::Watch* end = w + first[s.id + 1];
+  const auto& obs = d.observers;
+  for (w += first[s.id]; w != end; ++w) {
     e.tag = w->tag;
     if (begin)
       obs[w->observer]->on_op_begin(e, p.state[w->observer]);
@@ -142,49 +146,54 @@ void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<in
   for (size_t i = 0; i < dst.size(); ++i) std::memcpy(p.slot[dst[i]], tmp[i].data(), tmp[i].size());
 }
 
-const Terminator& Program::run(const RegionPlan& r) {
-  if (halted) return kHalted;
+namespace {
+
+/// Program::run for one case: with op events (`kHooked`: kOpBegin before a watched step, kOpResult
+/// after it) or without. Two out-of-line copies keep the unobserved loop as small as it can be.
+/// Step boundaries are where a stopping launch ends its programs (exec/events.h, "Stopping"): one
+/// load and test per step.
+template <bool kHooked>
+[[gnu::noinline]] const Terminator& run_region(Program& p, const RegionPlan& r) {
+  const std::atomic<bool>& stopping = *p.stop;
+  const uint8_t* hooks = kHooked ? p.dispatch->step_hooks.data() : nullptr;
   size_t b = 0;
   for (;;) {
     const BlockPlan& bp = r.blocks[b];
-    // Step boundaries are where a stopping launch ends its programs (exec/events.h, "Stopping").
-    if (observed & (kOpBegin | kOpResult)) {
-      const Dispatch& d = *dispatch;
-      const Dispatch::Watch* bw = d.begin_watch.data();
-      const Dispatch::Watch* rw = d.result_watch.data();
-      for (const Step& s : bp.steps) {
-        if (!d.begin_first.empty() && d.begin_first[s.id] != d.begin_first[s.id + 1])
-          emit_op(*this, s, bw + d.begin_first[s.id], bw + d.begin_first[s.id + 1], true);
-        s.fn(*this, s);
-        if (stop->load(std::memory_order_relaxed)) break;
-        if (!d.result_first.empty() && d.result_first[s.id] != d.result_first[s.id + 1])
-          emit_op(*this, s, rw + d.result_first[s.id], rw + d.result_first[s.id + 1], false);
+    for (const Step& s : bp.steps) {
+      uint8_t h = 0;
+      if constexpr (kHooked) {
+        h = hooks[s.id];
+        if (h & Dispatch::kBeginHook) emit_op(p, s, true);
       }
-    } else {
-      for (const Step& s : bp.steps) {
-        s.fn(*this, s);
-        if (stop->load(std::memory_order_relaxed)) break;
+      s.fn(p, s);
+      if (stopping.load(std::memory_order_relaxed)) {
+        p.halted = true;
+        return kHalted;
       }
-    }
-    if (stop->load(std::memory_order_relaxed)) {
-      halted = true;
-      return kHalted;
+      if constexpr (kHooked)
+        if (h & Dispatch::kResultHook) emit_op(p, s, false);
     }
     const Terminator& t = bp.term;
     switch (t.kind) {
       case Terminator::Kind::br:
-        parallel_copy(*this, r.blocks[t.targets[0]].args, t.target_operands[0]);
+        parallel_copy(p, r.blocks[t.targets[0]].args, t.target_operands[0]);
         b = t.targets[0];
         continue;
       case Terminator::Kind::cond_br: {
-        int k = *at<uint8_t>(t.cond) ? 0 : 1;
-        parallel_copy(*this, r.blocks[t.targets[k]].args, t.target_operands[k]);
+        int k = *p.at<uint8_t>(t.cond) ? 0 : 1;
+        parallel_copy(p, r.blocks[t.targets[k]].args, t.target_operands[k]);
         b = t.targets[k];
         continue;
       }
       default: return t;
     }
   }
+}
+
+}  // namespace
+
+const Terminator& Program::run(const RegionPlan& r) {
+  return observed & (kOpBegin | kOpResult) ? run_region<true>(*this, r) : run_region<false>(*this, r);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,8 +227,11 @@ struct Launch {
   std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
   Dispatch dispatch;
   bool fibers = false;
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> stop{false};  // an observer asked to stop, a program failed, or cancel was seen
+  // `next` is bumped by every worker once per program: on a cache line of its own, away from what
+  // programs read at every step.
+  alignas(64) std::atomic<int64_t> next{0};
+  // An observer asked to stop, a program failed, or cancel was seen; read at every step boundary.
+  alignas(64) std::atomic<bool> stop{false};
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -489,11 +501,11 @@ void build_dispatch(Dispatch& d, const Plan& plan, const FunctionPlan& kernel,
     std::vector<const FunctionPlan*> seen{&kernel};
     reachable_steps(kernel.body, by_id, seen);
     const size_t n = by_id.size();
-    if (d.observed & kOpBegin) d.begin_first.assign(n + 1, 0);
-    if (d.observed & kOpResult) d.result_first.assign(n + 1, 0);
+    d.begin_first.assign(n + 1, 0);
+    d.result_first.assign(n + 1, 0);
     for (size_t id = 0; id < n; ++id) {
-      if (!d.begin_first.empty()) d.begin_first[id] = static_cast<uint32_t>(d.begin_watch.size());
-      if (!d.result_first.empty()) d.result_first[id] = static_cast<uint32_t>(d.result_watch.size());
+      d.begin_first[id] = static_cast<uint32_t>(d.begin_watch.size());
+      d.result_first[id] = static_cast<uint32_t>(d.result_watch.size());
       if (!by_id[id]) continue;
       const ir::Op& op = *by_id[id]->op;
       for (size_t i = 0; i < observers.size(); ++i) {
@@ -505,8 +517,12 @@ void build_dispatch(Dispatch& d, const Plan& plan, const FunctionPlan& kernel,
         if (k & kOpResult) d.result_watch.push_back({static_cast<int>(i), tag});
       }
     }
-    if (!d.begin_first.empty()) d.begin_first[n] = static_cast<uint32_t>(d.begin_watch.size());
-    if (!d.result_first.empty()) d.result_first[n] = static_cast<uint32_t>(d.result_watch.size());
+    d.begin_first[n] = static_cast<uint32_t>(d.begin_watch.size());
+    d.result_first[n] = static_cast<uint32_t>(d.result_watch.size());
+    d.step_hooks.assign(n, 0);
+    for (size_t id = 0; id < n; ++id)
+      d.step_hooks[id] = (d.begin_first[id] != d.begin_first[id + 1] ? Dispatch::kBeginHook : 0) |
+                         (d.result_first[id] != d.result_first[id + 1] ? Dispatch::kResultHook : 0);
   }
   if (d.observed & kOpResult) {
     d.slot_any.assign(plan.slots.size(), 0);
