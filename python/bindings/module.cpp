@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "src/cli/merge_findings.h"
-#include "src/exec/value.h"
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
@@ -117,8 +116,34 @@ std::vector<analysis::Finding> g_findings;
 
 struct LaunchResult {
   exec::LaunchStats stats;
-  bool aborted = false;
   nlohmann::json findings;
+  std::string out, err;  // text for sys.stdout / sys.stderr
+};
+
+/// The launch's tt.print text, for Python to write to sys.stdout (so redirections and pytest's
+/// capture see it), and, when no sanitizer turns failed asserts into findings, their messages for
+/// sys.stderr. In the order the events came.
+class TextOutput : public exec::Observer {
+ public:
+  explicit TextOutput(bool asserts) : asserts_(asserts) {}
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override {
+    return {exec::kPrint | (asserts_ ? unsigned{exec::kAssert} : 0u), {}, {}};
+  }
+  void on_print(const exec::PrintEvent& e, void*) override {
+    std::lock_guard<std::mutex> g(mu_);
+    out += e.text;
+  }
+  void on_assert(const exec::AssertEvent& e, void*) override {
+    std::lock_guard<std::mutex> g(mu_);
+    err += fmt::format("{}: program ({}, {}, {}) lane {}: Assertion `{}` failed ({} lanes)\n",
+                       e.op->loc.known() ? e.op->loc.str() : "kernel", e.pid[0], e.pid[1], e.pid[2],
+                       e.first_lane, e.message, e.failed_lanes);
+  }
+  std::string out, err;
+
+ private:
+  bool asserts_;
+  std::mutex mu_;
 };
 
 struct HostArg {
@@ -211,11 +236,11 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
       san = std::make_unique<analysis::Sanitizer>(k->module, abort_on_first);
       opts.observers.push_back(san.get());
     }
-    try {
-      r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
-    } catch (const analysis::AbortRequested&) {
-      r.aborted = true;  // --abort-on-first: the grid stopped at the first finding
-    }
+    TextOutput text(!sanitize);
+    opts.observers.push_back(&text);
+    r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
+    r.out = std::move(text.out);
+    r.err = std::move(text.err);
     if (san) {
       san->finish(analysis::LaunchInfo{kernel_name, stack});
       r.findings = report::to_json(san->findings());
@@ -233,7 +258,9 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
   st["out_of_bounds"] = r.stats.out_of_bounds;
   st["failed_asserts"] = r.stats.failed_asserts;
   out["stats"] = st;
-  out["aborted"] = r.aborted;
+  out["aborted"] = r.stats.stopped;  // --abort-on-first: the grid stopped at the first finding
+  out["stdout"] = r.out;
+  out["stderr"] = r.err;
   return out;
 }
 
@@ -265,8 +292,9 @@ NB_MODULE(_native, m) {
       nb::arg("sanitize") = true, nb::arg("abort_on_first") = false, nb::arg("kernel_name") = "",
       nb::arg("stack") = std::vector<std::string>{},
       "Run one launch. args: per TTIR argument, ('buffer', data_ptr, nbytes, dtype, shape, strides, name) "
-      "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}}. The GIL is released while "
-      "the grid runs.");
+      "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}, 'aborted': bool, 'stdout': "
+      "the tt.print text, 'stderr': failed-assert messages when not sanitizing}; the caller writes the text. "
+      "The GIL is released while the grid runs.");
   m.attr("has_sanitizer") = true;
   m.def(
       "report_text",

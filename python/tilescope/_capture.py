@@ -412,6 +412,12 @@ def run(jitfn, args, grid, warmup, kwargs):
     finally:
         for s in staged:
             s.copy_back()
+    # The engine writes nothing itself: tl.device_print text goes through sys.stdout, so redirections
+    # and pytest's capture see it.
+    if res["stdout"]:
+        sys.stdout.write(res["stdout"])
+    if res["stderr"]:
+        sys.stderr.write(res["stderr"])
     _state.record(res["findings"], kernel.name, stack)
     return kernel
 

@@ -93,6 +93,7 @@ def record(findings_json: str, kernel: str, stack: list[str]) -> None:
             write_findings()
         else:
             print_report()
+        sys.stdout.flush()  # os._exit does not flush: the program's output so far (device prints too)
         sys.stderr.flush()
         os._exit(int(os.environ.get("TILESCOPE_EXIT_CODE") or 1))
 

@@ -30,11 +30,20 @@ struct Shadow {
   std::vector<uint32_t> lanes;
 };
 
+/// One program instance's shadow (the engine's per-program state for this observer) and scratch.
 struct State {
-  std::vector<Shadow> sh;
+  std::vector<Shadow> sh;  // per tracked value
   // Undefined values re-labelled at a reduce / scan / dot: the input lanes that were undefined there
   // (derived cause id -> count and first lanes), so the finding counts those rather than the sink's.
   std::vector<std::pair<uint32_t, std::pair<int64_t, std::vector<int64_t>>>> via_lanes;
+  // (cause, lane) pairs found by one op's sinks; flushed at the end of the callback.
+  std::vector<std::pair<uint32_t, int64_t>> hits;
+  // on_transfer's parallel assignment: poisoned sources read before any destination is written.
+  std::vector<std::pair<int, std::vector<uint32_t>>> moves;
+  std::vector<int> cleans;
+  // derive()'s last answer: a reduce in a loop asks the same question every iteration.
+  uint32_t derive_in = 0, derive_out = 0;
+  const Op* derive_via = nullptr;
 };
 
 uint64_t pid_key(ProgramId p) {
@@ -45,30 +54,6 @@ uint64_t pid_key(ProgramId p) {
 bool pid_less(const ProgramId& a, const ProgramId& b) {
   return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
 }
-
-std::atomic<uint64_t> g_epoch{0};
-
-// Per-thread shadow states of the programs this worker runs (fibers never migrate between workers,
-// so a thread only ever sees its own programs; no lock needed).
-struct ThreadStates {
-  uint64_t epoch = 0;
-  std::vector<std::unique_ptr<State>> pool;
-  std::vector<std::pair<uint64_t, std::unique_ptr<State>>> active;
-  uint64_t last_key = ~uint64_t{0};
-  State* last = nullptr;
-};
-thread_local ThreadStates tls;
-
-// watches() is asked right before on_op for the same op on the same thread: keep its answer.
-struct OpCache {
-  uint64_t epoch = 0;
-  const Op* op = nullptr;
-  const OpInfo* info = nullptr;
-};
-thread_local OpCache tl_op;
-
-// (cause, lane) pairs found by one op's sinks; flushed at the end of the callback.
-thread_local std::vector<std::pair<uint32_t, int64_t>> tl_hits;
 
 template <class T>
 bool any_zero(const void* p, int64_t n) {
@@ -140,11 +125,16 @@ struct Sanitizer::Impl {
   const ir::Module& m;
   SanitizerOptions opts;
   TaintPlan plan;
-  uint64_t epoch = 0;
   unsigned kinds = 0;
   uint32_t static_causes = 0;
+  const exec::LaunchContext* launch = nullptr;  // the launch being observed (for request_stop)
 
-  std::mutex mu;  // guards everything below
+  std::mutex pool_mu;                          // guards the two below
+  std::vector<std::unique_ptr<State>> states;  // every State made, reused across programs and launches
+  std::vector<State*> free_states;
+
+  std::mutex mu;         // guards everything below
+  bool stopped = false;  // abort_on_first: a finding was recorded and the launch asked to stop
   std::vector<Cause> derived;
   std::map<std::pair<uint32_t, const Op*>, uint32_t> derived_ids;
   std::map<Key, Agg> aggs;
@@ -152,7 +142,6 @@ struct Sanitizer::Impl {
   std::map<std::string, std::vector<std::string>> files;
 
   Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o) {
-    epoch = ++g_epoch;
     if (opts.poison) plan = build_taint_plan(m);
     static_causes = static_cast<uint32_t>(plan.causes.size());
     kinds = exec::kOutOfBounds | exec::kAssert;
@@ -161,68 +150,27 @@ struct Sanitizer::Impl {
 
   // -- per-program state -------------------------------------------------------------------------
 
-  State& begin(ProgramId pid) {
-    ThreadStates& t = tls;
-    if (t.epoch != epoch) {
-      t = ThreadStates{};
-      t.epoch = epoch;
-    }
-    std::unique_ptr<State> u;
-    if (!t.pool.empty()) {
-      u = std::move(t.pool.back());
-      t.pool.pop_back();
-    } else {
-      u = std::make_unique<State>();
-      u->sh.resize(plan.numel.size());
-    }
-    State* s = u.get();
-    for (auto& x : s->sh) x.any = false;
-    s->via_lanes.clear();
-    uint64_t k = pid_key(pid);
-    t.active.emplace_back(k, std::move(u));
-    t.last_key = k;
-    t.last = s;
-    return *s;
-  }
-
-  void end(ProgramId pid) {
-    ThreadStates& t = tls;
-    if (t.epoch != epoch) return;
-    uint64_t k = pid_key(pid);
-    for (size_t i = 0; i < t.active.size(); ++i)
-      if (t.active[i].first == k) {
-        t.pool.push_back(std::move(t.active[i].second));
-        t.active[i] = std::move(t.active.back());
-        t.active.pop_back();
-        break;
+  State* begin_program() {
+    State* st;
+    {
+      std::lock_guard<std::mutex> g(pool_mu);
+      if (free_states.empty()) {
+        states.push_back(std::make_unique<State>());
+        states.back()->sh.resize(plan.numel.size());
+        free_states.push_back(states.back().get());
       }
-    if (t.last_key == k) {
-      t.last_key = ~uint64_t{0};
-      t.last = nullptr;
+      st = free_states.back();
+      free_states.pop_back();
     }
+    for (auto& x : st->sh) x.any = false;
+    st->via_lanes.clear();
+    st->derive_via = nullptr;
+    return st;
   }
 
-  State& state(ProgramId pid) {
-    ThreadStates& t = tls;
-    uint64_t k = pid_key(pid);
-    if (t.epoch == epoch) {
-      if (t.last && t.last_key == k) return *t.last;
-      for (auto& [key, s] : t.active)
-        if (key == k) {
-          t.last_key = k;
-          t.last = s.get();
-          return *s;
-        }
-    }
-    return begin(pid);  // not announced (observer added mid-launch): start clean
-  }
-
-  const OpInfo* info(const Op* op) const {
-    if (tl_op.epoch == epoch && tl_op.op == op) return tl_op.info;
-    auto it = plan.ops.find(op);
-    const OpInfo* r = it == plan.ops.end() ? nullptr : &it->second;
-    tl_op = OpCache{epoch, op, r};
-    return r;
+  void end_program(State* st) {
+    std::lock_guard<std::mutex> g(pool_mu);
+    free_states.push_back(st);
   }
 
   // -- causes ------------------------------------------------------------------------------------
@@ -239,13 +187,10 @@ struct Sanitizer::Impl {
 
   /// Undefined values that flow through a reduce / scan / dot are reported at that op (the first
   /// one), naming the load; other kinds keep their origin.
-  uint32_t derive(uint32_t id, const Op* via) {
-    thread_local uint32_t last_in = 0, last_out = 0;
-    thread_local const Op* last_via = nullptr;
-    thread_local uint64_t last_epoch = 0;
-    if (id == last_in && via == last_via && last_epoch == epoch) return last_out;
+  uint32_t derive(State& st, uint32_t id, const Op* via) {
+    if (id == st.derive_in && via == st.derive_via) return st.derive_out;
     uint32_t r = derive_slow(id, via);
-    last_in = id, last_via = via, last_out = r, last_epoch = epoch;
+    st.derive_in = id, st.derive_via = via, st.derive_out = r;
     return r;
   }
 
@@ -277,13 +222,20 @@ struct Sanitizer::Impl {
       keep_first<ProgramId>(a.first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
   }
 
-  void maybe_abort() {
-    if (opts.abort_on_first) throw AbortRequested();
+  /// Whether findings are still recorded (call with `mu` held): after the first one under
+  /// abort_on_first, the launch is stopping and later events are dropped.
+  bool recording() const { return !(opts.abort_on_first && stopped); }
+
+  /// After recording a finding (with `mu` held): abort_on_first stops the launch.
+  void recorded() {
+    if (!opts.abort_on_first) return;
+    stopped = true;
+    if (launch) launch->request_stop();
   }
 
   /// Turn the (cause, lane) pairs a sink found into findings.
-  void flush_hits(const Op* sink, ProgramId pid, const State* st = nullptr) {
-    auto& hits = tl_hits;
+  void flush_hits(const Op* sink, ProgramId pid, State& st) {
+    auto& hits = st.hits;
     if (hits.empty()) return;
     std::sort(hits.begin(), hits.end());
     std::vector<std::pair<Cause, std::pair<size_t, size_t>>> groups;  // cause, [begin, end)
@@ -296,14 +248,15 @@ struct Sanitizer::Impl {
     {
       std::lock_guard<std::mutex> g(mu);
       for (auto& [c, range] : groups) {
+        if (!recording()) break;
         const Op* site = c.kind == Kind::undefined_value ? (c.via ? c.via : sink) : c.origin;
         Agg& a = agg(c.kind, site, c.origin);
         if (!a.use && site != sink) a.use = sink;
         note_pid(a, pid);
         a.occurrences++;
         const std::pair<int64_t, std::vector<int64_t>>* via = nullptr;
-        if (c.via && st)
-          for (auto& [id, v] : st->via_lanes)
+        if (c.via)
+          for (auto& [id, v] : st.via_lanes)
             if (id == hits[range.first].first) via = &v;
         if (via) {
           a.lanes += via->first;
@@ -320,9 +273,9 @@ struct Sanitizer::Impl {
           keep_first<int64_t>(a.first_lanes, lane, static_cast<size_t>(opts.max_first), i64_less);
         }
       }
+      if (!groups.empty()) recorded();
     }
     hits.clear();
-    maybe_abort();
   }
 
   // -- shadow helpers ----------------------------------------------------------------------------
@@ -354,23 +307,23 @@ struct Sanitizer::Impl {
     for (uint32_t c : s.lanes) any |= c != 0;
     s.any = any;
     if (any && plan.cond_term[idx]) {
-      sink(s, 1, nullptr, true);
-      flush_hits(plan.cond_term[idx], pid, &st);
+      sink(st, s, 1, nullptr, true);
+      flush_hits(plan.cond_term[idx], pid, st);
     }
   }
 
   /// Collect poisoned lanes of `s` among `n` lanes consumed by a sink; `active` (may be null) is a
   /// per-lane 0/1 mask. Value sinks ignore int32 overflow (only addresses matter for it).
-  void sink(const Shadow& s, int64_t n, const uint8_t* active, bool value) {
+  void sink(State& st, const Shadow& s, int64_t n, const uint8_t* active, bool value) {
     for (int64_t i = 0; i < n; ++i) {
       uint32_t c = lane_of(s, i);
       if (!c || (active && !active[i]) || (value && is_overflow(c))) continue;
-      tl_hits.emplace_back(c, i);
+      st.hits.emplace_back(c, i);
     }
   }
 
   void sink_operand(State& st, const OpInfo& o, size_t k, const uint8_t* active, bool value) {
-    if (const Shadow* s = in(st, o, k)) sink(*s, o.in_n[k], active, value);
+    if (const Shadow* s = in(st, o, k)) sink(st, *s, o.in_n[k], active, value);
   }
 
   // -- op handlers -------------------------------------------------------------------------------
@@ -503,7 +456,7 @@ struct Sanitizer::Impl {
     const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
     sink_operand(st, o, 0, mask, false);
     if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, false);
-    flush_hits(e.op, e.pid, &st);
+    flush_hits(e.op, e.pid, st);
     int idx = o.out.empty() ? -1 : o.out[0];
     if (idx < 0) return;
     const Shadow* other = o.other >= 0 ? in(st, o, static_cast<size_t>(o.other)) : nullptr;
@@ -553,7 +506,7 @@ struct Sanitizer::Impl {
         break;
       default: break;
     }
-    flush_hits(e.op, e.pid, &st);
+    flush_hits(e.op, e.pid, st);
     for (int r : o.out) set_clean(st, r);
   }
 
@@ -666,7 +619,7 @@ struct Sanitizer::Impl {
     for (size_t i = 0; i < causes.size(); ++i) {
       uint32_t c = causes[i];
       if (!c) continue;
-      uint32_t d = derive(c, op);
+      uint32_t d = derive(st, c, op);
       if (d == c) continue;
       auto it = std::find_if(local.begin(), local.end(), [&](auto& x) { return x.first == d; });
       if (it == local.end()) it = local.insert(local.end(), {d, {0, {}}});
@@ -713,7 +666,7 @@ struct Sanitizer::Impl {
           for (int64_t b = 0; b < inner; ++b) {
             uint32_t c = comb[(a * len + j) * inner + b];
             uint32_t& r = res[a * inner + b];
-            if (c && !r) r = derive(c, e.op);
+            if (c && !r) r = derive(st, c, e.op);
           }
     } else {
       res.assign(static_cast<size_t>(total), 0u);
@@ -723,7 +676,7 @@ struct Sanitizer::Impl {
           for (int64_t t = 0; t < len; ++t) {
             int64_t j = o.reverse ? len - 1 - t : t;
             int64_t p = (a * len + j) * inner + b;
-            if (!run && comb[p]) run = derive(comb[p], e.op);
+            if (!run && comb[p]) run = derive(st, comb[p], e.op);
             res[p] = run;
           }
         }
@@ -752,7 +705,7 @@ struct Sanitizer::Impl {
       for (size_t k = 0; k < o.in.size(); ++k)
         if (const Shadow* s = in(st, o, k))
           for (uint32_t x : s->lanes) any = any ? any : x;
-      uint32_t d = derive(any, e.op);
+      uint32_t d = derive(st, any, e.op);
       for (int64_t i = 0; i < n; ++i) out[i] = d;
       return finalize(st, idx, e.pid);
     }
@@ -775,8 +728,8 @@ struct Sanitizer::Impl {
         for (int64_t j = 0; j < N; ++j)
           for (int64_t k = 0; k < K && !col[bb * N + j]; ++k)
             col[bb * N + j] = lane_of(*b, (bb * K + k) * N + j);
-    for (auto& x : row) x = derive(x, e.op);
-    for (auto& x : col) x = derive(x, e.op);
+    for (auto& x : row) x = derive(st, x, e.op);
+    for (auto& x : col) x = derive(st, x, e.op);
     for (int64_t bb = 0; bb < B; ++bb)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t j = 0; j < N; ++j) {
@@ -807,10 +760,8 @@ struct Sanitizer::Impl {
     }
   }
 
-  void on_op(const exec::OpEvent& e) {
-    const OpInfo* o = info(e.op);
-    if (!o) return;
-    State& st = state(e.pid);
+  void on_op(const exec::OpEvent& e, State& st) {
+    const OpInfo* o = static_cast<const OpInfo*>(e.tag);  // what on_launch_begin's op filter returned
     switch (o->cat) {
       case Cat::elementwise: return elementwise(e, *o, st);
       case Cat::select: return select(e, *o, st);
@@ -834,49 +785,25 @@ struct Sanitizer::Impl {
     }
   }
 
-  /// Whether any destination of this transfer is tracked. Cached per thread on (dst[0], count): a
-  /// loop sends the same transfer every iteration.
-  bool transfer_relevant(const exec::TransferEvent& e) const {
-    struct Cache {
-      uint64_t epoch = 0;
-      const ir::Value* d0 = nullptr;
-      int count = -1;
-      bool relevant = false;
-    };
-    thread_local Cache c;
-    if (e.count <= 0) return false;
-    if (c.epoch == epoch && c.d0 == e.dst[0] && c.count == e.count) return c.relevant;
-    bool rel = false;
-    for (int i = 0; i < e.count && !rel; ++i) rel = plan.tracked.count(e.dst[i]) != 0;
-    c = Cache{epoch, e.dst[0], e.count, rel};
-    return rel;
-  }
-
-  void on_transfer(const exec::TransferEvent& e) {
-    if (plan.tracked.empty() || !transfer_relevant(e)) return;
-    State* st = nullptr;
+  void on_transfer(const exec::TransferEvent& e, State& st) {
     // Parallel assignment: read every poisoned source before writing any destination.
-    thread_local std::vector<std::pair<int, std::vector<uint32_t>>> moves;
-    thread_local std::vector<int> cleans;
-    moves.clear();
-    cleans.clear();
+    st.moves.clear();
+    st.cleans.clear();
     for (int i = 0; i < e.count; ++i) {
       auto d = plan.tracked.find(e.dst[i]);
       if (d == plan.tracked.end()) continue;
-      if (!st) st = &state(e.pid);
       auto s = plan.tracked.find(e.src[i]);
-      if (s != plan.tracked.end() && st->sh[s->second].any)
-        moves.emplace_back(d->second, st->sh[s->second].lanes);
+      if (s != plan.tracked.end() && st.sh[s->second].any)
+        st.moves.emplace_back(d->second, st.sh[s->second].lanes);
       else
-        cleans.push_back(d->second);
+        st.cleans.push_back(d->second);
     }
-    if (!st) return;
-    for (int c : cleans) set_clean(*st, c);
-    for (auto& [d, lanes] : moves) {
-      uint32_t* out = out_lanes(*st, d);
+    for (int c : st.cleans) set_clean(st, c);
+    for (auto& [d, lanes] : st.moves) {
+      uint32_t* out = out_lanes(st, d);
       const int64_t n = plan.numel[d];
       for (int64_t i = 0; i < n; ++i) out[i] = lanes.size() == 1 ? lanes[0] : lanes[static_cast<size_t>(i)];
-      finalize(*st, d, e.pid);
+      finalize(st, d, e.pid);
     }
   }
 
@@ -892,8 +819,9 @@ struct Sanitizer::Impl {
 
   void on_access(const exec::AccessEvent& e) {
     if (!e.bad_lanes) return;
+    std::lock_guard<std::mutex> g(mu);
+    if (!recording()) return;
     {
-      std::lock_guard<std::mutex> g(mu);
       Agg* oob = nullptr;
       Agg* null = nullptr;
       for (int64_t i = 0; i < e.lanes; ++i) {
@@ -936,13 +864,14 @@ struct Sanitizer::Impl {
         a->lanes++;
         keep_first<int64_t>(a->first_lanes, i, static_cast<size_t>(opts.max_first), i64_less);
       }
+      if (oob || null) recorded();
     }
-    maybe_abort();
   }
 
   void on_assert(const exec::AssertEvent& e) {
+    std::lock_guard<std::mutex> g(mu);
+    if (!recording()) return;
     {
-      std::lock_guard<std::mutex> g(mu);
       Agg& a = agg(Kind::assert_failed, e.op, nullptr);
       note_pid(a, e.pid);
       a.occurrences++;
@@ -950,8 +879,8 @@ struct Sanitizer::Impl {
       if (e.first_lane >= 0)
         keep_first<int64_t>(a.first_lanes, e.first_lane, static_cast<size_t>(opts.max_first), i64_less);
       if (a.message.empty()) a.message = e.message;
+      recorded();
     }
-    maybe_abort();
   }
 
   // -- findings ----------------------------------------------------------------------------------
@@ -1088,24 +1017,42 @@ Sanitizer::~Sanitizer() = default;
 
 unsigned Sanitizer::kinds() const { return impl_->kinds; }
 
-void Sanitizer::on_access(const exec::AccessEvent& e) { impl_->on_access(e); }
-
-bool Sanitizer::watches(const ir::Op& op) const { return impl_->info(&op) != nullptr; }
-
-void Sanitizer::on_op(const exec::OpEvent& e) { impl_->on_op(e); }
-
-bool Sanitizer::watches_value(const ir::Value& v) const { return impl_->plan.tracked.count(&v) != 0; }
-
-void Sanitizer::on_transfer(const exec::TransferEvent& e) { impl_->on_transfer(e); }
-
-void Sanitizer::on_program(exec::ProgramId pid, bool begin) {
-  if (begin)
-    impl_->begin(pid);
-  else
-    impl_->end(pid);
+exec::Subscription Sanitizer::on_launch_begin(const exec::LaunchContext& ctx) {
+  impl_->launch = &ctx;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->stopped = false;
+  }
+  exec::Subscription sub;
+  sub.kinds = impl_->kinds;
+  // The tag of a watched op is its taint record, so on_op needs no lookup.
+  sub.ops = [this](const ir::Op& op) -> const void* {
+    auto it = impl_->plan.ops.find(&op);
+    return it == impl_->plan.ops.end() ? nullptr : &it->second;
+  };
+  sub.values = [this](const ir::Value& v) { return impl_->plan.tracked.count(&v) != 0; };
+  return sub;
 }
 
-void Sanitizer::on_assert(const exec::AssertEvent& e) { impl_->on_assert(e); }
+void Sanitizer::on_launch_end(const exec::LaunchContext&, const exec::LaunchStats&) {
+  impl_->launch = nullptr;
+}
+
+void* Sanitizer::on_program_begin(exec::ProgramId) { return impl_->begin_program(); }
+
+void Sanitizer::on_program_end(exec::ProgramId, void* state) {
+  impl_->end_program(static_cast<State*>(state));
+}
+
+void Sanitizer::on_access(const exec::AccessEvent& e, void*) { impl_->on_access(e); }
+
+void Sanitizer::on_op(const exec::OpEvent& e, void* state) { impl_->on_op(e, *static_cast<State*>(state)); }
+
+void Sanitizer::on_transfer(const exec::TransferEvent& e, void* state) {
+  impl_->on_transfer(e, *static_cast<State*>(state));
+}
+
+void Sanitizer::on_assert(const exec::AssertEvent& e, void*) { impl_->on_assert(e); }
 
 size_t Sanitizer::finish(const LaunchInfo& info) { return impl_->finish(info); }
 

@@ -24,7 +24,6 @@
 
 #include "src/cli/npy.h"
 #include "src/cli/sanitize.h"
-#include "src/exec/value.h"
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/reader.h"
@@ -223,6 +222,20 @@ struct RunReport {
   std::string color = "auto";  // auto | always | never
 };
 
+/// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
+/// printf output reaches the terminal while it runs).
+class PrintToStdout : public exec::Observer {
+ public:
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kPrint, {}, {}}; }
+  void on_print(const exec::PrintEvent& e, void*) override {
+    std::lock_guard<std::mutex> g(mu_);
+    std::cout << e.text << std::flush;
+  }
+
+ private:
+  std::mutex mu_;
+};
+
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("cannot write {}", path));
@@ -321,18 +334,15 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
   so.abort_on_first = rep.abort_on_first;
   so.poison = rep.poison;
   analysis::Sanitizer sanitizer(m, so);
+  PrintToStdout prints;
   exec::LaunchOptions opts;
   opts.grid = grid;
   opts.threads = threads;
-  opts.observers.push_back(&sanitizer);
+  opts.observers = {&sanitizer, &prints};
   auto t0 = std::chrono::steady_clock::now();
-  exec::LaunchStats st;
-  try {
-    st = engine.launch(kernel, args, memory, opts);
-  } catch (const analysis::AbortRequested&) {
-    std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
-  }
+  exec::LaunchStats st = engine.launch(kernel, args, memory, opts);
   auto t1 = std::chrono::steady_clock::now();
+  if (st.stopped) std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
   if (time)
     std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n",
                              std::chrono::duration<double, std::milli>(t1 - t0).count(), st.programs);

@@ -16,9 +16,10 @@
 #include <cstdint>
 #include <span>
 
+#include "src/exec/dispatch.h"
 #include "src/exec/plan.h"
-#include "src/exec/value.h"
 #include "tilescope/exec/events.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::exec {
 

@@ -6,13 +6,20 @@
 // own frame, and Program::yield_to_others (called by atomics and volatile loads) switches to the
 // worker's other fibers, or starts the next program: a program spinning on a lock held by a
 // suspended program therefore lets the holder run, whatever the thread count.
+//
+// Observers (exec/events.h) are dispatched through per-launch tables (src/exec/dispatch.h). A launch
+// stops early through one flag (Launch::stop: an observer asked, a program failed, or cancel was
+// seen): workers start no new program, each running program ends at its next step boundary by
+// returning, and parked fibers are resumed until they have ended that way (drain).
 #include "tilescope/exec/engine.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -20,8 +27,8 @@
 #include <mutex>
 #include <thread>
 
+#include "src/exec/dispatch.h"
 #include "src/exec/plan.h"
-#include "src/exec/value.h"
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::exec {
@@ -47,8 +54,11 @@ void Program::copy(int to, int from) {
   if (to != from) std::memcpy(slot[to], slot[from], static_cast<size_t>(plan->slots[to].bytes));
 }
 
-static void emit_op(Program& p, const Step& s) {
-  if (!(*p.watched)[s.id]) return;
+namespace {
+
+/// The kOpBegin (`begin`) or kOpResult event of step `s` to the observers watching it.
+void emit_op(Program& p, const Step& s, bool begin) {
+  // Stack arrays for the common case: this runs once per watched op.
   constexpr size_t kMax = 16;
   const void* small_in[kMax];
   const void* small_out[kMax];
@@ -65,12 +75,22 @@ static void emit_op(Program& p, const Step& s) {
   }
   for (size_t i = 0; i < s.in.size(); ++i) in[i] = p.slot[s.in[i]];
   for (size_t i = 0; i < s.out.size(); ++i) out[i] = p.slot[s.out[i]];
-  OpEvent e{s.op, p.pid, in, out};
-  for (Observer* o : *p.observers)
-    if ((o->kinds() & kOpResult) && o->watches(*s.op)) o->on_op(e);
+  OpEvent e{s.op, p.pid, in, out, nullptr};
+  const Dispatch& d = *p.dispatch;
+  const auto& first = begin ? d.begin_first : d.result_first;
+  const Dispatch::Watch* w = (begin ? d.begin_watch : d.result_watch).data();
+  const Dispatch::Watch* end = w + first[s.id + 1];
+  const auto& obs = d.observers;
+  for (w += first[s.id]; w != end; ++w) {
+    e.tag = w->tag;
+    if (begin)
+      obs[w->observer]->on_op_begin(e, p.state[w->observer]);
+    else
+      obs[w->observer]->on_op(e, p.state[w->observer]);
+  }
 }
 
-static void emit_transfer(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
+void emit_transfer(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
   // Stack arrays for the common case: loops send one of these per iteration.
   constexpr size_t kMax = 16;
   const ir::Value* small_d[kMax];
@@ -89,15 +109,26 @@ static void emit_transfer(Program& p, const std::vector<int>& dst, const std::ve
   for (size_t i = 0; i < dst.size(); ++i) d[i] = p.plan->slot_value[dst[i]];
   for (size_t i = 0; i < src.size(); ++i) s[i] = p.plan->slot_value[src[i]];
   TransferEvent e{p.pid, d, s, static_cast<int>(std::min(dst.size(), src.size()))};
-  for (Observer* o : *p.observers)
-    if (o->kinds() & kOpResult) o->on_transfer(e);
+  const Dispatch& disp = *p.dispatch;
+  for (size_t k = 0; k < disp.transfer.size(); ++k) {
+    const std::vector<uint8_t>& mine = disp.slot_watch[k];
+    bool wanted = false;
+    for (int x : dst) wanted |= mine[x] != 0;
+    int i = disp.transfer[k];
+    if (wanted) disp.observers[i]->on_transfer(e, p.state[i]);
+  }
 }
+
+/// What Program::run returns once the program is halted: no operands, nothing to copy.
+const Terminator kHalted{};
+
+}  // namespace
 
 /// Copy `src[i]` into `dst[i]` for all i as one parallel assignment (a yield may permute values).
 void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<int>& src) {
   if (p.observed & kOpResult) {
     bool any = false;
-    for (int d : dst) any |= (*p.watched_slot)[d] != 0;
+    for (int d : dst) any |= p.dispatch->slot_any[d] != 0;
     if (any) emit_transfer(p, dst, src);
   }
   bool overlap = false;
@@ -114,33 +145,54 @@ void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<in
   for (size_t i = 0; i < dst.size(); ++i) std::memcpy(p.slot[dst[i]], tmp[i].data(), tmp[i].size());
 }
 
-const Terminator& Program::run(const RegionPlan& r) {
+namespace {
+
+/// Program::run for one case: with op events (`kHooked`: kOpBegin before a watched step, kOpResult
+/// after it) or without. Two out-of-line copies keep the unobserved loop as small as it can be.
+/// Step boundaries are where a stopping launch ends its programs (exec/events.h, "Stopping"): one
+/// load and test per step.
+template <bool kHooked>
+[[gnu::noinline]] const Terminator& run_region(Program& p, const RegionPlan& r) {
+  const std::atomic<bool>& stopping = *p.stop;
+  const uint8_t* hooks = kHooked ? p.dispatch->step_hooks.data() : nullptr;
   size_t b = 0;
   for (;;) {
     const BlockPlan& bp = r.blocks[b];
-    if (observed & kOpResult) {
-      for (const Step& s : bp.steps) {
-        s.fn(*this, s);
-        emit_op(*this, s);
+    for (const Step& s : bp.steps) {
+      uint8_t h = 0;
+      if constexpr (kHooked) {
+        h = hooks[s.id];
+        if (h & Dispatch::kBeginHook) emit_op(p, s, true);
       }
-    } else {
-      for (const Step& s : bp.steps) s.fn(*this, s);
+      s.fn(p, s);
+      if (stopping.load(std::memory_order_relaxed)) {
+        p.halted = true;
+        return kHalted;
+      }
+      if constexpr (kHooked)
+        if (h & Dispatch::kResultHook) emit_op(p, s, false);
     }
     const Terminator& t = bp.term;
     switch (t.kind) {
       case Terminator::Kind::br:
-        parallel_copy(*this, r.blocks[t.targets[0]].args, t.target_operands[0]);
+        parallel_copy(p, r.blocks[t.targets[0]].args, t.target_operands[0]);
         b = t.targets[0];
         continue;
       case Terminator::Kind::cond_br: {
-        int k = *at<uint8_t>(t.cond) ? 0 : 1;
-        parallel_copy(*this, r.blocks[t.targets[k]].args, t.target_operands[k]);
+        int k = *p.at<uint8_t>(t.cond) ? 0 : 1;
+        parallel_copy(p, r.blocks[t.targets[k]].args, t.target_operands[k]);
         b = t.targets[k];
         continue;
       }
       default: return t;
     }
   }
+}
+
+}  // namespace
+
+const Terminator& Program::run(const RegionPlan& r) {
+  return observed & (kOpBegin | kOpResult) ? run_region<true>(*this, r) : run_region<false>(*this, r);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,13 +224,13 @@ struct Launch {
   std::array<int64_t, 3> grid{1, 1, 1};
   int64_t programs = 0;
   std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
-  std::vector<Observer*> observers;
-  unsigned observed = 0;
-  std::vector<uint8_t> watched;       // per Step::id
-  std::vector<uint8_t> watched_slot;  // per slot
+  Dispatch dispatch;
   bool fibers = false;
-  std::atomic<int64_t> next{0};
-  std::atomic<bool> stop{false};
+  // `next` is bumped by every worker once per program: on a cache line of its own, away from what
+  // programs read at every step.
+  alignas(64) std::atomic<int64_t> next{0};
+  // An observer asked to stop, a program failed, or cancel was seen; read at every step boundary.
+  alignas(64) std::atomic<bool> stop{false};
   const std::atomic<bool>* cancel = nullptr;
 };
 
@@ -208,10 +260,10 @@ void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker
   p.memory = L.memory;
   p.plan = &plan;
   p.launch = &L;
-  p.observed = L.observed;
-  p.observers = &L.observers;
-  p.watched = &L.watched;
-  p.watched_slot = &L.watched_slot;
+  p.observed = L.dispatch.observed;
+  p.dispatch = L.dispatch.observers.empty() ? nullptr : &L.dispatch;
+  p.state.assign(L.dispatch.observers.size(), nullptr);
+  p.stop = &L.stop;
   p.stats = &w.stats;
   for (int d = 0; d < 3; ++d) p.grid[d] = static_cast<int32_t>(L.grid[d]);
   for (auto& [s, bytes] : L.arg_values) std::memcpy(p.slot[s], bytes.data(), bytes.size());
@@ -224,14 +276,24 @@ void set_pid(Program& p, const Launch& L, int64_t i) {
   p.pid[2] = static_cast<int32_t>(i / (L.grid[0] * L.grid[1]));
 }
 
+void end_program(Program& p, const Dispatch& d) {
+  for (int i : d.program) {
+    d.observers[i]->on_program_end(p.pid, p.state[i]);
+    p.state[i] = nullptr;
+  }
+}
+
 void run_program(Program& p, const Launch& L) {
-  if (L.observed & kProgram)
-    for (Observer* o : L.observers)
-      if (o->kinds() & kProgram) o->on_program(p.pid, true);
-  p.run(L.kernel->body);
-  if (L.observed & kProgram)
-    for (Observer* o : L.observers)
-      if (o->kinds() & kProgram) o->on_program(p.pid, false);
+  const Dispatch& d = L.dispatch;
+  p.halted = false;
+  for (int i : d.program) p.state[i] = d.observers[i]->on_program_begin(p.pid);
+  try {
+    p.run(L.kernel->body);
+  } catch (...) {
+    end_program(p, d);  // every on_program_begin gets its on_program_end, also when the kernel fails
+    throw;
+  }
+  end_program(p, d);
   p.stats->programs++;
 }
 
@@ -297,6 +359,18 @@ void resume(Worker& w, Fiber* f) {
 
 constexpr size_t kMaxSuspended = 256;
 
+/// A stopping launch resumes its parked programs until each has returned: they end at their next
+/// step boundary (Program::run), unwinding their frames normally, so no stack is dropped with live
+/// objects on it and every on_program_begin gets its on_program_end.
+void drain(Worker& w) {
+  assert(w.suspended.empty() || w.launch->stop.load());
+  while (!w.suspended.empty()) {
+    Fiber* f = w.suspended.front();
+    w.suspended.pop_front();
+    resume(w, f);
+  }
+}
+
 void worker_main(Worker& w) {
   tl_worker = &w;
   Launch& L = *w.launch;
@@ -315,7 +389,8 @@ void worker_main(Worker& w) {
       size_t resumes_since_start = 0;
       bool exhausted = false;
       for (;;) {
-        if (L.stop.load(std::memory_order_relaxed) || w.error) break;
+        if (w.error) L.stop = true;
+        if (L.stop.load(std::memory_order_relaxed)) break;
         if (L.cancel && L.cancel->load(std::memory_order_relaxed)) throw Interrupted("launch interrupted");
         // Start new programs while few are parked; otherwise resume the parked ones round-robin,
         // still starting one more after each full round, so a program that waits for a later
@@ -349,9 +424,8 @@ void worker_main(Worker& w) {
     if (!w.error) w.error = std::current_exception();
   }
   if (w.error) L.stop = true;
-  for (Fiber* f : w.suspended) free_fiber(f);
+  drain(w);
   for (Fiber* f : w.free_fibers) free_fiber(f);
-  w.suspended.clear();
   w.free_fibers.clear();
   tl_worker = nullptr;
 }
@@ -394,6 +468,70 @@ static bool region_may_wait(const RegionPlan& r) {
       if (step_may_wait(s)) return true;
   return false;
 }
+
+namespace {
+
+/// The steps a launch of `kernel` can run (its body, its callees', their regions), by Step::id.
+void reachable_steps(const RegionPlan& r, std::vector<const Step*>& by_id,
+                     std::vector<const FunctionPlan*>& seen) {
+  for (const auto& b : r.blocks)
+    for (const Step& st : b.steps) {
+      by_id[st.id] = &st;
+      for (const auto& sub : st.regions) reachable_steps(sub, by_id, seen);
+      if (st.callee && std::find(seen.begin(), seen.end(), st.callee) == seen.end()) {
+        seen.push_back(st.callee);
+        reachable_steps(st.callee->body, by_id, seen);
+      }
+    }
+}
+
+/// Turn the observers' subscriptions into `d`: per-kind lists, per-step watchers (each op asked once
+/// per observer), per-slot transfer watches (each value asked once per observer).
+void build_dispatch(Dispatch& d, const Plan& plan, const FunctionPlan& kernel,
+                    const std::vector<Observer*>& observers, const std::vector<Subscription>& subs) {
+  for (size_t i = 0; i < observers.size(); ++i) d.add(observers[i], subs[i]);
+  if (d.observed & (kOpBegin | kOpResult)) {
+    std::vector<const Step*> by_id(static_cast<size_t>(plan.num_steps), nullptr);
+    std::vector<const FunctionPlan*> seen{&kernel};
+    reachable_steps(kernel.body, by_id, seen);
+    const size_t n = by_id.size();
+    d.begin_first.assign(n + 1, 0);
+    d.result_first.assign(n + 1, 0);
+    for (size_t id = 0; id < n; ++id) {
+      d.begin_first[id] = static_cast<uint32_t>(d.begin_watch.size());
+      d.result_first[id] = static_cast<uint32_t>(d.result_watch.size());
+      if (!by_id[id]) continue;
+      const ir::Op& op = *by_id[id]->op;
+      for (size_t i = 0; i < observers.size(); ++i) {
+        unsigned k = subs[i].kinds & (kOpBegin | kOpResult);
+        if (!k) continue;
+        const void* tag = subs[i].ops ? subs[i].ops(op) : &op;
+        if (!tag) continue;
+        if (k & kOpBegin) d.begin_watch.push_back({static_cast<int>(i), tag});
+        if (k & kOpResult) d.result_watch.push_back({static_cast<int>(i), tag});
+      }
+    }
+    d.begin_first[n] = static_cast<uint32_t>(d.begin_watch.size());
+    d.result_first[n] = static_cast<uint32_t>(d.result_watch.size());
+    d.step_hooks.assign(n, 0);
+    for (size_t id = 0; id < n; ++id)
+      d.step_hooks[id] = (d.begin_first[id] != d.begin_first[id + 1] ? Dispatch::kBeginHook : 0) |
+                         (d.result_first[id] != d.result_first[id + 1] ? Dispatch::kResultHook : 0);
+  }
+  if (d.observed & kOpResult) {
+    d.slot_any.assign(plan.slots.size(), 0);
+    for (int i : d.transfer) {
+      std::vector<uint8_t> mine(plan.slots.size(), 0);
+      for (size_t k = 0; k < plan.slots.size(); ++k) {
+        mine[k] = !subs[i].values || subs[i].values(*plan.slot_value[k]);
+        d.slot_any[k] |= mine[k];
+      }
+      d.slot_watch.push_back(std::move(mine));
+    }
+  }
+}
+
+}  // namespace
 
 LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& args, Memory& memory,
                            const LaunchOptions& opts) {
@@ -467,27 +605,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     L.arg_values.emplace_back(s, std::move(bytes));
   }
 
-  L.observers = opts.observers;
   L.cancel = opts.cancel;
-  for (Observer* o : L.observers) L.observed |= o->kinds();
-  if (L.observed & kOpResult) {
-    L.watched.assign(static_cast<size_t>(L.plan->num_steps), 0);
-    std::function<void(const RegionPlan&)> mark = [&](const RegionPlan& r) {
-      for (auto& b : r.blocks)
-        for (auto& st : b.steps) {
-          for (Observer* o : L.observers)
-            if ((o->kinds() & kOpResult) && o->watches(*st.op)) L.watched[st.id] = 1;
-          for (auto& sub : st.regions) mark(sub);
-        }
-    };
-    for (auto& [f, fp] : L.plan->functions)
-      if (fp) mark(fp->body);
-    L.watched_slot.assign(L.plan->slots.size(), 0);
-    for (size_t k = 0; k < L.plan->slots.size(); ++k)
-      for (Observer* o : L.observers)
-        if ((o->kinds() & kOpResult) && o->watches_value(*L.plan->slot_value[k])) L.watched_slot[k] = 1;
-  }
-
   int threads =
       opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // By default a small grid runs on the calling thread: starting workers costs more than it saves,
@@ -497,6 +615,45 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     threads =
         static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
+
+  LaunchContext ctx(L.stop);
+  ctx.module = &impl_->module;
+  ctx.kernel = fn;
+  ctx.grid = L.grid;
+  ctx.programs = L.programs;
+  ctx.memory = &memory;
+  ctx.threads = threads;
+  for (size_t i = 0; i < fargs.size(); ++i) {
+    BoundArg b;
+    b.param = fargs[i].get();
+    bool address = fargs[i]->type->elem == ir::Elem::ptr || fargs[i]->type->elem == ir::Elem::tensordesc;
+    if (address && args[i].kind == Arg::Kind::buffer) {
+      b.buffer = &memory.buffer(args[i].buffer);
+      b.bits = memory.vaddr(args[i].buffer);
+    } else {
+      b.bits = args[i].bits;
+    }
+    ctx.args.push_back(b);
+  }
+
+  // Subscriptions, then the dispatch tables. Observers that began get on_launch_end whatever
+  // happens next.
+  size_t begun = 0;
+  auto end_launch = [&](const LaunchStats& st) {
+    for (size_t i = 0; i < begun; ++i) opts.observers[i]->on_launch_end(ctx, st);
+  };
+  try {
+    std::vector<Subscription> subs;
+    for (Observer* o : opts.observers) {
+      subs.push_back(o->on_launch_begin(ctx));
+      ++begun;
+    }
+    build_dispatch(L.dispatch, *L.plan, *L.kernel, opts.observers, subs);
+  } catch (...) {
+    end_launch(LaunchStats{});
+    throw;
+  }
+
   std::vector<Worker> workers(static_cast<size_t>(threads));
   for (auto& w : workers) w.launch = &L;
   if (threads == 1) {
@@ -508,12 +665,16 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     for (auto& th : pool) th.join();
   }
   LaunchStats total;
+  std::exception_ptr error;
   for (auto& w : workers) {
-    if (w.error) std::rethrow_exception(w.error);
+    if (w.error && !error) error = w.error;
     total.programs += w.stats.programs;
     total.out_of_bounds += w.stats.out_of_bounds;
     total.failed_asserts += w.stats.failed_asserts;
   }
+  total.stopped = ctx.stop_requested();
+  end_launch(total);
+  if (error) std::rethrow_exception(error);
   return total;
 }
 

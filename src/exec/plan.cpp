@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "src/exec/value.h"
 #include "src/ops/table.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::exec {
 

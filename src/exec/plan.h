@@ -5,12 +5,11 @@
 // becomes a Step whose kernel was chosen for its element types by the op table's `lower` hook, so
 // running a step is one indirect call doing tile work: no dispatch on types, no allocation.
 //
-// Storage encodings (exec/value.h): i1 as uint8 0/1, integers as native two's complement, f16 and
-// bf16 as uint16 bits, fp8 as uint8 bits, f32 float, f64 double, pointers as uint64 virtual
-// addresses (exec/memory.h), block pointers as BlockPtr, tensor descriptors as TensorDesc.
+// Storage encodings: include/tilescope/exec/value.h.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -110,10 +109,14 @@ class Planner {
   std::map<const ir::Value*, int> slots_;
 };
 
-struct Launch;  // shared, read-only state of one launch (src/exec/engine.cpp)
+struct Launch;    // shared, read-only state of one launch (src/exec/engine.cpp)
+struct Dispatch;  // who observes what in one launch (src/exec/dispatch.h)
 
-/// One program instance being run: its ids and its frame of slots. One per worker thread,
-/// reused across the program instances that worker runs.
+/// Never set: the stop flag of a Program that runs outside a launch (unit tests).
+inline const std::atomic<bool> kNeverStop{false};
+
+/// One program instance being run: its ids and its frame of slots. One per worker thread (or
+/// fiber), reused across the program instances that worker runs.
 struct Program {
   ProgramId pid{0, 0, 0};
   std::array<int32_t, 3> grid{1, 1, 1};
@@ -121,11 +124,15 @@ struct Program {
   Memory* memory = nullptr;
   const Plan* plan = nullptr;
   const Launch* launch = nullptr;
-  unsigned observed = 0;                               // EventKind bits some observer wants
-  const std::vector<uint8_t>* watched = nullptr;       // per Step::id: some observer watches the op
-  const std::vector<uint8_t>* watched_slot = nullptr;  // per slot: some observer watches transfers into it
-  const std::vector<Observer*>* observers = nullptr;
-  LaunchStats* stats = nullptr;  // per-worker counters, summed at the end
+  unsigned observed = 0;               // EventKind bits some observer wants (dispatch->observed)
+  const Dispatch* dispatch = nullptr;  // null: nobody observes
+  std::vector<void*> state;            // per Dispatch::observers entry: its state for this program
+  LaunchStats* stats = nullptr;        // per-worker counters, summed at the end
+  /// The launch's stop flag, read at every step boundary. Once it is seen set, `halted` is set and
+  /// every Program::run returns at once: kernels that run regions must check `halted` after each
+  /// run and return without using the terminator.
+  const std::atomic<bool>* stop = &kNeverStop;
+  bool halted = false;
 
   template <class T>
   T* at(int s) {
@@ -138,6 +145,7 @@ struct Program {
 
   /// Run `r` from its entry block (whose argument slots the caller has filled) until a
   /// yield / return / condition terminator, which is returned (its operand slots hold the values).
+  /// When the launch is stopping, returns early with `halted` set (an empty terminator).
   const Terminator& run(const RegionPlan& r);
   /// Copy slot `from` to slot `to` (same type).
   void copy(int to, int from);

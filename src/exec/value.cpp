@@ -1,5 +1,5 @@
-// Storage sizes of slot values (see value.h).
-#include "src/exec/value.h"
+// Storage sizes of slot values (see include/tilescope/exec/value.h).
+#include "tilescope/exec/value.h"
 
 namespace tilescope::exec {
 

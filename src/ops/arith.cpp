@@ -32,9 +32,9 @@
 #include <string_view>
 #include <type_traits>
 
-#include "src/exec/value.h"
 #include "src/ops/elementwise.h"
 #include "src/ops/ops.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::ops {
 

@@ -2,11 +2,10 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <iostream>
-#include <mutex>
 
-#include "src/exec/value.h"
+#include "src/exec/dispatch.h"
 #include "src/ops/ops.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::exec {
 void parallel_copy(Program& p, const std::vector<int>& dst, const std::vector<int>& src);
@@ -55,6 +54,7 @@ void run_for(Program& p, const Step& s) {
   for (int64_t iv = lb; iv < ub; iv += step) {
     write_int(p, args[0], ivt, iv);
     const Terminator& t = p.run(body);
+    if (p.halted) return;  // the launch is stopping: unwind without using the terminator
     parallel_copy(p, iter, t.operands);
   }
   parallel_copy(p, s.out, iter);
@@ -69,6 +69,7 @@ void run_if(Program& p, const Step& s) {
     r = &s.regions[1];
   if (!r) return;
   const Terminator& t = p.run(*r);
+  if (p.halted) return;
   parallel_copy(p, s.out, t.operands);
 }
 
@@ -78,12 +79,14 @@ void run_while(Program& p, const Step& s) {
   parallel_copy(p, before.blocks[0].args, s.in);
   for (;;) {
     const Terminator& c = p.run(before);
+    if (p.halted) return;
     if (!*p.at<uint8_t>(c.cond)) {
       parallel_copy(p, s.out, c.operands);
       return;
     }
     parallel_copy(p, after.blocks[0].args, c.operands);
     const Terminator& y = p.run(after);
+    if (p.halted) return;
     parallel_copy(p, before.blocks[0].args, y.operands);
   }
 }
@@ -92,6 +95,7 @@ void run_call(Program& p, const Step& s) {
   const exec::RegionPlan& body = s.callee->body;
   parallel_copy(p, body.blocks[0].args, s.in);
   const Terminator& t = p.run(body);
+  if (p.halted) return;
   parallel_copy(p, s.out, t.operands);
 }
 
@@ -128,12 +132,11 @@ void lower_call(const Op& op, Planner& pl, Step& s) {
 void lower_nop(const Op&, Planner&, Step& s) { s.fn = run_nop; }
 
 // ---------------------------------------------------------------------------------------------
-// tt.print: one line per element, as the GPU prints (reference §5 last row):
-// `pid (x, y, z) idx (i, j) <prefix><value>`. Lines of one print op of one program stay together.
+// tt.print: one line per element, as the GPU prints (reference §5, device_print row):
+// `pid (x, y, z) idx (i, j) <prefix><value>`. The text of one print op of one program is one
+// PrintEvent; the engine writes it nowhere (the front door does).
 
 namespace {
-
-std::mutex g_print_mu;
 
 std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t i, bool hex, bool is_signed) {
   const std::byte* base = p.slot[slot];
@@ -171,6 +174,7 @@ std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t 
 }
 
 void run_print(Program& p, const Step& s) {
+  if (!(p.observed & exec::kPrint)) return;  // nobody takes the text: nothing to format
   const Op& op = *s.op;
   const ir::Attr* pre = op.attr("prefix");
   const ir::Attr* hexa = op.attr("hex");
@@ -197,17 +201,14 @@ void run_print(Program& p, const Step& s) {
                          format_value(p, s.in[a], t, i, hex, is_signed));
     }
   }
-  if (p.observed & exec::kPrint) {
-    exec::PrintEvent e{&op, p.pid, out};
-    for (exec::Observer* o : *p.observers)
-      if (o->kinds() & exec::kPrint) o->on_print(e);
-  }
-  std::lock_guard<std::mutex> g(g_print_mu);
-  std::cout << out << std::flush;
+  exec::PrintEvent e{&op, p.pid, std::move(out)};
+  const exec::Dispatch& d = *p.dispatch;
+  for (int i : d.print) d.observers[i]->on_print(e, p.state[i]);
 }
 
-// tt.assert: the GPU stops the kernel with "Assertion `msg` failed" per failing thread; we report
-// the failing lanes (count and first) and keep running so every finding is seen.
+// tt.assert: the GPU stops the kernel with "Assertion `msg` failed" per failing thread; we count
+// the failure, send the failing lanes (count and first) to the observers and keep running so every
+// finding is seen.
 void run_assert(Program& p, const Step& s) {
   const uint8_t* c = p.at<uint8_t>(s.in[0]);
   int64_t n = s.in_types[0]->numel(), failed = 0, first = -1;
@@ -218,17 +219,11 @@ void run_assert(Program& p, const Step& s) {
     }
   if (!failed) return;
   p.stats->failed_asserts += 1;
+  if (!(p.observed & exec::kAssert)) return;
   const ir::Attr* m = s.op->attr("message");
   exec::AssertEvent e{s.op, p.pid, m ? m->s : "", failed, first};
-  if (p.observed & exec::kAssert) {
-    for (exec::Observer* o : *p.observers)
-      if (o->kinds() & exec::kAssert) o->on_assert(e);
-    return;
-  }
-  std::lock_guard<std::mutex> g(g_print_mu);
-  std::cerr << fmt::format("{}: program ({}, {}, {}) lane {}: Assertion `{}` failed ({} lanes)\n",
-                           s.op->loc.known() ? s.op->loc.str() : "kernel", p.pid[0], p.pid[1], p.pid[2],
-                           first, e.message, failed);
+  const exec::Dispatch& d = *p.dispatch;
+  for (int i : d.assert_) d.observers[i]->on_assert(e, p.state[i]);
 }
 
 }  // namespace

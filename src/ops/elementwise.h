@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "src/exec/plan.h"
-#include "src/exec/value.h"
+#include "tilescope/exec/value.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::ops::ew {

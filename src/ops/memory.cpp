@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "src/exec/access.h"
-#include "src/exec/value.h"
 #include "src/ops/ops.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::ops {
 

@@ -378,8 +378,9 @@ struct GenericAux {
   std::vector<int> bytes;  // element storage size of each operand
 };
 
-/// Run the combine region on (acc[j], x[j]) for all operands j; results go back into acc.
-inline void combine(Program& p, const Step& s, const std::vector<int>& bytes, std::byte* const* acc,
+/// Run the combine region on (acc[j], x[j]) for all operands j; results go back into acc. Returns
+/// false when the program was halted (the launch is stopping): the caller returns at once.
+inline bool combine(Program& p, const Step& s, const std::vector<int>& bytes, std::byte* const* acc,
                     const std::byte* const* x) {
   const exec::RegionPlan& r = s.regions[0];
   const auto& args = r.blocks[0].args;
@@ -389,7 +390,9 @@ inline void combine(Program& p, const Step& s, const std::vector<int>& bytes, st
     std::memcpy(p.slot[args[n + j]], x[j], bytes[j]);
   }
   const exec::Terminator& t = p.run(r);
+  if (p.halted) return false;
   for (size_t j = 0; j < n; ++j) std::memcpy(acc[j], p.slot[t.operands[j]], bytes[j]);
+  return true;
 }
 
 void reduce_generic(Program& p, const Step& s) {
@@ -413,7 +416,7 @@ void reduce_generic(Program& p, const Step& s) {
             accp[j] = bufs[j].data() + (k * g.inner + i) * a.bytes[j];
             xp[j] = bufs[j].data() + ((k + step) * g.inner + i) * a.bytes[j];
           }
-          combine(p, s, a.bytes, accp.data(), xp.data());
+          if (!combine(p, s, a.bytes, accp.data(), xp.data())) return;
         }
     for (size_t j = 0; j < n; ++j)
       std::memcpy(p.slot[s.out[j]] + o * g.inner * a.bytes[j], bufs[j].data(),
@@ -441,7 +444,7 @@ void scan_generic(Program& p, const Step& s) {
           accp[j] = accs[j].data();
           xp[j] = x;
         }
-        if (t > 0) combine(p, s, a.bytes, accp.data(), xp.data());
+        if (t > 0 && !combine(p, s, a.bytes, accp.data(), xp.data())) return;
         for (size_t j = 0; j < n; ++j)
           std::memcpy(p.slot[s.out[j]] + e * a.bytes[j], accs[j].data(), a.bytes[j]);
       }
@@ -536,6 +539,7 @@ void map_run(Program& p, const Step& s) {
       for (int64_t q = 0; q < P; ++q)
         std::memcpy(p.slot[args[j * P + q]], p.slot[s.in[j]] + (c + q) * a.in_bytes[j], a.in_bytes[j]);
     const exec::Terminator& t = p.run(r);
+    if (p.halted) return;  // the launch is stopping
     for (size_t j = 0; j < no; ++j)
       for (int64_t q = 0; q < P; ++q)
         std::memcpy(p.slot[s.out[j]] + (c + q) * a.out_bytes[j], p.slot[t.operands[j * P + q]],

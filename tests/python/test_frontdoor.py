@@ -72,6 +72,13 @@ def assert_kernel(x_ptr, n, BLOCK: tl.constexpr):
     tl.device_assert(x >= 0, "x must be non-negative")  # MARK-assert
 
 
+@tilescope.trace("sanitizer")
+@triton.jit
+def print_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_print("v", x)
+
+
 _autotune_calls = {"pre": 0, "configs": set()}
 
 
@@ -230,6 +237,16 @@ def test_device_assert_is_kept_and_reported():
     f = tilescope.findings()
     assert kinds_lines(f) == [("assert-failed", line_of("MARK-assert"))]
     assert "non-negative" in f[0]["message"]
+
+
+def test_device_print_goes_through_sys_stdout(capsys):
+    # capsys replaces sys.stdout only: text written straight to file descriptor 1 would not be seen.
+    x = torch.tensor([7, -1, 30, 4], dtype=torch.int32)
+    print_kernel[(2,)](x, BLOCK=4)
+    out = capsys.readouterr().out
+    # Triton's device_print format: `pid (x, y, z) idx (i) <prefix><value>`, prefix " v: ".
+    expected = [f"pid ({p}, 0, 0) idx ({i}) v: {v}" for p in range(2) for i, v in enumerate([7, -1, 30, 4])]
+    assert sorted(out.splitlines()) == sorted(expected)
 
 
 def test_untraced_kernel_is_left_to_triton():

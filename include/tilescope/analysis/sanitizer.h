@@ -18,14 +18,14 @@
 //
 // Cost: which values can carry poison is computed once from the module (sources forward, address use
 // backward), and only ops touching those values are watched, so clean kernels pay a little per watched op.
-// Callbacks are thread-safe; shadow state is per program id (fibers may interleave programs on one thread).
+// Callbacks are thread-safe; shadow state is the engine's per-program state (exec/events.h), so fibers
+// that interleave programs on one thread each see their own.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,14 +40,9 @@ struct LaunchInfo {
   std::vector<std::string> stack;  // Python launch stack, innermost last
 };
 
-/// Thrown from an observer callback (and so out of Engine::launch) when `abort_on_first` is set and a
-/// finding was recorded; call finish() afterwards to collect it.
-class AbortRequested : public std::runtime_error {
- public:
-  AbortRequested() : std::runtime_error("stopped at the first finding (--abort-on-first)") {}
-};
-
 struct SanitizerOptions {
+  /// Stop the launch at the first finding (LaunchContext::request_stop: Engine::launch returns with
+  /// LaunchStats::stopped); only the first event's findings are kept.
   bool abort_on_first = false;
   bool poison = true;  // undefined-value, int32-overflow, division-by-zero
   int max_first = 5;   // how many program ids / lanes to keep
@@ -61,14 +56,17 @@ class Sanitizer : public exec::Observer {
   Sanitizer(const ir::Module& module, const SanitizerOptions& opts);
   ~Sanitizer() override;
 
-  unsigned kinds() const override;
-  void on_access(const exec::AccessEvent&) override;
-  bool watches(const ir::Op&) const override;
-  bool watches_value(const ir::Value&) const override;
-  void on_op(const exec::OpEvent&) override;
-  void on_transfer(const exec::TransferEvent&) override;
-  void on_program(exec::ProgramId, bool begin) override;
-  void on_assert(const exec::AssertEvent&) override;
+  /// The event kinds it subscribes to (kOpResult and kProgram only when the poison analyses have
+  /// something to watch in this module).
+  unsigned kinds() const;
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override;
+  void on_launch_end(const exec::LaunchContext&, const exec::LaunchStats&) override;
+  void* on_program_begin(exec::ProgramId) override;
+  void on_program_end(exec::ProgramId, void* state) override;
+  void on_access(const exec::AccessEvent&, void* state) override;
+  void on_op(const exec::OpEvent&, void* state) override;
+  void on_transfer(const exec::TransferEvent&, void* state) override;
+  void on_assert(const exec::AssertEvent&, void* state) override;
 
   /// Group this launch's events into findings (appended to findings(), ordered by kind and TTIR
   /// position) and reset for the next launch. Returns how many were added.

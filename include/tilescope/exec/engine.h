@@ -34,8 +34,8 @@ struct Arg {
 
 struct LaunchOptions {
   std::array<int64_t, 3> grid{1, 1, 1};
-  int threads = 0;  // 0: all cores (fewer for small grids: at least 8 programs per thread)
-  std::vector<Observer*> observers;
+  int threads = 0;                   // 0: all cores (fewer for small grids: at least 8 programs per thread)
+  std::vector<Observer*> observers;  // the analyses, in call order (exec/events.h)
   /// When set (e.g. by a SIGINT handler), the launch stops starting programs and throws Interrupted.
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -46,12 +46,6 @@ class Interrupted : public Error {
   using Error::Error;
 };
 
-struct LaunchStats {
-  int64_t programs = 0;
-  int64_t out_of_bounds = 0;  // active lanes that pointed outside their buffer
-  int64_t failed_asserts = 0;
-};
-
 class Engine {
  public:
   /// `module` must outlive the Engine. Throws tilescope::Error for ops it cannot run.
@@ -60,8 +54,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// Run `kernel` (a public tt.func) on `opts.grid` with `args` against `memory`.
-  /// Throws tilescope::Error for a bad launch (argument count or kinds, empty grid).
+  /// Run `kernel` (a public tt.func) on `opts.grid` with `args` against `memory`, telling
+  /// `opts.observers` what happens (exec/events.h). Returns normally when an observer stopped the
+  /// launch (LaunchStats::stopped). Throws tilescope::Error for a bad launch (argument count or
+  /// kinds, empty grid) or a kernel error, Interrupted when `opts.cancel` was set.
   LaunchStats launch(const std::string& kernel, const std::vector<Arg>& args, Memory& memory,
                      const LaunchOptions& opts);
 

@@ -61,11 +61,7 @@ Outcome sanitize(const fs::path& file, const std::vector<exec::Arg>& args, exec:
   o.threads = threads;
   o.observers = {&s};
   Outcome r;
-  try {
-    e.launch(m.entry()->name, args, mem, o);
-  } catch (const AbortRequested&) {
-    r.aborted = true;
-  }
+  r.aborted = e.launch(m.entry()->name, args, mem, o).stopped;
   s.finish(LaunchInfo{m.entry()->name, {"test.py:1 in main"}});
   r.findings = s.findings();
   fs::current_path(old);

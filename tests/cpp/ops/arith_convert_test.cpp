@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <random>
 
-#include "src/exec/value.h"
 #include "src/ops/elementwise.h"
+#include "tilescope/exec/value.h"
 
 namespace {
 

@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "src/exec/access.h"
+#include "src/exec/dispatch.h"
 #include "src/exec/plan.h"
-#include "src/exec/value.h"
 #include "src/ops/ops.h"
+#include "tilescope/exec/value.h"
 
 namespace memtest {
 
@@ -24,7 +25,7 @@ using ir::Elem;
 /// Records every access event it receives (copies the lane arrays).
 struct Recorder : ex::Observer {
   explicit Recorder(unsigned k) : k_(k) {}
-  unsigned kinds() const override { return k_; }
+  ex::Subscription on_launch_begin(const ex::LaunchContext&) override { return {k_, {}, {}}; }
   struct Ev {
     ex::AccessKind kind;
     int64_t lanes, bad;
@@ -32,7 +33,7 @@ struct Recorder : ex::Observer {
     std::vector<uint64_t> addrs;
     std::vector<uint8_t> mask;
   };
-  void on_access(const ex::AccessEvent& e) override {
+  void on_access(const ex::AccessEvent& e, void*) override {
     std::lock_guard<std::mutex> g(mu);
     Ev v{e.kind, e.lanes, e.bad_lanes, e.elem_bytes, {}, {}};
     v.addrs.assign(e.addrs, e.addrs + e.lanes);
@@ -51,7 +52,7 @@ struct Harness {
   ex::Planner planner{m, plan};
   ex::Memory mem;
   ex::LaunchStats stats;
-  std::vector<ex::Observer*> observers;
+  ex::Dispatch dispatch;
   ex::Program prog;
   std::vector<std::vector<uint64_t>> storage;
   std::vector<const ir::Type*> types;
@@ -61,12 +62,14 @@ struct Harness {
     m.filename = "test.ttir";
     prog.memory = &mem;
     prog.plan = &plan;
-    prog.observers = &observers;
     prog.stats = &stats;
   }
-  void observe(ex::Observer* o) {
-    observers.push_back(o);
-    prog.observed |= o->kinds();
+  /// Deliver `r`'s kinds of events from the steps run here (what Engine::launch does at launch begin).
+  void observe(Recorder* r) {
+    dispatch.add(r, ex::Subscription{r->k_, {}, {}});
+    prog.dispatch = &dispatch;
+    prog.observed = dispatch.observed;
+    prog.state.assign(dispatch.observers.size(), nullptr);
   }
 
   // Types
