@@ -1,11 +1,12 @@
 // tilescope._native: the Python package's door into the C++ engine.
 //
-// Python hands over TTIR text (compiled by Triton from the user's kernel) and a launch described
-// with plain Python values; everything else happens here: reading and verifying the TTIR (once per
-// distinct text), binding the arguments by the TTIR function signature, running the grid on the
-// engine with the sanitizer observing it, and returning the findings as JSON. The GIL is released
-// while the grid runs. Bad input raises tilescope's Error as a Python exception (TilescopeError),
-// never a crash.
+// Python hands over TTIR text (compiled by Triton from the user's kernel) and a launch: its arguments
+// as tilescope._native.Buffer objects (tensors and arrays: a pointer, an extent, a dtype, a shape and
+// strides) and Python scalars. Everything else happens in C++ on the one launch path
+// (launch::run_launch): reading and verifying the TTIR once per distinct text, binding the launch
+// record by the TTIR signature, running the grid under the requested analyses, returning the findings
+// as JSON. The GIL is released while the grid runs. Bad input raises TilescopeError (its `diagnostic`
+// attribute holds the structured form: report.h diagnostic_to_json), never a crash.
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -13,26 +14,17 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <cmath>
+#include <atomic>
 #include <csignal>
-#include <cstring>
-#include <functional>
-#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
-#include "src/cli/merge_findings.h"
-#include "tilescope/analysis/sanitizer.h"
-#include "tilescope/exec/engine.h"
-#include "tilescope/ir/reader.h"
-
-namespace {
-std::thread::id g_main_thread;
-}  // namespace
+#include "tilescope/ir/diag.h"
+#include "tilescope/launch/record.h"
+#include "tilescope/launch/runner.h"
 #include "tilescope/report/report.h"
 
 namespace nb = nanobind;
@@ -40,267 +32,199 @@ using namespace tilescope;
 
 namespace {
 
-// One compiled kernel: the module (owned here, outliving the engine) and its engine.
-struct Kernel {
-  std::string text;
-  ir::Module module;
-  std::unique_ptr<exec::Engine> engine;
-  const ir::Function* fn = nullptr;
-  std::mutex mu;  // one launch at a time per engine (Python threads may launch concurrently)
-};
+std::thread::id g_main_thread;  // Python is imported, and gets signals, on the main thread
+PyObject* g_error = nullptr;    // tilescope._native.TilescopeError
 
-// Compiled kernels by TTIR text: different specializations can produce the same text, and a
-// program launching the same kernel again must not pay for reading and planning twice.
-std::mutex g_cache_mu;
-std::unordered_map<size_t, std::vector<std::shared_ptr<Kernel>>> g_cache;
-
-std::shared_ptr<Kernel> compile(const std::string& text, const std::string& filename) {
-  size_t h = std::hash<std::string>{}(text);
-  {
-    std::lock_guard<std::mutex> g(g_cache_mu);
-    for (auto& k : g_cache[h])
-      if (k->text == text) return k;
+/// A Python argument as a launch-record argument: a Buffer, or a scalar (int, float, bool), or None.
+launch::ArgRecord arg_record(const nb::handle& a, const std::string& name) {
+  if (nb::isinstance<launch::ArgRecord>(a)) {
+    launch::ArgRecord r = nb::cast<launch::ArgRecord>(a);
+    if (r.name.empty()) r.name = name;
+    return r;
   }
-  auto k = std::make_shared<Kernel>();
-  k->text = text;
-  k->module = ir::read(text, filename);
-  ir::verify(k->module);
-  k->fn = k->module.entry();
-  if (!k->fn) throw Error(fmt::format("{}: no public tt.func in the TTIR", filename));
-  k->engine = std::make_unique<exec::Engine>(k->module);
-  std::lock_guard<std::mutex> g(g_cache_mu);
-  g_cache[h].push_back(k);
-  return k;
-}
-
-// A Python scalar as the raw bits of the TTIR argument type `t` (ints sign-extended; floats
-// rounded to the argument's format, as Triton's launcher packs them).
-uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& name) {
-  using ir::Elem;
-  if (t.is_tensor || t.elem == Elem::ptr || t.elem == Elem::tensordesc)
-    throw Error(fmt::format("argument '{}' is {} in the kernel, but a scalar was passed", name, t.str()));
-  if (ir::is_float(t.elem)) {
-    double d;
-    if (nb::isinstance<nb::float_>(v) || nb::isinstance<nb::int_>(v) || nb::isinstance<nb::bool_>(v))
-      d = nb::cast<double>(v);
-    else
-      throw Error(fmt::format("argument '{}': a number is needed for {}", name, t.str()));
-    if (t.elem == Elem::f32) return exec::Arg::f32(static_cast<float>(d)).bits;
-    if (t.elem == Elem::f64) return exec::Arg::f64(d).bits;
-    return ir::float_to_bits(t.elem, d);
+  launch::ArgRecord r;
+  r.name = name;
+  if (a.is_none()) {
+    r.kind = launch::ArgRecord::Kind::none;
+  } else if (nb::isinstance<nb::bool_>(a)) {
+    r.value = nb::cast<bool>(a);
+  } else if (nb::isinstance<nb::int_>(a)) {
+    // Triton passes ints >= 2^63 as u64; anything wider cannot be an argument.
+    try {
+      r.value = nb::cast<int64_t>(a);
+    } catch (const std::exception&) {
+      try {
+        r.value = nb::cast<uint64_t>(a);
+      } catch (const std::exception&) {
+        throw Error(fmt::format("argument '{}': {} does not fit in 64 bits", name,
+                                nb::cast<std::string>(nb::str(a))));
+      }
+    }
+  } else if (nb::isinstance<nb::float_>(a)) {
+    r.value = nb::cast<double>(a);
+  } else {
+    throw Error(fmt::format("argument '{}': {} is neither a tensor nor a number", name,
+                            nb::cast<std::string>(nb::str(nb::type_name(a.type())))));
   }
-  if (nb::isinstance<nb::bool_>(v)) return nb::cast<bool>(v) ? 1 : 0;
-  if (!nb::isinstance<nb::int_>(v))
-    throw Error(fmt::format("argument '{}': an integer is needed for {}", name, t.str()));
-  if (t.elem == Elem::i1) return nb::cast<int64_t>(v) != 0;
-  // Triton picks u64 for ints >= 2^63: take the value modulo 2^64.
-  int64_t i;
-  try {
-    i = nb::cast<int64_t>(v);
-  } catch (const std::exception&) {
-    i = static_cast<int64_t>(nb::cast<uint64_t>(v));
-  }
-  int bits = ir::elem_bits(t.elem);
-  if (bits < 64) {  // wrap to the width, then sign-extend (the engine's scalar encoding)
-    uint64_t m = (uint64_t{1} << bits) - 1;
-    uint64_t u = static_cast<uint64_t>(i) & m;
-    if (u >> (bits - 1)) u |= ~m;
-    return u;
-  }
-  return static_cast<uint64_t>(i);
+  return r;
 }
 
 // Findings of every launch in this process (so the text report can group across launches).
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
 
-struct LaunchResult {
-  exec::LaunchStats stats;
-  nlohmann::json findings;
-  std::string out, err;  // text for sys.stdout / sys.stderr
-};
-
-/// The launch's tt.print text, for Python to write to sys.stdout (so redirections and pytest's
-/// capture see it), and, when no sanitizer turns failed asserts into findings, their messages for
-/// sys.stderr. In the order the events came.
-class TextOutput : public exec::Observer {
+/// Ctrl-C during a launch: Python's own handler cannot run while the GIL is released, so a C handler
+/// stops the grid and the launch raises KeyboardInterrupt (main thread only, where Python receives
+/// signals). The previous handler is restored when the launch ends.
+class InterruptGuard {
  public:
-  explicit TextOutput(bool asserts) : asserts_(asserts) {}
-  exec::Subscription on_launch_begin(const exec::LaunchContext&) override {
-    return {exec::kPrint | (asserts_ ? unsigned{exec::kAssert} : 0u), {}, {}};
+  InterruptGuard() : on_(std::this_thread::get_id() == g_main_thread) {
+    flag().store(false);
+    if (!on_) return;
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { flag().store(true); };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
   }
-  void on_print(const exec::PrintEvent& e, void*) override {
-    std::lock_guard<std::mutex> g(mu_);
-    out += e.text;
+  ~InterruptGuard() {
+    if (on_) sigaction(SIGINT, &old_, nullptr);
   }
-  void on_assert(const exec::AssertEvent& e, void*) override {
-    std::lock_guard<std::mutex> g(mu_);
-    err += fmt::format("{}: program ({}, {}, {}) lane {}: Assertion `{}` failed ({} lanes)\n",
-                       e.op->loc.known() ? e.op->loc.str() : "kernel", e.pid[0], e.pid[1], e.pid[2],
-                       e.first_lane, e.message, e.failed_lanes);
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  static std::atomic<bool>& flag() {
+    static std::atomic<bool> f{false};
+    return f;
   }
-  std::string out, err;
 
  private:
-  bool asserts_;
-  std::mutex mu_;
+  bool on_;
+  struct sigaction old_ {};
 };
 
-struct HostArg {
-  bool buffer = false;
-  exec::Buffer buf;
-  uint64_t bits = 0;
-};
+nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
+                       const std::vector<int64_t>& grid, int threads, const std::string& analyses,
+                       const std::vector<std::string>& stack) {
+  launch::LaunchRecord rec;
+  rec.ttir_file = k->module().filename;
+  const auto& params = k->function("").args();
+  for (size_t i = 0; i < nb::len(args); ++i)
+    rec.args.push_back(arg_record(args[i], i < params.size() ? params[i]->name : fmt::format("#{}", i)));
+  if (grid.empty() || grid.size() > 3)
+    throw Error(fmt::format("the launch grid must have 1 to 3 dimensions, not {}", grid.size()));
+  for (size_t d = 0; d < grid.size(); ++d) rec.grid[d] = grid[d];
+  rec.stack = stack;
 
-nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const std::vector<int64_t>& grid_in,
-                int threads, bool sanitize, bool abort_on_first, const std::string& kernel_name,
-                const std::vector<std::string>& stack) {
-  const auto& fargs = k->fn->args();
-  if (nb::len(args) != fargs.size())
-    throw Error(fmt::format("kernel '{}' takes {} runtime arguments in its TTIR signature, {} were given",
-                            k->fn->name, fargs.size(), nb::len(args)));
-  std::vector<HostArg> hosts(fargs.size());
-  for (size_t i = 0; i < fargs.size(); ++i) {
-    const ir::Type& t = *fargs[i]->type;
-    nb::handle a = args[i];
-    std::string aname = fargs[i]->name;
-    if (nb::isinstance<nb::tuple>(a) && nb::len(a) >= 1 &&
-        nb::isinstance<nb::str>(nb::tuple(nb::borrow(a))[0]) &&
-        nb::cast<std::string>(nb::tuple(nb::borrow(a))[0]) == "buffer") {
-      // ("buffer", data_ptr, nbytes, dtype, shape, strides, name)
-      nb::tuple d = nb::borrow<nb::tuple>(a);
-      if (nb::len(d) != 7) throw Error(fmt::format("argument '{}': bad buffer description", aname));
-      if (t.elem != ir::Elem::ptr || t.is_tensor)
-        throw Error(
-            fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", aname, t.str()));
-      exec::Buffer b;
-      b.host = reinterpret_cast<std::byte*>(nb::cast<uintptr_t>(d[1]));
-      b.bytes = nb::cast<uint64_t>(d[2]);
-      std::string dt = nb::cast<std::string>(d[3]);
-      auto named = ir::elem_from_name(dt);
-      b.dtype = named ? *named : t.pointee && !t.pointee->is_tensor ? t.pointee->elem : ir::Elem::i8;
-      b.shape = nb::cast<std::vector<int64_t>>(d[4]);
-      b.strides = nb::cast<std::vector<int64_t>>(d[5]);
-      b.name = nb::cast<std::string>(d[6]);
-      hosts[i].buffer = true;
-      hosts[i].buf = std::move(b);
-    } else if (a.is_none()) {
-      throw Error(fmt::format("argument '{}' ({}) was passed None", aname, t.str()));
-    } else {
-      hosts[i].bits = scalar_bits(a, t, aname);
-    }
+  launch::RunOptions opts;
+  opts.threads = threads;
+  nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
+  if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
+  for (const auto& r : requests) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_string())
+      throw Error(fmt::format("analyses: {} is not a [name, options] pair", r.dump()));
+    opts.analyses.push_back({r[0].get<std::string>(), r[1]});
   }
-  std::array<int64_t, 3> grid{1, 1, 1};
-  if (grid_in.empty() || grid_in.size() > 3)
-    throw Error(fmt::format("the launch grid must have 1 to 3 dimensions, not {}", grid_in.size()));
-  for (size_t d = 0; d < grid_in.size(); ++d) grid[d] = grid_in[d];
-
-  LaunchResult r;
-  // Ctrl-C during a launch: Python's own handler cannot run while the GIL is released, so a C
-  // handler stops the grid and the launch raises KeyboardInterrupt (main thread only, where Python
-  // receives signals).
-  static std::atomic<bool> interrupted{false};
-  interrupted = false;
-  struct sigaction old_action {};
-  bool handler = std::this_thread::get_id() == g_main_thread;
-  if (handler) {
-    struct sigaction sa {};
-    sa.sa_handler = [](int) { interrupted = true; };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_action);
-  }
-  struct Restore {
-    bool on;
-    struct sigaction* old;
-    ~Restore() {
-      if (on) sigaction(SIGINT, old, nullptr);
-    }
-  } restore{handler, &old_action};
+  InterruptGuard interrupt;
+  opts.cancel = &InterruptGuard::flag();
+  launch::RunResult res;
   try {
     nb::gil_scoped_release nogil;
-    std::lock_guard<std::mutex> g(k->mu);
-    exec::Memory memory;
-    std::vector<exec::Arg> eargs;
-    for (auto& h : hosts) {
-      if (h.buffer)
-        eargs.push_back(exec::Arg::buf(memory.add(h.buf)));
-      else
-        eargs.push_back(exec::Arg{exec::Arg::Kind::scalar, -1, h.bits});
-    }
-    exec::LaunchOptions opts;
-    opts.grid = grid;
-    opts.threads = threads;
-    opts.cancel = &interrupted;
-    std::unique_ptr<analysis::Sanitizer> san;
-    if (sanitize) {
-      san = std::make_unique<analysis::Sanitizer>(k->module, abort_on_first);
-      opts.observers.push_back(san.get());
-    }
-    TextOutput text(!sanitize);
-    opts.observers.push_back(&text);
-    r.stats = k->engine->launch(k->fn->name, eargs, memory, opts);
-    r.out = std::move(text.out);
-    r.err = std::move(text.err);
-    if (san) {
-      san->finish(analysis::LaunchInfo{kernel_name, stack});
-      r.findings = report::to_json(san->findings());
-      std::lock_guard<std::mutex> fg(g_findings_mu);
-      g_findings.insert(g_findings.end(), san->findings().begin(), san->findings().end());
-    }
+    res = launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
     PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw nb::python_error();
   }
+  {
+    std::lock_guard<std::mutex> g(g_findings_mu);
+    g_findings.insert(g_findings.end(), res.findings.begin(), res.findings.end());
+  }
   nb::dict out;
-  out["findings"] = r.findings.is_null() ? std::string("[]") : r.findings.dump();
+  out["findings"] = report::to_json(res.findings).dump();
   nb::dict st;
-  st["programs"] = r.stats.programs;
-  st["out_of_bounds"] = r.stats.out_of_bounds;
-  st["failed_asserts"] = r.stats.failed_asserts;
+  st["programs"] = res.stats.programs;
+  st["out_of_bounds"] = res.stats.out_of_bounds;
+  st["failed_asserts"] = res.stats.failed_asserts;
   out["stats"] = st;
-  out["aborted"] = r.stats.stopped;  // --abort-on-first: the grid stopped at the first finding
-  out["stdout"] = r.out;
-  out["stderr"] = r.err;
+  out["stopped"] = res.stats.stopped;  // an analysis stopped the grid (abort_on_first)
+  out["stdout"] = res.prints;
+  out["stderr"] = opts.analyses.empty() ? res.failed_asserts : std::string();
+  out["statistics"] = res.statistics.dump();
   return out;
 }
 
 }  // namespace
 
 NB_MODULE(_native, m) {
-  g_main_thread = std::this_thread::get_id();  // Python is imported, and gets signals, on the main thread
+  g_main_thread = std::this_thread::get_id();
   // Compiled kernels live in a process-wide cache until exit, by design: no leak report at shutdown.
   nb::set_leak_warnings(false);
-  m.doc() = "tilescope's C++ engine: compile TTIR once, launch it with sanitizing observers";
+  m.doc() = "tilescope's C++ engine: compile TTIR once, launch it under analyses";
   static nb::exception<Error> error(m, "TilescopeError");
-  (void)error;
+  g_error = error.ptr();
+  // tilescope::Error keeps its structured diagnostic for Python: `e.diagnostic` (a JSON string).
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      nb::object exc = nb::borrow(g_error)(nb::str(e.what()));
+      nb::setattr(exc, "diagnostic", nb::str(report::diagnostic_to_json(e.diagnostic()).dump().c_str()));
+      PyErr_SetObject(g_error, exc.ptr());
+    }
+  });
 
-  nb::class_<Kernel>(m, "Kernel")
-      .def_prop_ro("name", [](const Kernel& k) { return k.fn->name; })
+  nb::class_<launch::ArgRecord>(m, "Buffer",
+                                "A tensor or array argument: the memory the kernel's pointer may reach.")
+      .def(
+          "__init__",
+          [](launch::ArgRecord* self, const std::string& name, const std::string& dtype, uintptr_t data_ptr,
+             uint64_t nbytes, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+            auto e = ir::elem_from_name(dtype);
+            if (!e) throw Error(fmt::format("argument '{}': unknown dtype '{}'", name, dtype));
+            new (self)
+                launch::ArgRecord(launch::ArgRecord::buffer(name, *e, reinterpret_cast<std::byte*>(data_ptr),
+                                                            nbytes, std::move(shape), std::move(strides)));
+          },
+          nb::arg("name"), nb::arg("dtype"), nb::arg("data_ptr"), nb::arg("nbytes"), nb::arg("shape"),
+          nb::arg("strides"),
+          "name: the kernel argument; dtype: a torch / numpy / Triton dtype name; data_ptr: the address of "
+          "the first element; nbytes: every byte the view can reach from it; shape and strides in elements.")
+      .def_ro("name", &launch::ArgRecord::name)
+      .def_ro("nbytes", &launch::ArgRecord::bytes)
+      .def_ro("shape", &launch::ArgRecord::shape)
+      .def_ro("strides", &launch::ArgRecord::strides);
+
+  nb::class_<launch::Kernel>(m, "Kernel")
+      .def_prop_ro("name", [](const launch::Kernel& k) { return k.function("").name; })
       .def_prop_ro(
           "args",
-          [](const Kernel& k) {
+          [](const launch::Kernel& k) {
             std::vector<std::pair<std::string, std::string>> out;
-            for (auto& a : k.fn->args()) out.emplace_back(a->name, a->type->str());
+            for (auto& a : k.function("").args()) out.emplace_back(a->name, a->type->str());
             return out;
           },
           "(name, TTIR type) of each runtime argument, in order");
 
-  m.def("compile", &compile, nb::arg("text"), nb::arg("filename") = "kernel.ttir",
+  m.def("compile", &launch::compile, nb::arg("text"), nb::arg("filename") = "kernel.ttir",
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
+  m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
+        nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>{},
+        "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
+        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Returns "
+        "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
+        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text}; the caller writes "
+        "the text. The GIL is released while the grid runs.");
   m.def(
-      "launch", &launch, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
-      nb::arg("sanitize") = true, nb::arg("abort_on_first") = false, nb::arg("kernel_name") = "",
-      nb::arg("stack") = std::vector<std::string>{},
-      "Run one launch. args: per TTIR argument, ('buffer', data_ptr, nbytes, dtype, shape, strides, name) "
-      "or a Python scalar. Returns {'findings': JSON text (list), 'stats': {...}, 'aborted': bool, 'stdout': "
-      "the tt.print text, 'stderr': failed-assert messages when not sanitizing}; the caller writes the text. "
-      "The GIL is released while the grid runs.");
-  m.attr("has_sanitizer") = true;
+      "analyses",
+      [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& a : analysis::analyses()) out.emplace_back(a.name, a.description);
+        return out;
+      },
+      "(name, description) of every analysis in the registry");
   m.def(
       "report_text",
       [](bool color) {
         std::lock_guard<std::mutex> g(g_findings_mu);
-        return report::to_text(cli::merge_findings(g_findings), color);
+        return report::to_text(report::merge(g_findings), color);
       },
       nb::arg("color") = false, "Text report of every finding of this process so far");
   m.def("clear", [] {

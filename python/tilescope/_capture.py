@@ -26,11 +26,29 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class CompileError(RuntimeError):
-    """A kernel that tilescope cannot compile or run (the message says where and why)."""
+    """A kernel that tilescope cannot compile or run (the message says where and why).
+
+    ``diagnostic``: the structured form when the engine gave one (a dict: severity, message, op,
+    notes, ttir {file, line, col}, python {file, line, col, var}), else None."""
+
+    diagnostic = None
 
 
 class LaunchError(RuntimeError):
-    """A launch that cannot be bound (bad arguments, grid); the message says which."""
+    """A launch that cannot be bound (bad arguments, grid); the message says which.
+
+    ``diagnostic``: as for CompileError."""
+
+    diagnostic = None
+
+
+def _with_diagnostic(err, native_error):
+    """``err`` carrying the structured diagnostic of the engine's error ``native_error``."""
+    import json
+
+    text = getattr(native_error, "diagnostic", None)
+    err.diagnostic = json.loads(text) if text else None
+    return err
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,7 +106,7 @@ class _ReadOnlyCopy:
 
 
 def _describe_buffer(value, name: str, staged: list):
-    """('buffer', data_ptr, nbytes, dtype, shape, strides, name) for a tensor-like value.
+    """A ``_native.Buffer`` (pointer, extent in bytes, dtype, shape, strides) for a tensor-like value.
 
     The buffer is every byte the view can reach: from its first element to its last one along
     the strides (a strided or transposed view registers that extent; reports show the view's
@@ -130,7 +148,10 @@ def _describe_buffer(value, name: str, staged: list):
         extent = 0
     else:
         extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
-    return ("buffer", int(ptr), int(extent * item), dtype, [int(n) for n in shape], [int(s) for s in strides], name)
+    from . import _native
+
+    return _native.Buffer(name, dtype, int(ptr), int(extent * item), [int(n) for n in shape],
+                          [int(s) for s in strides])
 
 
 def _flatten(values, types, name, out):
@@ -265,7 +286,7 @@ def _compile(jitfn, st, kwargs, bound_args, specialization, options):
     try:
         native = _native.compile(ttir, f"{name}.ttir")
     except _native.TilescopeError as e:
-        raise CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}") from None
+        raise _with_diagnostic(CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}"), e) from None
     return Compiled(name, ttir, native, signature, constexprs)
 
 
@@ -376,11 +397,8 @@ def run(jitfn, args, grid, warmup, kwargs):
         raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
     if not 1 <= len(grid) <= 3:
         raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
-    # CUDA's limits: x < 2^31, y and z <= 65535 (a launch past them fails on the GPU).
-    for d, (g, lim) in enumerate(zip(grid, (2**31 - 1, 65535, 65535))):
-        if g < 0 or g > lim:
-            raise LaunchError(f"kernel '{kernel.name}': grid dimension {'xyz'[d]} is {g}; CUDA allows 0 to {lim}")
-    if any(g == 0 for g in grid):
+    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError.
+    if any(g == 0 for g in grid) and all(g >= 0 for g in grid):
         return kernel  # an empty grid launches nothing, as on the GPU
 
     leaves = []
@@ -405,10 +423,10 @@ def run(jitfn, args, grid, warmup, kwargs):
 
     stack = launch_stack()
     try:
-        res = _native.launch(kernel.native, native_args, grid, threads=_state.threads, sanitize=True,
-                             abort_on_first=_state.abort_on_first, kernel_name=kernel.name, stack=stack)
+        res = _native.launch(kernel.native, native_args, grid, threads=_state.threads,
+                             analyses=_state.analyses_json(), stack=stack)
     except _native.TilescopeError as e:
-        raise LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}") from None
+        raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:
         for s in staged:
             s.copy_back()

@@ -36,8 +36,7 @@ def clear() -> None:
     try:
         from . import _native
 
-        if hasattr(_native, "clear"):
-            _native.clear()
+        _native.clear()
     except ImportError:
         pass
 
@@ -75,6 +74,11 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def analyses_json() -> str:
+    """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options."""
+    return json.dumps([["sanitizer", {"abort_on_first": bool(abort_on_first)}]])
 
 
 def record(findings_json: str, kernel: str, stack: list[str]) -> None:

@@ -1060,4 +1060,14 @@ const std::vector<Finding>& Sanitizer::findings() const { return impl_->findings
 
 size_t Sanitizer::watched_ops() const { return impl_->plan.ops.size(); }
 
+void Sanitizer::collect(const LaunchInfo& info, std::vector<Finding>& out) {
+  const size_t n = finish(info);
+  const auto& all = impl_->findings;
+  out.insert(out.end(), all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+}
+
+nlohmann::json Sanitizer::statistics() const {
+  return {{"watched_ops", impl_->plan.ops.size()}, {"tracked_values", impl_->plan.tracked.size()}};
+}
+
 }  // namespace tilescope::analysis

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -21,12 +22,13 @@
 #include <mutex>
 #include <random>
 #include <regex>
+#include <sstream>
 
 #include "src/cli/npy.h"
 #include "src/cli/sanitize.h"
-#include "tilescope/analysis/sanitizer.h"
 #include "tilescope/exec/engine.h"
-#include "tilescope/ir/reader.h"
+#include "tilescope/launch/record.h"
+#include "tilescope/launch/runner.h"
 #include "tilescope/report/report.h"
 
 namespace tilescope::cli {
@@ -165,7 +167,9 @@ HostBuffer from_npy(const std::string& name, const std::string& path, Elem point
   return HostBuffer{pointee, a.shape.empty() ? std::vector<int64_t>{1} : a.shape, std::move(a.data)};
 }
 
-uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir::Type& t) {
+// `[TYPE:]VALUE` for a scalar argument of TTIR type `t`: the value as written (range checks and the
+// conversion to `t` happen when the launch record is bound, launch::bind).
+launch::Scalar parse_scalar(const std::string& name, const std::string& spec, const ir::Type& t) {
   auto colon = spec.find(':');
   std::string ty = colon == std::string::npos ? "" : spec.substr(0, colon);
   std::string val = colon == std::string::npos ? spec : spec.substr(colon + 1);
@@ -180,34 +184,18 @@ uint64_t parse_scalar(const std::string& name, const std::string& spec, const ir
     if (ir::is_float(t.elem)) {
       double v = std::stod(val, &used);
       if (used != val.size()) throw std::invalid_argument(val);
-      if (t.elem == Elem::f32) {
-        float f = static_cast<float>(v);
-        uint32_t b;
-        std::memcpy(&b, &f, 4);
-        return b;
-      }
-      if (t.elem == Elem::f64) {
-        uint64_t b;
-        std::memcpy(&b, &v, 8);
-        return b;
-      }
-      return ir::float_to_bits(t.elem, v);
+      return v;
     }
-    if (val == "true") return 1;
-    if (val == "false") return 0;
-    const int bits = ir::elem_bits(t.elem);
+    if (val == "true") return true;
+    if (val == "false") return false;
     if (ir::is_unsigned_name(ty)) {
       uint64_t u = std::stoull(val, &used, 0);
       if (used != val.size() || val[0] == '-') throw std::invalid_argument(val);
-      if (bits < 64 && u >> bits) throw std::out_of_range(val);
       return u;
     }
     int64_t v = std::stoll(val, &used, 0);
     if (used != val.size()) throw std::invalid_argument(val);
-    // Either the signed or the unsigned range of the width (TTIR is signless).
-    if (bits < 64 && (v < -(int64_t{1} << (bits - 1)) || v >= (int64_t{1} << bits)))
-      throw std::out_of_range(val);
-    return static_cast<uint64_t>(v);
+    return v;
   } catch (const std::out_of_range&) {
     throw Error(fmt::format("--arg {}: {} does not fit in {}", name, val, t.str()));
   } catch (const std::logic_error&) {
@@ -224,17 +212,42 @@ struct RunReport {
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
 /// printf output reaches the terminal while it runs).
-class PrintToStdout : public exec::Observer {
- public:
-  exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kPrint, {}, {}}; }
-  void on_print(const exec::PrintEvent& e, void*) override {
-    std::lock_guard<std::mutex> g(mu_);
-    std::cout << e.text << std::flush;
-  }
 
- private:
-  std::mutex mu_;
-};
+std::string read_text_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("{}: is a directory, not a TTIR file", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(fmt::format("{}: cannot read file", path));
+  return ss.str();
+}
+
+// `X[,Y[,Z]]` (or `XxYxZ`), checked against CUDA's limits (exec::check_grid).
+std::array<int64_t, 3> parse_grid(const std::string& grid_s) {
+  static const std::regex grid_re(R"(^[0-9]+([,x][0-9]+){0,2}$)");
+  if (!std::regex_match(grid_s, grid_re))
+    throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with non-negative integers", grid_s));
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::regex num("[0-9]+");
+  int d = 0;
+  for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator();
+       ++it, ++d) {
+    try {
+      grid[d] = std::stoll(it->str());
+    } catch (const std::logic_error&) {
+      throw Error(fmt::format("--grid {}: '{}' is too large", grid_s, it->str()));
+    }
+  }
+  try {
+    exec::check_grid(grid);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--grid {}: {}", grid_s, e.what()));
+  }
+  return grid;
+}
 
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -245,30 +258,13 @@ void write_text_file(const std::string& path, const std::string& text) {
 int run_command(const std::string& ttir, std::string kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
                 uint64_t seed, bool time, const RunReport& rep) {
-  ir::Module m = ir::read_file(ttir);
-  ir::verify(m);
-  const ir::Function* fn = kernel.empty() ? m.entry() : m.find(kernel);
-  if (!fn)
-    throw Error(kernel.empty() ? fmt::format("{}: no public tt.func", ttir)
-                               : fmt::format("{}: no function named '{}'", ttir, kernel));
-  kernel = fn->name;
-
-  std::array<int64_t, 3> grid{1, 1, 1};
-  {
-    static const std::regex grid_re(R"(^[0-9]+([,x][0-9]+){0,2}$)");
-    if (!std::regex_match(grid_s, grid_re))
-      throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with positive integers", grid_s));
-    std::regex num("[0-9]+");
-    int d = 0;
-    for (auto it = std::sregex_iterator(grid_s.begin(), grid_s.end(), num); it != std::sregex_iterator();
-         ++it, ++d) {
-      try {
-        grid[d] = std::stoll(it->str());
-      } catch (const std::logic_error&) {
-        throw Error(fmt::format("--grid {}: '{}' is too large", grid_s, it->str()));
-      }
-    }
-  }
+  launch::LaunchRecord rec;
+  rec.ttir = read_text_file(ttir);
+  rec.ttir_file = ttir;
+  std::shared_ptr<launch::Kernel> k = launch::compile(rec.ttir, ttir);
+  const ir::Function& fn = k->function(kernel);
+  rec.kernel = fn.name;
+  rec.grid = parse_grid(grid_s);
 
   std::map<std::string, std::string> given;
   for (const auto& a : arg_specs) {
@@ -278,16 +274,14 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
       throw Error(fmt::format("--arg {}: given twice", a.substr(0, eq)));
   }
   std::mt19937_64 rng(seed);
-  exec::Memory memory;
   std::vector<HostBuffer> hosts;
-  hosts.reserve(fn->args().size());
+  hosts.reserve(fn.args().size());
   std::map<std::string, int> buffer_of;
-  std::vector<exec::Arg> args;
-  for (const auto& a : fn->args()) {
+  for (const auto& a : fn.args()) {
     const ir::Type& t = *a->type;
     auto it = given.find(a->name);
     if (it == given.end())
-      throw Error(fmt::format("kernel '{}' needs --arg {}=... ({})", kernel, a->name, t.str()));
+      throw Error(fmt::format("kernel '{}' needs --arg {}=... ({})", fn.name, a->name, t.str()));
     const std::string& spec = it->second;
     if (t.elem == Elem::ptr || t.elem == Elem::tensordesc) {
       Elem pointee = t.elem == Elem::ptr ? (t.pointee && !t.pointee->is_tensor ? t.pointee->elem : Elem::none)
@@ -297,27 +291,19 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
       bool npy = spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0;
       hosts.push_back(npy ? from_npy(a->name, spec, pointee) : generate(a->name, spec, pointee, rng));
       HostBuffer& h = hosts.back();
-      exec::Buffer b;
-      b.name = a->name;
-      b.dtype = h.elem;
-      b.host = h.data.data();
-      b.bytes = h.data.size();
-      b.shape = h.shape;
-      b.strides.assign(h.shape.size(), 1);
+      std::vector<int64_t> strides(h.shape.size(), 1);
       for (int d = static_cast<int>(h.shape.size()) - 2; d >= 0; --d)
-        b.strides[d] = b.strides[d + 1] * h.shape[d + 1];
-      int id = memory.add(std::move(b));
+        strides[d] = strides[d + 1] * h.shape[d + 1];
       buffer_of[a->name] = static_cast<int>(hosts.size()) - 1;
-      args.push_back(exec::Arg::buf(id));
+      rec.args.push_back(
+          launch::ArgRecord::buffer(a->name, h.elem, h.data.data(), h.data.size(), h.shape, strides));
     } else {
-      exec::Arg s;
-      s.bits = parse_scalar(a->name, spec, t);
-      args.push_back(s);
+      rec.args.push_back(launch::ArgRecord::scalar(a->name, parse_scalar(a->name, spec, t)));
     }
     given.erase(it);
   }
   if (!given.empty())
-    throw Error(fmt::format("kernel '{}' has no argument named '{}'", kernel, given.begin()->first));
+    throw Error(fmt::format("kernel '{}' has no argument named '{}'", fn.name, given.begin()->first));
 
   std::vector<std::pair<std::string, std::string>> save_list;
   for (const auto& s : saves) {
@@ -325,29 +311,19 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
     if (eq == std::string::npos) throw Error(fmt::format("--save {}: expected NAME=PATH.npy", s));
     std::string name = s.substr(0, eq);
     if (!buffer_of.count(name))
-      throw Error(fmt::format("--save {}: '{}' is not a pointer argument of '{}'", s, name, kernel));
+      throw Error(fmt::format("--save {}: '{}' is not a pointer argument of '{}'", s, name, fn.name));
     save_list.emplace_back(name, s.substr(eq + 1));
   }
 
-  exec::Engine engine(m);
-  analysis::SanitizerOptions so;
-  so.abort_on_first = rep.abort_on_first;
-  so.poison = rep.poison;
-  analysis::Sanitizer sanitizer(m, so);
-  PrintToStdout prints;
-  exec::LaunchOptions opts;
-  opts.grid = grid;
+  launch::RunOptions opts;
+  opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
   opts.threads = threads;
-  opts.observers = {&sanitizer, &prints};
-  auto t0 = std::chrono::steady_clock::now();
-  exec::LaunchStats st = engine.launch(kernel, args, memory, opts);
-  auto t1 = std::chrono::steady_clock::now();
-  if (st.stopped) std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
+  opts.print = [](std::string_view text) { std::cout << text << std::flush; };
+  launch::RunResult r = launch::run_launch(*k, rec, opts);
+  if (r.stats.stopped) std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
   if (time)
-    std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n",
-                             std::chrono::duration<double, std::milli>(t1 - t0).count(), st.programs);
-  sanitizer.finish(analysis::LaunchInfo{kernel, {}});
-  const auto& findings = sanitizer.findings();
+    std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n", r.seconds * 1e3, r.stats.programs);
+  const auto& findings = r.findings;
   bool color = rep.color == "always" || (rep.color == "auto" && isatty(STDERR_FILENO));
   if (!findings.empty())
     std::cerr << report::to_text(findings, color) << "tilescope: " << report::summary_line(findings) << "\n";

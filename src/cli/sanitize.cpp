@@ -24,7 +24,6 @@
 #include <set>
 #include <sstream>
 
-#include "src/cli/merge_findings.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
 
@@ -195,7 +194,7 @@ int sanitize_command(const SanitizeOptions& o) {
   std::vector<analysis::Finding> findings;
   try {
     json all = read_findings(dir, processes, launches);
-    findings = cli::merge_findings(report::from_json(all));
+    findings = report::merge(report::from_json(all));
   } catch (...) {
     std::error_code ec;
     fs::remove_all(dir, ec);

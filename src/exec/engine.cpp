@@ -533,6 +533,15 @@ void build_dispatch(Dispatch& d, const Plan& plan, const FunctionPlan& kernel,
 
 }  // namespace
 
+void check_grid(const std::array<int64_t, 3>& grid) {
+  // CUDA's launch limits on sm_90 (cudaDeviceProp::maxGridSize): x < 2^31, y and z <= 65535. Their
+  // product stays below 2^63, so the program count never overflows.
+  static constexpr int64_t kMax[3] = {INT32_MAX, 65535, 65535};
+  for (int d = 0; d < 3; ++d)
+    if (grid[d] < 0 || grid[d] > kMax[d])
+      throw Error(fmt::format("grid dimension {} is {}: CUDA allows 0 to {}", "xyz"[d], grid[d], kMax[d]));
+}
+
 LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& args, Memory& memory,
                            const LaunchOptions& opts) {
   const ir::Function* fn = impl_->module.find(kernel);
@@ -549,11 +558,8 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   }
   L.plan = &impl_->plan;
   L.memory = &memory;
-  for (int d = 0; d < 3; ++d) {
-    if (opts.grid[d] <= 0 || opts.grid[d] > INT32_MAX)
-      throw Error(fmt::format("grid dimension {} is {}: each must be in [1, 2^31)", d, opts.grid[d]));
-    L.grid[d] = opts.grid[d];
-  }
+  check_grid(opts.grid);
+  L.grid = opts.grid;
   L.programs = L.grid[0] * L.grid[1] * L.grid[2];
 
   // Bind arguments to the entry block's argument slots.
@@ -604,6 +610,8 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     }
     L.arg_values.emplace_back(s, std::move(bytes));
   }
+
+  if (L.programs == 0) return LaunchStats{};  // an empty grid launches nothing, as on the GPU
 
   L.cancel = opts.cancel;
   int threads =

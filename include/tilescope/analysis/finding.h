@@ -86,4 +86,10 @@ struct Finding {
   std::string summary;                    // one line: what happened
 };
 
+/// The launch findings come from (filled in by the runner: Finding::kernel and launch_stack).
+struct LaunchInfo {
+  std::string kernel;
+  std::vector<std::string> stack;  // Python launch stack, innermost last
+};
+
 }  // namespace tilescope::analysis

@@ -29,16 +29,12 @@
 #include <string>
 #include <vector>
 
+#include "tilescope/analysis/analysis.h"
 #include "tilescope/analysis/finding.h"
 #include "tilescope/exec/events.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::analysis {
-
-struct LaunchInfo {
-  std::string kernel;
-  std::vector<std::string> stack;  // Python launch stack, innermost last
-};
 
 struct SanitizerOptions {
   /// Stop the launch at the first finding (LaunchContext::request_stop: Engine::launch returns with
@@ -48,7 +44,7 @@ struct SanitizerOptions {
   int max_first = 5;   // how many program ids / lanes to keep
 };
 
-class Sanitizer : public exec::Observer {
+class Sanitizer : public Analysis {
  public:
   /// `module` must outlive the Sanitizer. One Sanitizer may observe many launches of the module's
   /// kernels, one at a time; call finish() after each launch.
@@ -74,6 +70,11 @@ class Sanitizer : public exec::Observer {
   const std::vector<Finding>& findings() const;
   /// Ops watched for the poison analyses (for tests and the overhead report).
   size_t watched_ops() const;
+
+  /// Analysis: finish() and append this launch's findings to `out`.
+  void collect(const LaunchInfo& info, std::vector<Finding>& out) override;
+  /// {"watched_ops": N, "tracked_values": M}
+  nlohmann::json statistics() const override;
 
   struct Impl;
 

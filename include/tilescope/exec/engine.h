@@ -46,6 +46,11 @@ class Interrupted : public Error {
   using Error::Error;
 };
 
+/// Check a launch grid against CUDA's limits: x in [0, 2^31), y and z in [0, 65535]; a dimension of 0
+/// launches no program (as on the GPU, where Triton skips the launch). Throws tilescope::Error. Every
+/// entry point (the engine, the CLI, the Python front door, launch records) checks grids with it.
+void check_grid(const std::array<int64_t, 3>& grid);
+
 class Engine {
  public:
   /// `module` must outlive the Engine. Throws tilescope::Error for ops it cannot run.

@@ -35,6 +35,12 @@ std::vector<analysis::Finding> from_json(const nlohmann::json& j);
 /// and the cause as related locations.
 nlohmann::json to_sarif(const std::vector<analysis::Finding>& findings);
 
+/// Group findings across launches and processes: the same kind at the same site of the same kernel (the
+/// same buffer for out-of-bounds kinds, the same cause op for poison kinds) becomes one finding with
+/// summed counts (at most `keep` first program ids and lanes). Used by `tilescope sanitize` (every child
+/// process) and the Python module (every launch of one process).
+std::vector<analysis::Finding> merge(const std::vector<analysis::Finding>& findings, size_t keep = 5);
+
 /// A diagnostic (tilescope::Error) as text: "error: file.ttir:12:7: message (kernel.py:33:9)", then one
 /// "  = note: ..." line per note. `color`: ANSI colours.
 std::string diagnostic_to_text(const Diagnostic& d, bool color);

@@ -1,21 +1,15 @@
-// Group findings across launches and processes: the same kind at the same site of the same kernel
-// (the same buffer for out-of-bounds kinds, the same cause op for poison kinds) becomes one finding
-// with summed counts. Used by `tilescope sanitize` (findings of every child process) and the native
-// module (every launch of one process). Header-only so both use it without another library.
-#pragma once
-
+// Grouping findings across launches and processes (see report.h: merge).
 #include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include "tilescope/analysis/finding.h"
+#include "tilescope/report/report.h"
 
-namespace tilescope::cli {
+namespace tilescope::report {
 
-inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis::Finding>& in,
-                                                     size_t keep = 5) {
+std::vector<analysis::Finding> merge(const std::vector<analysis::Finding>& in, size_t keep) {
   using Key =
       std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
   std::map<Key, size_t> index;
@@ -87,4 +81,4 @@ inline std::vector<analysis::Finding> merge_findings(const std::vector<analysis:
   return out;
 }
 
-}  // namespace tilescope::cli
+}  // namespace tilescope::report
