@@ -229,7 +229,7 @@ std::string read_text_file(const std::string& path) {
 std::array<int64_t, 3> parse_grid(const std::string& grid_s) {
   static const std::regex grid_re(R"(^[0-9]+([,x][0-9]+){0,2}$)");
   if (!std::regex_match(grid_s, grid_re))
-    throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with non-negative integers", grid_s));
+    throw Error(fmt::format("--grid {}: expected X[,Y[,Z]] with positive integers", grid_s));
   std::array<int64_t, 3> grid{1, 1, 1};
   std::regex num("[0-9]+");
   int d = 0;
@@ -246,6 +246,9 @@ std::array<int64_t, 3> parse_grid(const std::string& grid_s) {
   } catch (const Error& e) {
     throw Error(fmt::format("--grid {}: {}", grid_s, e.what()));
   }
+  // The engine runs an empty grid as the GPU does (no program); asking for one by hand is a mistake.
+  for (int64_t g : grid)
+    if (g == 0) throw Error(fmt::format("--grid {}: every dimension must be at least 1", grid_s));
   return grid;
 }
 
