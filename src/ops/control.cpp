@@ -147,7 +147,8 @@ void lower_nop(const Op&, Planner&, Step& s) { s.fn = run_nop; }
 // argument promotion of the NVIDIA backend, printfPromoteValue in
 // third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/TargetInfo.cpp. The prefix arrives as the frontend
 // normalised it (" x: "); the lowering pastes it into the printf format, so "%%" in it prints "%".
-// Checked on an H200 against every element type, hex and not (tests/lit/print_*.ttir say how).
+// Checked on an H200 for every element type, hex and not (tests/gpu/print_reference.py and the lines
+// it recorded, tests/gpu/data/print_h200.txt.gz).
 //
 // Where we differ from the GPU, on purpose:
 // - Lines come once per element, row-major, operand by operand. The GPU prints the elements each
@@ -173,7 +174,8 @@ int index_width(int64_t dim) {
   return w;
 }
 
-// printf into a std::string (the GPU's text is formatted by the host's printf: "(nil)", "-nan").
+// printf into a std::string. The GPU's text is formatted on the host by glibc's printf, whose
+// spellings ("(nil)", "-nan") we write ourselves so that another C library cannot change them.
 template <class... A>
 std::string c_format(const char* f, A... a) {
   int n = std::snprintf(nullptr, 0, f, a...);
@@ -192,17 +194,20 @@ std::string format_element(const std::byte* at, ir::Elem e, bool hex, bool is_si
   if (e == ir::Elem::ptr) {
     uint64_t a;
     std::memcpy(&a, at, 8);
-    return c_format("%p", reinterpret_cast<void*>(static_cast<uintptr_t>(a)));
+    return a ? fmt::format("0x{:x}", a) : "(nil)";
   }
   const int bits = ir::elem_bits(e);
   uint64_t raw = 0;
   std::memcpy(&raw, at, static_cast<size_t>(ir::elem_bytes(e)));
   if (bits < 64) raw &= (uint64_t{1} << bits) - 1;
   if (ir::is_float(e) && bits >= 16) {
-    // fpext to f64: exact, and a NaN keeps its sign ("-nan"), which decoding f16/bf16 drops.
-    double v = ir::float_from_bits(e, raw);
-    if (std::isnan(v)) v = std::copysign(v, (raw >> (bits - 1)) & 1 ? -1.0 : 1.0);
-    if (!hex) return c_format("%f", v);
+    const double v = ir::float_from_bits(e, raw);  // fpext to f64 (exact)
+    if (!hex) {
+      // fpext keeps a NaN's sign, which decoding f16/bf16 drops: take it from the bits.
+      if (std::isnan(v)) return (raw >> (bits - 1)) & 1 ? "-nan" : "nan";
+      if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+      return c_format("%f", v);
+    }
     uint64_t b = std::bit_cast<uint64_t>(v);
     if (bits > 32) return c_format("0x%016llx", static_cast<unsigned long long>(b));
     return c_format("0x%0*x", bits / 4, static_cast<unsigned>(b));  // the f64's low 32 bits

@@ -1,7 +1,7 @@
 // tt.print text against what Triton 3.6 prints on an NVIDIA GPU. Expected lines come from two
 // sources, never from tilescope:
-//  - lines an H200 printed (Triton 3.6.0, torch 2.11, driver 580; tests/lit/print_hex.ttir's header
-//    has the script), written here as literals;
+//  - lines an H200 printed (Triton 3.6.0, torch 2.11, driver 580; tests/gpu/print_reference.py
+//    recorded them in tests/gpu/data/print_h200.txt.gz), written here as literals;
 //  - a second writing of the rule, below, that follows the lowering's own code instead of
 //    control.cpp's: the printf format PrintOpConversion (lib/Conversion/TritonGPUToLLVM/
 //    PrintOpToLLVM.cpp, v3.6.0) builds, widths through std::log10 as it computes them, conversions
