@@ -1,7 +1,11 @@
 // Structured control flow, calls, print and assert (reference §2.3, §1.6, §1.7).
 #include <fmt/format.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "src/exec/dispatch.h"
 #include "src/ops/ops.h"
@@ -132,45 +136,102 @@ void lower_call(const Op& op, Planner& pl, Step& s) {
 void lower_nop(const Op&, Planner&, Step& s) { s.fn = run_nop; }
 
 // ---------------------------------------------------------------------------------------------
-// tt.print: one line per element, as the GPU prints (reference §5, device_print row):
-// `pid (x, y, z) idx (i, j) <prefix><value>`. The text of one print op of one program is one
-// PrintEvent; the engine writes it nowhere (the front door does).
+// tt.print: the text Triton 3.6's CUDA lowering makes the GPU print, one line per element:
+//
+//   pid (X, Y, Z) idx (I, J, ...)<prefix>[(operand N) ]<value>
+//
+// Source: PrintOpConversion in lib/Conversion/TritonGPUToLLVM/PrintOpToLLVM.cpp (v3.6.0):
+// matchAndRewrite (no operands: "pid (%u, %u, %u)" then the prefix, no space between; index widths),
+// printTensor (the line; "(operand N) " only when the op has several operands; its cut of indices
+// past rank 27 never applies, the reader allows rank 16) and getFormatSubstr (the conversions), with the
+// argument promotion of the NVIDIA backend, printfPromoteValue in
+// third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/TargetInfo.cpp. The prefix arrives as the frontend
+// normalised it (" x: "); the lowering pastes it into the printf format, so "%%" in it prints "%".
+// Checked on an H200 for every element type, hex and not (tests/gpu/print_reference.py and the lines
+// it recorded, tests/gpu/data/print_h200.txt.gz).
+//
+// Where we differ from the GPU, on purpose:
+// - Lines come once per element, row-major, operand by operand. The GPU prints the elements each
+//   thread holds, so lines come in thread order, and an element that several threads hold (a scalar,
+//   a print without operands, a broadcast layout) comes once per thread: 32 * num_warps times for a
+//   scalar. Triton's own tests compare the lines as a multiset for that reason.
+// - hex=true on f16/bf16/f32: the lowering passes the value as an f64 and prints it with "%0<n>x",
+//   which reads the first 4 bytes of the argument slot. When that slot is 8-byte aligned (3 pid words
+//   plus an odd number of index words: rank 1, 3, ...) the GPU prints the low 32 bits of the f64
+//   (always 0 for f16/bf16); otherwise it prints the 4 padding bytes before the f64, which hold
+//   whatever the stack held (seen: varying small numbers). We print the low 32 bits for every rank.
+// The text of one print op of one program is one PrintEvent; the engine writes it nowhere (the front
+// door does).
 
 namespace {
 
-std::string format_value(const Program& p, int slot, const ir::Type* t, int64_t i, bool hex, bool is_signed) {
-  const std::byte* base = p.slot[slot];
-  ir::Elem e = t->elem;
-  if (ir::is_float(e)) {
-    double v;
-    if (e == ir::Elem::f32) {
-      float f;
-      std::memcpy(&f, base + 4 * i, 4);
-      v = f;
-    } else if (e == ir::Elem::f64)
-      std::memcpy(&v, base + 8 * i, 8);
-    else {
-      uint64_t bits = 0;
-      std::memcpy(&bits, base + i * ir::elem_bytes(e), static_cast<size_t>(ir::elem_bytes(e)));
-      v = ir::float_from_bits(e, bits);
-    }
-    return hex ? fmt::format("{:a}", v) : fmt::format("{:f}", v);
-  }
+// Index field width: getFormatSubstr(index, width = ceil(log10(dim))) for dim > 0, else 0, i.e.
+// printf "%<w>u". Integer form of the same rule: the least w with 10^w >= dim (1 -> 0, 8 -> 1,
+// 10 -> 1, 16 -> 2, 1024 -> 4).
+int index_width(int64_t dim) {
+  int w = 0;
+  for (int64_t p = 1; p < dim; p *= 10) ++w;  // dim <= 2^20 (the verifier's bound on a tensor)
+  return w;
+}
+
+// printf into a std::string. The GPU's text is formatted on the host by glibc's printf, whose
+// spellings ("(nil)", "-nan") we write ourselves so that another C library cannot change them.
+template <class... A>
+std::string c_format(const char* f, A... a) {
+  int n = std::snprintf(nullptr, 0, f, a...);
+  std::string s(static_cast<size_t>(n), '\0');
+  std::snprintf(s.data(), s.size() + 1, f, a...);
+  return s;
+}
+
+// One element as vprintf prints it. getFormatSubstr picks the conversion from the LLVM type of the
+// value: a pointer "%p" (hex or not); hex=true "0x%0<bits/4>x", with "ll" above 32 bits (so i1 is
+// "0x%00x"); f16/bf16/f32/f64 "%f"; other integers "%i" / "%lli" when isSigned, else "%u" / "%llu".
+// fp8 values are i8 in LLVM, so they print as their bit pattern (isSigned is 0 for floats).
+// printfPromoteValue widens integers under 32 bits to i32 (sign-extended when isSigned, so an i8 -1
+// prints as 0xffffffff under hex) and f16/bf16/f32 to f64.
+std::string format_element(const std::byte* at, ir::Elem e, bool hex, bool is_signed) {
   if (e == ir::Elem::ptr) {
     uint64_t a;
-    std::memcpy(&a, base + 8 * i, 8);
-    return fmt::format("0x{:x}", a);
+    std::memcpy(&a, at, 8);
+    return a ? fmt::format("0x{:x}", a) : "(nil)";
   }
-  int nb = ir::elem_bytes(e);
-  uint64_t u = 0;
-  std::memcpy(&u, base + i * nb, static_cast<size_t>(nb));
-  int bits = ir::elem_bits(e);
-  if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-  if (hex) return fmt::format("0x{:0{}x}", u, std::max(1, nb * 2));
-  if (is_signed && bits < 64 && (u >> (bits - 1)) & 1)
-    return fmt::format("{}", static_cast<int64_t>(u | ~((uint64_t{1} << bits) - 1)));
-  if (is_signed) return fmt::format("{}", static_cast<int64_t>(u));
-  return fmt::format("{}", u);
+  const int bits = ir::elem_bits(e);
+  uint64_t raw = 0;
+  std::memcpy(&raw, at, static_cast<size_t>(ir::elem_bytes(e)));
+  if (bits < 64) raw &= (uint64_t{1} << bits) - 1;
+  if (ir::is_float(e) && bits >= 16) {
+    const double v = ir::float_from_bits(e, raw);  // fpext to f64 (exact)
+    if (!hex) {
+      // fpext keeps a NaN's sign, which decoding f16/bf16 drops: take it from the bits.
+      if (std::isnan(v)) return (raw >> (bits - 1)) & 1 ? "-nan" : "nan";
+      if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+      return c_format("%f", v);
+    }
+    uint64_t b = std::bit_cast<uint64_t>(v);
+    if (bits > 32) return c_format("0x%016llx", static_cast<unsigned long long>(b));
+    return c_format("0x%0*x", bits / 4, static_cast<unsigned>(b));  // the f64's low 32 bits
+  }
+  if (bits > 32) {
+    if (hex) return c_format("0x%016llx", static_cast<unsigned long long>(raw));
+    return is_signed ? c_format("%lli", static_cast<long long>(raw))
+                     : c_format("%llu", static_cast<unsigned long long>(raw));
+  }
+  uint32_t w = static_cast<uint32_t>(raw);  // i1, i8, i16, fp8 bits: extended to 32 bits
+  if (is_signed && bits < 32 && ((raw >> (bits - 1)) & 1)) w |= ~((uint32_t{1} << bits) - 1);
+  if (hex) return c_format("0x%0*x", bits / 4, w);
+  return is_signed ? c_format("%i", static_cast<int>(w)) : c_format("%u", w);
+}
+
+// The prefix as printf prints it: the lowering puts it into the format string, where "%%" is one
+// "%". Any other "%" would make the GPU read arguments that are not there; we keep it as written.
+std::string printf_literal(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    out += s[i];
+    if (s[i] == '%' && i + 1 < s.size() && s[i + 1] == '%') ++i;
+  }
+  return out;
 }
 
 void run_print(Program& p, const Step& s) {
@@ -179,26 +240,36 @@ void run_print(Program& p, const Step& s) {
   const ir::Attr* pre = op.attr("prefix");
   const ir::Attr* hexa = op.attr("hex");
   const ir::Attr* sg = op.attr("isSigned");
-  bool hex = hexa && hexa->b;
+  const bool hex = hexa && hexa->b;
+  const std::string prefix = printf_literal(pre ? pre->s : "");
+  const std::string pid = fmt::format("pid ({}, {}, {})", static_cast<uint32_t>(p.pid[0]),
+                                      static_cast<uint32_t>(p.pid[1]), static_cast<uint32_t>(p.pid[2]));
   std::string out;
-  std::string pid = fmt::format("pid ({}, {}, {})", p.pid[0], p.pid[1], p.pid[2]);
-  if (s.in.empty()) out = fmt::format("{} {}\n", pid, pre ? pre->s : "");
+  if (s.in.empty()) out = pid + prefix + "\n";
   for (size_t a = 0; a < s.in.size(); ++a) {
     const ir::Type* t = s.in_types[a];
-    bool is_signed = !sg || a >= sg->ints.size() || sg->ints[a] != 0;
-    int64_t n = t->numel();
-    for (int64_t i = 0; i < n; ++i) {
-      std::string idx;
-      int64_t rem = i;
-      std::vector<int64_t> coord(t->shape.size());
-      for (int d = static_cast<int>(t->shape.size()) - 1; d >= 0; --d) {
-        coord[d] = rem % t->shape[d];
-        rem /= t->shape[d];
+    // Missing isSigned (older TTIR): signed, as before.
+    const bool is_signed = !sg || a >= sg->ints.size() || sg->ints[a] > 0;
+    const std::string operand = s.in.size() > 1 ? fmt::format("(operand {}) ", a) : "";
+    const size_t rank = t->shape.size();
+    std::vector<int> width(rank);
+    for (size_t d = 0; d < rank; ++d) width[d] = index_width(t->shape[d]);
+    const std::byte* base = p.slot[s.in[a]];
+    const int64_t eb = ir::elem_bytes(t->elem);
+    std::vector<int64_t> coord(rank, 0);
+    for (int64_t i = 0, n = t->numel(); i < n; ++i) {
+      out += pid;
+      out += " idx (";
+      for (size_t d = 0; d < rank; ++d) out += fmt::format("{}{:>{}}", d ? ", " : "", coord[d], width[d]);
+      out += ")";
+      out += prefix;
+      out += operand;
+      out += format_element(base + i * eb, t->elem, hex, is_signed);
+      out += "\n";
+      for (size_t d = rank; d-- > 0;) {  // next row-major index
+        if (++coord[d] < t->shape[d]) break;
+        coord[d] = 0;
       }
-      for (size_t d = 0; d < coord.size(); ++d) idx += (d ? ", " : "") + std::to_string(coord[d]);
-      if (coord.empty()) idx = "0";
-      out += fmt::format("{} idx ({}){}{}\n", pid, idx, pre ? pre->s : "",
-                         format_value(p, s.in[a], t, i, hex, is_signed));
     }
   }
   exec::PrintEvent e{&op, p.pid, std::move(out)};
