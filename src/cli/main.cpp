@@ -121,7 +121,7 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
     try {
       size_t used = 0;
       full = std::stod(m[5], &used);
-      if (used != m[5].length()) throw std::invalid_argument(m[5]);
+      if (static_cast<std::ptrdiff_t>(used) != m[5].length()) throw std::invalid_argument(m[5]);
     } catch (const std::logic_error&) {
       throw Error(fmt::format("--arg {}: full={} is not a number", name, m[5].str()));
     }

@@ -998,16 +998,37 @@ void lower_float_unary(const Op& op, Planner& p, Step& s) {
 #define TS_CASE(str, F) else if (n == str) fn = float_unary_kernel<F>(e);
     if (false) {
     }
+    // clang-format off: the chain of TS_CASEs, one per line
     TS_CASE("exp", Exp)
     TS_CASE("exp2", Exp2)
-    TS_CASE("log", Log) TS_CASE("log2", Log2) TS_CASE("sqrt", Sqrt) TS_CASE("rsqrt", Rsqrt)
-        TS_CASE("absf", AbsF) TS_CASE("floor", Floor) TS_CASE("ceil", Ceil) TS_CASE("erf", Erf)
-            TS_CASE("sin", Sin) TS_CASE("cos", Cos) TS_CASE("tan", Tan) TS_CASE("tanh", Tanh)
-                TS_CASE("expm1", Expm1) TS_CASE("log1p", Log1p) TS_CASE("log10", Log10) TS_CASE("cbrt", Cbrt)
-                    TS_CASE("trunc", Trunc) TS_CASE("round", Round) TS_CASE("roundeven", RoundEven)
-                        TS_CASE("sinh", Sinh) TS_CASE("cosh", Cosh) TS_CASE("asin", Asin)
-                            TS_CASE("acos", Acos) TS_CASE("atan", Atan) TS_CASE("asinh", Asinh)
-                                TS_CASE("acosh", Acosh) TS_CASE("atanh", Atanh)
+    TS_CASE("log", Log)
+    TS_CASE("log2", Log2)
+    TS_CASE("sqrt", Sqrt)
+    TS_CASE("rsqrt", Rsqrt)
+    TS_CASE("absf", AbsF)
+    TS_CASE("floor", Floor)
+    TS_CASE("ceil", Ceil)
+    TS_CASE("erf", Erf)
+    TS_CASE("sin", Sin)
+    TS_CASE("cos", Cos)
+    TS_CASE("tan", Tan)
+    TS_CASE("tanh", Tanh)
+    TS_CASE("expm1", Expm1)
+    TS_CASE("log1p", Log1p)
+    TS_CASE("log10", Log10)
+    TS_CASE("cbrt", Cbrt)
+    TS_CASE("trunc", Trunc)
+    TS_CASE("round", Round)
+    TS_CASE("roundeven", RoundEven)
+    TS_CASE("sinh", Sinh)
+    TS_CASE("cosh", Cosh)
+    TS_CASE("asin", Asin)
+    TS_CASE("acos", Acos)
+    TS_CASE("atan", Atan)
+    TS_CASE("asinh", Asinh)
+    TS_CASE("acosh", Acosh)
+    TS_CASE("atanh", Atanh)
+    // clang-format on
 #undef TS_CASE
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.out_types[0]->str()));
@@ -1051,11 +1072,19 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
 #define TS_CASE(str, P) else if (pred == str) fn = int_cmp_kernel<P>(ie);
     if (false) {
     }
+    // clang-format off: the chain of TS_CASEs, one per line
     TS_CASE("eq", Eq)
     TS_CASE("ne", Ne)
-    TS_CASE("slt", Slt) TS_CASE("sle", Sle) TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult)
-        TS_CASE("ule", Ule) TS_CASE("ugt", Ugt)
-            TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
+    TS_CASE("slt", Slt)
+    TS_CASE("sle", Sle)
+    TS_CASE("sgt", Sgt)
+    TS_CASE("sge", Sge)
+    TS_CASE("ult", Ult)
+    TS_CASE("ule", Ule)
+    TS_CASE("ugt", Ugt)
+    TS_CASE("uge", Uge)
+    else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
+    // clang-format on
 #undef TS_CASE
   } else {
     const std::string pred = enum_attr(op, "predicate",
@@ -1078,12 +1107,25 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
 #define TS_CASE(str, P) else if (pred == str) fn = float_cmp_kernel<P>(e);
     if (false) {
     }
+    // clang-format off: the chain of TS_CASEs, one per line
     TS_CASE("false", FFalse)
     TS_CASE("oeq", FOeq)
-    TS_CASE("ogt", FOgt) TS_CASE("oge", FOge) TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne)
-        TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt) TS_CASE("uge", FUge)
-            TS_CASE("ult", FUlt) TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE(
-                "true", FTrue) else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+    TS_CASE("ogt", FOgt)
+    TS_CASE("oge", FOge)
+    TS_CASE("olt", FOlt)
+    TS_CASE("ole", FOle)
+    TS_CASE("one", FOne)
+    TS_CASE("ord", FOrd)
+    TS_CASE("ueq", FUeq)
+    TS_CASE("ugt", FUgt)
+    TS_CASE("uge", FUge)
+    TS_CASE("ult", FUlt)
+    TS_CASE("ule", FUle)
+    TS_CASE("une", FUne)
+    TS_CASE("uno", FUno)
+    TS_CASE("true", FTrue)
+    else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+    // clang-format on
 #undef TS_CASE
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.in_types[0]->str()));

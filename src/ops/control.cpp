@@ -184,15 +184,13 @@ void run_print(Program& p, const Step& s) {
     bool is_signed = !sg || a >= sg->ints.size() || sg->ints[a] != 0;
     int64_t n = t->numel();
     for (int64_t i = 0; i < n; ++i) {
-      std::string idx;
       int64_t rem = i;
       std::vector<int64_t> coord(t->shape.size());
       for (int d = static_cast<int>(t->shape.size()) - 1; d >= 0; --d) {
         coord[d] = rem % t->shape[d];
         rem /= t->shape[d];
       }
-      for (size_t d = 0; d < coord.size(); ++d) idx += (d ? ", " : "") + std::to_string(coord[d]);
-      if (coord.empty()) idx = "0";
+      const std::string idx = coord.empty() ? "0" : fmt::format("{}", fmt::join(coord, ", "));
       out += fmt::format("{} idx ({}){}{}\n", pid, idx, pre ? pre->s : "",
                          format_value(p, s.in[a], t, i, hex, is_signed));
     }

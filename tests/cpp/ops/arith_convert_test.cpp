@@ -13,11 +13,11 @@
 
 namespace {
 
+using tilescope::ir::Elem;
 using tilescope::ir::float_from_bits;
 using tilescope::ir::float_to_bits;
 using tilescope::ir::float_to_bits_f32;
 using tilescope::ir::Rounding;
-using tilescope::ir::Elem;
 namespace ew = tilescope::ops::ew;
 
 #include "arith_fp8_ref.inc"
