@@ -13,6 +13,7 @@
 #include <ucontext.h>
 
 #include <atomic>
+#include <cassert>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -329,6 +330,7 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
 }
 
 void resume(Worker& w, Fiber* f) {
+  assert(!w.current && f->worker == &w);  // fibers never nest and never change worker
   w.current = f;
 #ifdef TILESCOPE_ASAN_FIBERS
   __sanitizer_start_switch_fiber(&w.asan_fake_stack, f->stack, kStackBytes);
