@@ -277,13 +277,16 @@ void fiber_entry(unsigned lo, unsigned hi) {
     f->error = std::current_exception();
   }
   f->done = true;
-  // Returning resumes uc_link (the worker's home context); this fiber's stack is done with.
+  // Back to the worker's home context for good; this fiber's stack is done with. An explicit switch,
+  // not a return to uc_link: under TSan the return would run this function's exit hook on the
+  // worker's shadow stack, after the switch below.
 #ifdef TILESCOPE_ASAN_FIBERS
   __sanitizer_start_switch_fiber(nullptr, f->worker->home_stack_bottom, f->worker->home_stack_size);
 #endif
 #ifdef TILESCOPE_TSAN_FIBERS
   __tsan_switch_to_fiber(f->worker->tsan_home, 0);
 #endif
+  setcontext(&f->worker->home);
 }
 
 Fiber* new_fiber(Worker& w) {
