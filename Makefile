@@ -125,7 +125,7 @@ test-tsan: setup-apt
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_LONG_SECONDS ?= 1200
-FUZZ_FLAGS = -timeout=10 -rss_limit_mb=2048 -dict=fuzz/ttir.dict -print_final_stats=1 \
+FUZZ_FLAGS = -timeout=10 -rss_limit_mb=2048 -dict=fuzz/ttir.dict -print_final_stats=1 -print_funcs=0 \
   -artifact_prefix=$(FUZZ_BUILD)/
 fuzz-build: setup-apt
 	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja \

@@ -115,6 +115,8 @@ uint64_t scalar_bits(const nb::handle& v, const ir::Type& t, const std::string& 
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
 
+// nlohmann::json's destructor may allocate (deep trees); a bad_alloc there terminates, as anywhere else.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct LaunchResult {
   exec::LaunchStats stats;
   bool aborted = false;
@@ -149,6 +151,7 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
         throw Error(
             fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", aname, t.str()));
       exec::Buffer b;
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): Python hands over the address as an integer (data_ptr()).
       b.host = reinterpret_cast<std::byte*>(nb::cast<uintptr_t>(d[1]));
       b.bytes = nb::cast<uint64_t>(d[2]);
       std::string dt = nb::cast<std::string>(d[3]);
