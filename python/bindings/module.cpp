@@ -151,7 +151,6 @@ nb::dict launch(const std::shared_ptr<Kernel>& k, const nb::list& args, const st
         throw Error(
             fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", aname, t.str()));
       exec::Buffer b;
-      // NOLINTNEXTLINE(performance-no-int-to-ptr): Python hands over the address as an integer (data_ptr()).
       b.host = reinterpret_cast<std::byte*>(nb::cast<uintptr_t>(d[1]));
       b.bytes = nb::cast<uint64_t>(d[2]);
       std::string dt = nb::cast<std::string>(d[3]);

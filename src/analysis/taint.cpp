@@ -229,8 +229,8 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   }
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t k = w.ops.size(); k-- > 0;) {  // last op first: the mark flows from results to operands
-      const Op* op = w.ops[k];
+    for (auto it = w.ops.rbegin(); it != w.ops.rend(); ++it) {
+      const Op* op = *it;
       if (!propagates(cat[op])) continue;
       bool used = false;
       for (auto& r : op->results) used = used || addr.count(r.get());

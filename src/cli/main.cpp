@@ -353,6 +353,9 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
 }  // namespace
 }  // namespace tilescope::cli
 
+// Only tilescope::Error is a user error; any other exception is our bug, and terminate() (which prints
+// it) is the wanted outcome.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"tilescope: run Triton kernels (TTIR) on the CPU and observe every access"};
   app.require_subcommand(1);

@@ -1929,9 +1929,7 @@ class Reader {
   void func(size_t start) {
     auto f = std::make_unique<Function>();
     f->pos = pos_of(start);
-    if (accept_kw("private"))
-      f->is_public = false;
-    else if (accept_kw("nested"))
+    if (accept_kw("private") || accept_kw("nested"))
       f->is_public = false;
     else
       accept_kw("public");

@@ -995,7 +995,7 @@ void lower_float_unary(const Op& op, Planner& p, Step& s) {
     fn = float_unary_kernel<Sqrt>(e);
   else if (n.starts_with("math.")) {
     n.remove_prefix(5);
-#define TS_CASE(str, F) else if (n == str) fn = float_unary_kernel<F>(e);
+#define TS_CASE(str, F) else if (n == (str)) fn = float_unary_kernel<F>(e);
     if (false) {
     }
     // clang-format off: the chain of TS_CASEs, one per line
@@ -1069,7 +1069,7 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
                                         {9, "uge"}});
     // Pointers compare as unsigned 64-bit addresses (eq/ne in practice).
     const Elem ie = e == Elem::ptr ? Elem::i64 : e;
-#define TS_CASE(str, P) else if (pred == str) fn = int_cmp_kernel<P>(ie);
+#define TS_CASE(str, P) else if (pred == (str)) fn = int_cmp_kernel<P>(ie);
     if (false) {
     }
     // clang-format off: the chain of TS_CASEs, one per line
@@ -1104,7 +1104,7 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
                                         {13, "une"},
                                         {14, "uno"},
                                         {15, "true"}});
-#define TS_CASE(str, P) else if (pred == str) fn = float_cmp_kernel<P>(e);
+#define TS_CASE(str, P) else if (pred == (str)) fn = float_cmp_kernel<P>(e);
     if (false) {
     }
     // clang-format off: the chain of TS_CASEs, one per line
