@@ -185,9 +185,6 @@ TaintPlan build_taint_plan(const ir::Module& m) {
 
   // Backward: values that flow into an address (or a mask deciding which addresses are touched).
   std::unordered_set<const Value*> addr;
-  auto seed = [&](const Op& op, int k) {
-    if (k >= 0 && k < static_cast<int>(op.operands.size())) addr.insert(op.operands[k]);
-  };
   for (const Op* op : w.ops) {
     const Cat c = cat[op];
     const bool memory = op->def->effects & (ir::effect::read | ir::effect::write);

@@ -122,7 +122,7 @@ HostBuffer generate(const std::string& name, const std::string& spec, Elem point
     try {
       size_t used = 0;
       full = std::stod(m[5], &used);
-      if (used != m[5].length()) throw std::invalid_argument(m[5]);
+      if (static_cast<std::ptrdiff_t>(used) != m[5].length()) throw std::invalid_argument(m[5]);
     } catch (const std::logic_error&) {
       throw Error(fmt::format("--arg {}: full={} is not a number", name, m[5].str()));
     }
@@ -342,6 +342,9 @@ int run_command(const std::string& ttir, std::string kernel, const std::string& 
 }  // namespace
 }  // namespace tilescope::cli
 
+// Only tilescope::Error is a user error; any other exception is our bug, and terminate() (which prints
+// it) is the wanted outcome.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"tilescope: run Triton kernels (TTIR) on the CPU and observe every access"};
   app.require_subcommand(1);

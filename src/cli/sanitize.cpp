@@ -10,11 +10,11 @@
 #include "src/cli/sanitize.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,8 +26,6 @@
 
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
-
-extern char** environ;
 
 namespace tilescope::cli {
 namespace fs = std::filesystem;
@@ -46,6 +44,7 @@ std::string self_exe() {
 // still merge and report what it found.
 int run_child(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
   for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   struct sigaction ign {
@@ -151,7 +150,7 @@ int sanitize_main(int argc, char** argv) {
     }
     if (a.empty() || a[0] != '-') break;
     ours.push_back(a);
-    if (with_value.count(a) && i + 1 < argc) ours.push_back(argv[++i]);
+    if (with_value.count(a) && i + 1 < argc) ours.emplace_back(argv[++i]);
   }
   for (; i < argc; ++i) command.emplace_back(argv[i]);
   CLI::App app{"tilescope sanitize"};

@@ -31,6 +31,29 @@
 #include "src/exec/plan.h"
 #include "tilescope/ir/diag.h"
 
+// ASan and TSan must be told about every switch between stacks, or they take a fiber's frames for
+// the worker's (wrong stack bounds, lost shadow, false reports). In other builds this is compiled out.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TILESCOPE_ASAN_FIBERS 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define TILESCOPE_TSAN_FIBERS 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(TILESCOPE_ASAN_FIBERS)
+#define TILESCOPE_ASAN_FIBERS 1
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(TILESCOPE_TSAN_FIBERS)
+#define TILESCOPE_TSAN_FIBERS 1
+#endif
+#ifdef TILESCOPE_ASAN_FIBERS
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef TILESCOPE_TSAN_FIBERS
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace tilescope::exec {
 
 Arg Arg::f64(double v) {
@@ -213,6 +236,8 @@ struct Fiber {
   int64_t index = -1;  // linear program index
   bool done = false;
   std::exception_ptr error;
+  void* asan_fake_stack = nullptr;  // ASan's fake frames of this fiber while it is switched out
+  void* tsan_fiber = nullptr;       // TSan's state for this fiber (one per started program)
 };
 
 }  // namespace
@@ -246,6 +271,10 @@ struct Worker {
   std::exception_ptr error;
   std::vector<std::byte> direct_frame;
   Program direct;
+  void* asan_fake_stack = nullptr;  // the worker thread's, while a fiber runs
+  const void* home_stack_bottom = nullptr;
+  size_t home_stack_size = 0;
+  void* tsan_home = nullptr;  // TSan's state for the worker thread itself
 };
 
 thread_local Worker* tl_worker = nullptr;
@@ -299,13 +328,25 @@ void run_program(Program& p, const Launch& L) {
 
 void fiber_entry(unsigned lo, unsigned hi) {
   auto* f = reinterpret_cast<Fiber*>((static_cast<uintptr_t>(hi) << 32) | lo);
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(nullptr, &f->worker->home_stack_bottom, &f->worker->home_stack_size);
+#endif
   try {
     run_program(f->prog, *f->worker->launch);
   } catch (...) {
     f->error = std::current_exception();
   }
   f->done = true;
-  // Returning resumes uc_link (the worker's home context).
+  // Back to the worker's home context for good; this fiber's stack is done with. An explicit switch,
+  // not a return to uc_link: under TSan the return would run this function's exit hook on the
+  // worker's shadow stack, after the switch below.
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(nullptr, f->worker->home_stack_bottom, f->worker->home_stack_size);
+#endif
+#ifdef TILESCOPE_TSAN_FIBERS
+  __tsan_switch_to_fiber(f->worker->tsan_home, 0);
+#endif
+  setcontext(&f->worker->home);
 }
 
 Fiber* new_fiber(Worker& w) {
@@ -327,6 +368,9 @@ Fiber* new_fiber(Worker& w) {
 }
 
 void free_fiber(Fiber* f) {
+#ifdef TILESCOPE_TSAN_FIBERS
+  if (f->tsan_fiber) __tsan_destroy_fiber(f->tsan_fiber);
+#endif
   munmap(f->stack, kStackBytes);
   delete f;
 }
@@ -335,6 +379,9 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
   f->index = index;
   f->done = false;
   f->error = nullptr;
+#ifdef TILESCOPE_TSAN_FIBERS
+  f->tsan_fiber = __tsan_create_fiber(0);
+#endif
   set_pid(f->prog, *w.launch, index);
   getcontext(&f->ctx);
   f->ctx.uc_stack.ss_sp = f->stack;
@@ -346,10 +393,24 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
 }
 
 void resume(Worker& w, Fiber* f) {
+  assert(!w.current && f->worker == &w);  // fibers never nest and never change worker
   w.current = f;
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(&w.asan_fake_stack, f->stack, kStackBytes);
+#endif
+#ifdef TILESCOPE_TSAN_FIBERS
+  __tsan_switch_to_fiber(f->tsan_fiber, 0);
+#endif
   swapcontext(&w.home, &f->ctx);
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(w.asan_fake_stack, nullptr, nullptr);
+#endif
   w.current = nullptr;
   if (f->done) {
+#ifdef TILESCOPE_TSAN_FIBERS
+    __tsan_destroy_fiber(f->tsan_fiber);
+    f->tsan_fiber = nullptr;
+#endif
     if (f->error && !w.error) w.error = f->error;
     w.free_fibers.push_back(f);
   } else {
@@ -373,6 +434,9 @@ void drain(Worker& w) {
 
 void worker_main(Worker& w) {
   tl_worker = &w;
+#ifdef TILESCOPE_TSAN_FIBERS
+  w.tsan_home = __tsan_get_current_fiber();
+#endif
   Launch& L = *w.launch;
   try {
     if (!L.fibers) {
@@ -436,7 +500,16 @@ void Program::yield_to_others() {
   Worker* w = tl_worker;
   if (!w || !w->current || &w->current->prog != this) return;  // not running as a fiber
   Fiber* f = w->current;
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(&f->asan_fake_stack, w->home_stack_bottom, w->home_stack_size);
+#endif
+#ifdef TILESCOPE_TSAN_FIBERS
+  __tsan_switch_to_fiber(w->tsan_home, 0);
+#endif
   swapcontext(&f->ctx, &w->home);
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(f->asan_fake_stack, nullptr, nullptr);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

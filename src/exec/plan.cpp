@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
+
 #include "src/ops/table.h"
 #include "tilescope/exec/value.h"
 
@@ -17,6 +19,9 @@ int Planner::slot(const ir::Value* v) {
   int64_t off = plan_.frame_bytes;
   plan_.slot_offset.push_back(off);
   plan_.frame_bytes = off + ((plan_.slots.back().bytes + 63) / 64) * 64;
+  // The three per-slot tables grow together; every slot starts on a 64-byte boundary of the frame.
+  assert(plan_.slot_value.size() == plan_.slots.size() && plan_.slot_offset.size() == plan_.slots.size());
+  assert(off % 64 == 0 && plan_.slots.back().bytes >= 0 && plan_.frame_bytes >= off);
   slots_.emplace(v, s);
   return s;
 }
@@ -124,6 +129,10 @@ void Planner::lower_op(const ir::Op& op, Step& s) {
   if (!lower) unsupported(op, "");
   lower(op, *this, s);
   if (!s.fn) unsupported(op, "no kernel for these types");
+  assert(s.id >= 0 && s.id < plan_.num_steps);
+  assert(s.in.size() == op.operands.size() && s.out.size() == op.results.size());
+  for ([[maybe_unused]] int x : s.in) assert(x >= 0 && static_cast<size_t>(x) < plan_.slots.size());
+  for ([[maybe_unused]] int x : s.out) assert(x >= 0 && static_cast<size_t>(x) < plan_.slots.size());
 }
 
 }  // namespace tilescope::exec

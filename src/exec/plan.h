@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -66,6 +67,7 @@ struct Step {
   std::shared_ptr<const void> aux;       // kernel data built at plan time (constants, strides)
   template <class T>
   const T& data() const {
+    assert(aux && "the lowering hook that chose this kernel sets aux");
     return *static_cast<const T*>(aux.get());
   }
 };
@@ -136,10 +138,12 @@ struct Program {
 
   template <class T>
   T* at(int s) {
+    assert(s >= 0 && static_cast<size_t>(s) < slot.size());
     return reinterpret_cast<T*>(slot[s]);
   }
   template <class T>
   const T* at(int s) const {
+    assert(s >= 0 && static_cast<size_t>(s) < slot.size());
     return reinterpret_cast<const T*>(slot[s]);
   }
 

@@ -1048,9 +1048,10 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
                                         {9, "uge"}});
     // Pointers compare as unsigned 64-bit addresses (eq/ne in practice).
     const Elem ie = e == Elem::ptr ? Elem::i64 : e;
-#define TS_CASE(str, P) else if (pred == str) fn = int_cmp_kernel<P>(ie);
+#define TS_CASE(str, P) else if (pred == (str)) fn = int_cmp_kernel<P>(ie);
     if (false) {
     }
+    // clang-format off: the chain of TS_CASEs, one per line
     TS_CASE("eq", Eq)
     TS_CASE("ne", Ne)
     TS_CASE("slt", Slt)
@@ -1076,9 +1077,10 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
                                         {13, "une"},
                                         {14, "uno"},
                                         {15, "true"}});
-#define TS_CASE(str, P) else if (pred == str) fn = float_cmp_kernel<P>(e);
+#define TS_CASE(str, P) else if (pred == (str)) fn = float_cmp_kernel<P>(e);
     if (false) {
     }
+    // clang-format off: the chain of TS_CASEs, one per line
     TS_CASE("false", FFalse)
     TS_CASE("oeq", FOeq)
     TS_CASE("ogt", FOgt)

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cassert>
 #include <cstring>
 #include <string_view>
 
@@ -50,6 +51,7 @@ void run_for(Program& p, const Step& s) {
   const auto& args = body.blocks[0].args;
   const ir::Type* ivt = s.in_types[0];
   int64_t lb = read_int(p, s.in[0], ivt), ub = read_int(p, s.in[1], ivt), step = read_int(p, s.in[2], ivt);
+  assert(args.size() == s.in.size() - 2);  // checked by lower_for
   std::vector<int> iter(args.begin() + 1, args.end());
   std::vector<int> init(s.in.begin() + 3, s.in.end());
   parallel_copy(p, iter, init);
@@ -59,6 +61,7 @@ void run_for(Program& p, const Step& s) {
     write_int(p, args[0], ivt, iv);
     const Terminator& t = p.run(body);
     if (p.halted) return;  // the launch is stopping: unwind without using the terminator
+    assert(t.operands.size() == iter.size());  // the verifier: yield types == iter_args types
     parallel_copy(p, iter, t.operands);
   }
   parallel_copy(p, s.out, iter);
@@ -84,6 +87,7 @@ void run_while(Program& p, const Step& s) {
   for (;;) {
     const Terminator& c = p.run(before);
     if (p.halted) return;
+    assert(c.kind == Terminator::Kind::condition);  // the verifier: before ends in scf.condition
     if (!*p.at<uint8_t>(c.cond)) {
       parallel_copy(p, s.out, c.operands);
       return;
@@ -96,6 +100,7 @@ void run_while(Program& p, const Step& s) {
 }
 
 void run_call(Program& p, const Step& s) {
+  assert(s.callee);  // set by lower_call
   const exec::RegionPlan& body = s.callee->body;
   parallel_copy(p, body.blocks[0].args, s.in);
   const Terminator& t = p.run(body);

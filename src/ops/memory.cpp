@@ -531,7 +531,7 @@ void lower_make_tensor_ptr(const Op& op, Planner& p, Step& s) {
     p.unsupported(op, fmt::format("a rank-{} block pointer needs {} shape, stride and offset operands",
                                   x.rank, x.rank));
   if (!pointee_of(s.in_types[0])) p.unsupported(op, "base must be a pointer");
-  need_int_scalars(op, p, s, 1, 3 * x.rank, "shape, strides and offsets");
+  need_int_scalars(op, p, s, 1, 3 * static_cast<size_t>(x.rank), "shape, strides and offsets");
   for (int d = 0; d < x.rank; ++d) {
     x.shape_e[d] = s.in_types[1 + d]->elem;
     x.stride_e[d] = s.in_types[1 + x.rank + d]->elem;
@@ -566,7 +566,7 @@ void lower_make_desc(const Op& op, Planner& p, Step& s) {
     p.unsupported(op, fmt::format("a rank-{} descriptor needs {} shape and {} stride operands", x.rank,
                                   x.rank, x.rank));
   if (!pointee_of(s.in_types[0])) p.unsupported(op, "base must be a pointer");
-  need_int_scalars(op, p, s, 1, 2 * x.rank, "shape and strides");
+  need_int_scalars(op, p, s, 1, 2 * static_cast<size_t>(x.rank), "shape and strides");
   for (int k = 0; k < x.rank; ++k) {
     x.shape_e[k] = s.in_types[1 + k]->elem;
     x.stride_e[k] = s.in_types[1 + x.rank + k]->elem;

@@ -4,6 +4,7 @@
 // bytes; pointers are uint64 addresses, i1 is one byte). Index arithmetic (strides, permutations,
 // gather bases) is done once at plan time and kept in Step::aux, so a run is pure tile work.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -117,6 +118,7 @@ struct StridedAux {
 
 std::shared_ptr<StridedAux> make_strided(const std::vector<int64_t>& out_shape,
                                          const std::vector<int64_t>& st) {
+  assert(st.size() == out_shape.size());
   auto a = std::make_shared<StridedAux>();
   int r = static_cast<int>(out_shape.size());
   if (r == 0) {
@@ -141,6 +143,7 @@ std::shared_ptr<StridedAux> make_strided(const std::vector<int64_t>& out_shape,
       idx[d] = 0;
     }
   }
+  assert(off == 0);  // the odometer wrapped every outer dimension back to the origin
   return a;
 }
 
@@ -177,6 +180,7 @@ template <int B>
 struct CatK {  // concatenation along dim 0: in row-major storage, lhs bytes then rhs bytes
   static void run(Program& p, const Step& s) {
     const int64_t nl = s.data<int64_t>();
+    assert(nl >= 0 && nl <= s.n);  // lower_cat: n = nl + nr
     std::memcpy(p.slot[s.out[0]], p.slot[s.in[0]], static_cast<size_t>(nl) * B);
     std::memcpy(p.slot[s.out[0]] + nl * B, p.slot[s.in[1]], static_cast<size_t>(s.n - nl) * B);
   }

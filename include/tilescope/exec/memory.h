@@ -8,6 +8,7 @@
 // never a dereference.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,7 +65,9 @@ class Memory {
   }
   /// Host pointer for an in-bounds address (call only after `where(...).in_bounds`).
   std::byte* host(uint64_t addr) const {
+    assert(region(addr) >= 0 && "host() of an address that where() did not resolve");
     const Buffer& b = buffers_[region(addr)];
+    assert(addr >= b.vbase && addr - b.vbase < b.bytes && "host() of an out-of-bounds address");
     return b.host + (addr - b.vbase);
   }
 

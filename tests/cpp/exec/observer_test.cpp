@@ -129,11 +129,14 @@ struct Kernel {
 
 /// One callback, as an observer saw it.
 struct Entry {
+  Entry(std::string w, exec::ProgramId p = {-1, -1, -1}, std::string o = "", const ir::Op* ptr = nullptr,
+        const void* t = nullptr)
+      : what(std::move(w)), pid(p), op(std::move(o)), op_ptr(ptr), tag(t) {}
   std::string what;  // "launch_begin", "program_begin", "op_begin", "op", "access", ...
-  exec::ProgramId pid{-1, -1, -1};
+  exec::ProgramId pid;
   std::string op;  // op name for op / access events
-  const ir::Op* op_ptr = nullptr;
-  const void* tag = nullptr;
+  const ir::Op* op_ptr;
+  const void* tag;
 };
 
 /// Records every callback of the kinds it subscribes to, in order (a mutex orders concurrent ones).

@@ -412,7 +412,9 @@ TEST(ReaderErrors, LocatedMessages) {
     SCOPED_TRACE(c.what);
     std::string err = read_error(c.text);
     EXPECT_NE(err.find(c.message), std::string::npos) << err;
-    if (!c.marker.empty()) EXPECT_EQ(err.rfind(where(c.text, c.marker), 0), 0u) << err;
+    if (!c.marker.empty()) {
+      EXPECT_EQ(err.rfind(where(c.text, c.marker), 0), 0u) << err;
+    }
   }
 }
 

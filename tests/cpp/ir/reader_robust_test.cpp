@@ -81,7 +81,7 @@ TEST(ReaderRobust, ByteMutationsGiveModuleOrError) {
         case 2: t.insert(pos, 1, pool[rng() % pool.size()]); break;
         case 3: t[pos] = static_cast<char>(rng() % 256); break;
       }
-      if (t.empty()) t = "x";
+      if (t.empty()) t.push_back('x');
     }
     std::string err = attempt(t);
     if (err.empty()) {

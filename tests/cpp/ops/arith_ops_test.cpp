@@ -70,7 +70,7 @@ std::vector<O> run(const std::string& ta, const std::string& tb, const std::stri
   const int io = test::add_buffer(mem, out, "out", elem_named(to));
   test::run_ttir(kernel(ta, tb, to, body, static_cast<int>(n)), {Arg::buf(ia), Arg::buf(ib), Arg::buf(io)},
                  mem);
-  out.resize(len);
+  out.erase(out.begin() + static_cast<std::ptrdiff_t>(len), out.end());  // drop the padding lanes
   return out;
 }
 
