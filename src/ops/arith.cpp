@@ -1055,9 +1055,9 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
     TS_CASE("eq", Eq)
     TS_CASE("ne", Ne)
     TS_CASE("slt", Slt)
-    TS_CASE("sle", Sle) TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule)
-        TS_CASE("ugt", Ugt)
-            TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
+    TS_CASE("sle", Sle)
+    TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule) TS_CASE("ugt", Ugt)
+        TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
 #undef TS_CASE
   } else {
     const std::string pred = enum_attr(op, "predicate",
@@ -1084,10 +1084,11 @@ void lower_compare(const Op& op, Planner& p, Step& s) {
     TS_CASE("false", FFalse)
     TS_CASE("oeq", FOeq)
     TS_CASE("ogt", FOgt)
-    TS_CASE("oge", FOge) TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd)
-        TS_CASE("ueq", FUeq) TS_CASE("ugt", FUgt) TS_CASE("uge", FUge) TS_CASE("ult", FUlt)
-            TS_CASE("ule", FUle) TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE(
-                "true", FTrue) else p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+    TS_CASE("oge", FOge)
+    TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq)
+        TS_CASE("ugt", FUgt) TS_CASE("uge", FUge) TS_CASE("ult", FUlt) TS_CASE("ule", FUle)
+            TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE("true", FTrue) else p.unsupported(
+                op, fmt::format("unknown cmpf predicate '{}'", pred));
 #undef TS_CASE
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.in_types[0]->str()));

@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
-#include <cassert>
 #include <cstring>
 #include <string_view>
 
@@ -60,7 +60,7 @@ void run_for(Program& p, const Step& s) {
   for (int64_t iv = lb; iv < ub; iv += step) {
     write_int(p, args[0], ivt, iv);
     const Terminator& t = p.run(body);
-    if (p.halted) return;  // the launch is stopping: unwind without using the terminator
+    if (p.halted) return;                      // the launch is stopping: unwind without using the terminator
     assert(t.operands.size() == iter.size());  // the verifier: yield types == iter_args types
     parallel_copy(p, iter, t.operands);
   }
