@@ -1030,66 +1030,50 @@ void lower_fma(const Op& op, Planner& p, Step& s) {
   s.fn = fn;
 }
 
+namespace {
+/// A compare's predicate (a keyword, or its integer in the predicate enum whose order `table` lists) and
+/// the kernel `table` gives it (null for an unknown predicate).
+template <class T, size_t N>
+std::pair<std::string, T> predicate(const Op& op, const std::pair<std::string_view, T> (&table)[N]) {
+  const ir::Attr* a = op.attr("predicate");
+  std::string name = "?";
+  if (a && (a->kind == ir::Attr::Kind::Keyword || a->kind == ir::Attr::Kind::String)) name = a->s;
+  if (a && a->kind == ir::Attr::Kind::Int && a->i >= 0 && a->i < static_cast<int64_t>(N))
+    name = std::string(table[a->i].first);
+  for (const auto& [k, v] : table)
+    if (k == name) return {name, v};
+  return {name, T{}};
+}
+}  // namespace
+
 void lower_compare(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 2);
   const Elem e = s.in_types[0]->elem;
+  using Pick = KernelFn (*)(Elem);
   KernelFn fn = nullptr;
   if (op.code() == ir::Opcode::arith_cmpi) {
-    const std::string pred = enum_attr(op, "predicate",
-                                       {{0, "eq"},
-                                        {1, "ne"},
-                                        {2, "slt"},
-                                        {3, "sle"},
-                                        {4, "sgt"},
-                                        {5, "sge"},
-                                        {6, "ult"},
-                                        {7, "ule"},
-                                        {8, "ugt"},
-                                        {9, "uge"}});
+    // CmpIPredicate, in its integer order (reference §2.1).
+    static constexpr std::pair<std::string_view, Pick> kPredicates[] = {
+        {"eq", int_cmp_kernel<Eq>},   {"ne", int_cmp_kernel<Ne>},   {"slt", int_cmp_kernel<Slt>},
+        {"sle", int_cmp_kernel<Sle>}, {"sgt", int_cmp_kernel<Sgt>}, {"sge", int_cmp_kernel<Sge>},
+        {"ult", int_cmp_kernel<Ult>}, {"ule", int_cmp_kernel<Ule>}, {"ugt", int_cmp_kernel<Ugt>},
+        {"uge", int_cmp_kernel<Uge>}};
+    const auto [pred, pick_kernel] = predicate(op, kPredicates);
+    if (!pick_kernel) p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
     // Pointers compare as unsigned 64-bit addresses (eq/ne in practice).
-    const Elem ie = e == Elem::ptr ? Elem::i64 : e;
-#define TS_CASE(str, P) else if (pred == (str)) fn = int_cmp_kernel<P>(ie);
-    if (false) {
-    }
-    // clang-format off: the chain of TS_CASEs, one per line
-    TS_CASE("eq", Eq)
-    TS_CASE("ne", Ne)
-    TS_CASE("slt", Slt)
-    TS_CASE("sle", Sle)
-    TS_CASE("sgt", Sgt) TS_CASE("sge", Sge) TS_CASE("ult", Ult) TS_CASE("ule", Ule) TS_CASE("ugt", Ugt)
-        TS_CASE("uge", Uge) else p.unsupported(op, fmt::format("unknown cmpi predicate '{}'", pred));
-#undef TS_CASE
+    fn = pick_kernel(e == Elem::ptr ? Elem::i64 : e);
   } else {
-    const std::string pred = enum_attr(op, "predicate",
-                                       {{0, "false"},
-                                        {1, "oeq"},
-                                        {2, "ogt"},
-                                        {3, "oge"},
-                                        {4, "olt"},
-                                        {5, "ole"},
-                                        {6, "one"},
-                                        {7, "ord"},
-                                        {8, "ueq"},
-                                        {9, "ugt"},
-                                        {10, "uge"},
-                                        {11, "ult"},
-                                        {12, "ule"},
-                                        {13, "une"},
-                                        {14, "uno"},
-                                        {15, "true"}});
-#define TS_CASE(str, P) else if (pred == (str)) fn = float_cmp_kernel<P>(e);
-    if (false) {
-    }
-    // clang-format off: the chain of TS_CASEs, one per line
-    TS_CASE("false", FFalse)
-    TS_CASE("oeq", FOeq)
-    TS_CASE("ogt", FOgt)
-    TS_CASE("oge", FOge)
-    TS_CASE("olt", FOlt) TS_CASE("ole", FOle) TS_CASE("one", FOne) TS_CASE("ord", FOrd) TS_CASE("ueq", FUeq)
-        TS_CASE("ugt", FUgt) TS_CASE("uge", FUge) TS_CASE("ult", FUlt) TS_CASE("ule", FUle)
-            TS_CASE("une", FUne) TS_CASE("uno", FUno) TS_CASE("true", FTrue) else p.unsupported(
-                op, fmt::format("unknown cmpf predicate '{}'", pred));
-#undef TS_CASE
+    // CmpFPredicate, in its integer order (reference §2.1).
+    static constexpr std::pair<std::string_view, Pick> kPredicates[] = {
+        {"false", float_cmp_kernel<FFalse>}, {"oeq", float_cmp_kernel<FOeq>}, {"ogt", float_cmp_kernel<FOgt>},
+        {"oge", float_cmp_kernel<FOge>},     {"olt", float_cmp_kernel<FOlt>}, {"ole", float_cmp_kernel<FOle>},
+        {"one", float_cmp_kernel<FOne>},     {"ord", float_cmp_kernel<FOrd>}, {"ueq", float_cmp_kernel<FUeq>},
+        {"ugt", float_cmp_kernel<FUgt>},     {"uge", float_cmp_kernel<FUge>}, {"ult", float_cmp_kernel<FUlt>},
+        {"ule", float_cmp_kernel<FUle>},     {"une", float_cmp_kernel<FUne>}, {"uno", float_cmp_kernel<FUno>},
+        {"true", float_cmp_kernel<FTrue>}};
+    const auto [pred, pick_kernel] = predicate(op, kPredicates);
+    if (!pick_kernel) p.unsupported(op, fmt::format("unknown cmpf predicate '{}'", pred));
+    fn = pick_kernel(e);
   }
   if (!fn) p.unsupported(op, fmt::format("{} on {}", op.name, s.in_types[0]->str()));
   s.fn = fn;
