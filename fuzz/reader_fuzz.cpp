@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "src/exec/plan.h"
+#include "plan.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/ir/reader.h"
 

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <unordered_set>
 
-#include "src/analysis/taint.h"
+#include "taint.h"
 #include "tilescope/exec/memory.h"
 
 namespace tilescope::analysis {

@@ -1,5 +1,5 @@
 // Static taint: sources forward, address use backward (see taint.h).
-#include "src/analysis/taint.h"
+#include "taint.h"
 
 #include <functional>
 #include <string_view>

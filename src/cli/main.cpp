@@ -24,8 +24,8 @@
 #include <regex>
 #include <sstream>
 
-#include "src/cli/npy.h"
-#include "src/cli/sanitize.h"
+#include "npy.h"
+#include "sanitize.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"

@@ -1,4 +1,4 @@
-#include "src/cli/npy.h"
+#include "npy.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 // directory named by TILESCOPE_FINDINGS; when the command ends, this merges them, prints the report,
 // writes --json / --sarif, and exits with --exit-code (default 1) when there were findings, else with
 // the command's own status (as compute-sanitizer does for CUDA programs).
-#include "src/cli/sanitize.h"
+#include "sanitize.h"
 
 #include <fmt/format.h>
 #include <spawn.h>

@@ -1,5 +1,5 @@
 // Checked memory access (see access.h).
-#include "src/exec/access.h"
+#include "access.h"
 
 #include <fmt/format.h>
 

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <span>
 
-#include "src/exec/dispatch.h"
-#include "src/exec/plan.h"
+#include "dispatch.h"
+#include "plan.h"
 #include "tilescope/exec/events.h"
 #include "tilescope/exec/value.h"
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/exec/plan.h"
+#include "plan.h"
 #include "tilescope/exec/events.h"
 
 namespace tilescope::exec {

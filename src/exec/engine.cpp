@@ -27,8 +27,8 @@
 #include <mutex>
 #include <thread>
 
-#include "src/exec/dispatch.h"
-#include "src/exec/plan.h"
+#include "dispatch.h"
+#include "plan.h"
 #include "tilescope/ir/diag.h"
 
 // ASan and TSan must be told about every switch between stacks, or they take a fiber's frames for

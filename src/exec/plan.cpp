@@ -1,11 +1,11 @@
 // Lowering verified functions into plans (see plan.h).
-#include "src/exec/plan.h"
+#include "plan.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 
-#include "src/ops/table.h"
+#include "table.h"
 #include "tilescope/exec/value.h"
 
 namespace tilescope::exec {

@@ -1,7 +1,7 @@
 // The TTIR lexer (see lexer.h). Token spellings follow MLIR's lexer (reference §0.4), with two
 // differences the reader's language already had: a sign directly before a number is part of the
 // number (`-1`, `-.5`, `+2`), and `1e5` is a float without a '.'.
-#include "src/ir/lexer.h"
+#include "lexer.h"
 
 #include <fmt/format.h>
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "src/ir/verifiers.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/ir/ir.h"
+#include "verifiers.h"
 
 namespace tilescope::ir {
 

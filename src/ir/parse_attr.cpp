@@ -1,5 +1,5 @@
 // Attributes (see parse_attr.h).
-#include "src/ir/parse_attr.h"
+#include "parse_attr.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <cassert>
 #include <charconv>
 
-#include "src/ir/parse_type.h"
-#include "src/ir/parser.h"
+#include "parse_type.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

@@ -4,11 +4,11 @@
 
 #include <cassert>
 
-#include "src/ir/parse_attr.h"
-#include "src/ir/parse_custom.h"
-#include "src/ir/parse_region.h"
-#include "src/ir/parse_type.h"
-#include "src/ir/parser.h"
+#include "parse_attr.h"
+#include "parse_custom.h"
+#include "parse_region.h"
+#include "parse_type.h"
+#include "parser.h"
 #include "tilescope/ir/ops.h"
 
 namespace tilescope::ir {

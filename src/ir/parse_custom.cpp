@@ -1,6 +1,6 @@
 // Custom forms of value ops, one function per Syntax kind (see parse_custom.h), and the pieces
 // shared by all custom forms.
-#include "src/ir/parse_custom.h"
+#include "parse_custom.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,9 +12,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "src/ir/parse_attr.h"
-#include "src/ir/parse_type.h"
-#include "src/ir/parser.h"
+#include "parse_attr.h"
+#include "parse_type.h"
+#include "parser.h"
 #include "tilescope/ir/ops.h"
 
 namespace tilescope::ir {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "src/ir/parse_value.h"
+#include "parse_value.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::ir {

@@ -1,12 +1,12 @@
 // Locations (see parse_loc.h): read while the text is read, resolved at the end.
-#include "src/ir/parse_loc.h"
+#include "parse_loc.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 #include <cstdint>
 
-#include "src/ir/parser.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

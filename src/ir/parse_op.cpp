@@ -1,16 +1,16 @@
 // Op statements and the generic op form (see parse_op.h).
-#include "src/ir/parse_op.h"
+#include "parse_op.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 
-#include "src/ir/parse_attr.h"
-#include "src/ir/parse_custom.h"
-#include "src/ir/parse_region.h"
-#include "src/ir/parse_type.h"
-#include "src/ir/parse_value.h"
-#include "src/ir/parser.h"
+#include "parse_attr.h"
+#include "parse_custom.h"
+#include "parse_region.h"
+#include "parse_type.h"
+#include "parse_value.h"
+#include "parser.h"
 #include "tilescope/ir/ops.h"
 
 namespace tilescope::ir {

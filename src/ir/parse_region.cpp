@@ -1,16 +1,16 @@
 // Regions, blocks, functions and the module (see parse_region.h).
-#include "src/ir/parse_region.h"
+#include "parse_region.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 #include <map>
 
-#include "src/ir/parse_attr.h"
-#include "src/ir/parse_op.h"
-#include "src/ir/parse_type.h"
-#include "src/ir/parse_value.h"
-#include "src/ir/parser.h"
+#include "parse_attr.h"
+#include "parse_op.h"
+#include "parse_type.h"
+#include "parse_value.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

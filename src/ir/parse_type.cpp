@@ -1,11 +1,11 @@
 // Types (see parse_type.h).
-#include "src/ir/parse_type.h"
+#include "parse_type.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 
-#include "src/ir/parser.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

@@ -1,11 +1,11 @@
 // SSA values (see parse_value.h).
-#include "src/ir/parse_value.h"
+#include "parse_value.h"
 
 #include <fmt/format.h>
 
 #include <cassert>
 
-#include "src/ir/parser.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

@@ -1,5 +1,5 @@
 // The reader's token cursor (see parser.h).
-#include "src/ir/parser.h"
+#include "parser.h"
 
 #include <fmt/format.h>
 

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "src/ir/lexer.h"
-#include "src/ir/parse_loc.h"
+#include "lexer.h"
+#include "parse_loc.h"
 #include "tilescope/ir/ir.h"
 
 namespace tilescope::ir {

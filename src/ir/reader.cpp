@@ -12,9 +12,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "src/ir/parse_attr.h"
-#include "src/ir/parse_region.h"
-#include "src/ir/parser.h"
+#include "parse_attr.h"
+#include "parse_region.h"
+#include "parser.h"
 
 namespace tilescope::ir {
 

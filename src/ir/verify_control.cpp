@@ -1,5 +1,5 @@
 // Verifiers of debugging ops, calls, terminators and control flow (reference §1.6, §1.7, §2.3).
-#include "src/ir/verifiers.h"
+#include "verifiers.h"
 
 namespace tilescope::ir::verifiers {
 

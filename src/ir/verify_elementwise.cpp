@@ -1,5 +1,5 @@
 // Verifiers of elementwise ops: arith, math and the tt elementwise ops (reference §2.1, §2.2, §1.1).
-#include "src/ir/verifiers.h"
+#include "verifiers.h"
 
 namespace tilescope::ir::verifiers {
 

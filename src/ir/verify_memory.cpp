@@ -1,5 +1,5 @@
 // Verifiers of pointer, memory, atomic and descriptor ops (reference §1.2, §1.3, §1.8, §1.9).
-#include "src/ir/verifiers.h"
+#include "verifiers.h"
 
 namespace tilescope::ir::verifiers {
 

@@ -1,5 +1,5 @@
 // Verifiers of shape ops, dot, reduce, scan and map_elementwise (reference §1.4, §1.5, §1.1).
-#include "src/ir/verifiers.h"
+#include "verifiers.h"
 
 namespace tilescope::ir::verifiers {
 

@@ -32,8 +32,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "src/ops/elementwise.h"
-#include "src/ops/ops.h"
+#include "elementwise.h"
+#include "ops.h"
 #include "tilescope/exec/value.h"
 
 namespace tilescope::ops {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string_view>
 
-#include "src/exec/dispatch.h"
-#include "src/ops/ops.h"
+#include "dispatch.h"
+#include "ops.h"
 #include "tilescope/exec/value.h"
 
 namespace tilescope::exec {

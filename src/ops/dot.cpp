@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
-#include "src/ops/elementwise.h"
-#include "src/ops/ops.h"
+#include "elementwise.h"
+#include "ops.h"
 
 namespace tilescope::ops {
 

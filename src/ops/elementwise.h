@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "src/exec/plan.h"
+#include "plan.h"
 #include "tilescope/exec/value.h"
 #include "tilescope/ir/ir.h"
 

@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "src/ops/elementwise.h"
-#include "src/ops/ops.h"
+#include "elementwise.h"
+#include "ops.h"
 
 namespace tilescope::ops {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "src/exec/access.h"
-#include "src/ops/ops.h"
+#include "access.h"
+#include "ops.h"
 #include "tilescope/exec/value.h"
 
 namespace tilescope::ops {

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <utility>
 
-#include "src/exec/plan.h"
-#include "src/ops/table.h"
+#include "plan.h"
+#include "table.h"
 
 namespace tilescope::ops {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "src/ops/ops.h"
+#include "ops.h"
 
 namespace tilescope::ops {
 

@@ -1,11 +1,11 @@
 // The lowering column of ops.def, expanded (see table.h).
-#include "src/ops/table.h"
+#include "table.h"
 
 #include <iterator>
 #include <mutex>
 #include <vector>
 
-#include "src/ops/ops.h"
+#include "ops.h"
 
 namespace tilescope::ops {
 
