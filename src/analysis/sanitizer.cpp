@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -63,11 +64,12 @@ bool any_zero(const void* p, int64_t n) {
   return z;
 }
 
+// A signed integer index lane (gather indices: i8 ... i64).
 int64_t read_index(const void* p, ir::Elem e, int64_t i) {
-  switch (e) {
-    case ir::Elem::i8: return static_cast<const int8_t*>(p)[i];
-    case ir::Elem::i16: return static_cast<const int16_t*>(p)[i];
-    case ir::Elem::i32: return static_cast<const int32_t*>(p)[i];
+  switch (ir::elem_bytes(e)) {
+    case 1: return static_cast<const int8_t*>(p)[i];
+    case 2: return static_cast<const int16_t*>(p)[i];
+    case 4: return static_cast<const int32_t*>(p)[i];
     default: return static_cast<const int64_t*>(p)[i];
   }
 }
@@ -333,26 +335,27 @@ struct Sanitizer::Impl {
     const int32_t* b = static_cast<const int32_t*>(pb);
     bool bad = false;
     switch (o.arith) {
-      case 0:
+      case Arith::add:
         for (int64_t i = 0; i < n; ++i) {
           int64_t r = int64_t{a[i]} + b[i];
           bad |= r != int32_t(r);
         }
         break;
-      case 1:
+      case Arith::sub:
         for (int64_t i = 0; i < n; ++i) {
           int64_t r = int64_t{a[i]} - b[i];
           bad |= r != int32_t(r);
         }
         break;
-      case 2:
+      case Arith::mul:
         for (int64_t i = 0; i < n; ++i) {
           int64_t r = int64_t{a[i]} * b[i];
           bad |= r != int32_t(r);
         }
         break;
-      default:
+      case Arith::shl:
         for (int64_t i = 0; i < n; ++i) bad |= shl_overflows(a[i], b[i]);
+        break;
     }
     return bad;
   }
@@ -364,12 +367,12 @@ struct Sanitizer::Impl {
   }
 
   bool overflow_lane(const OpInfo& o, const int32_t* a, const int32_t* b, int64_t i) const {
-    int64_t r;
+    int64_t r = 0;
     switch (o.arith) {
-      case 0: r = int64_t{a[i]} + b[i]; break;
-      case 1: r = int64_t{a[i]} - b[i]; break;
-      case 2: r = int64_t{a[i]} * b[i]; break;
-      default: return shl_overflows(a[i], b[i]);
+      case Arith::add: r = int64_t{a[i]} + b[i]; break;
+      case Arith::sub: r = int64_t{a[i]} - b[i]; break;
+      case Arith::mul: r = int64_t{a[i]} * b[i]; break;
+      case Arith::shl: return shl_overflows(a[i], b[i]);
     }
     return r != static_cast<int32_t>(r);
   }
@@ -474,37 +477,56 @@ struct Sanitizer::Impl {
 
   void store_like(const exec::OpEvent& e, const OpInfo& o, State& st) {
     const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
-    switch (o.cat) {
-      case Cat::store:
-      case Cat::atomic_rmw:
+    using ir::Taint;
+    switch (o.rule) {
+      case Taint::store:
+        if (o.block) {  // through a block pointer: no mask (the pointer's boundary check decides)
+          sink_operand(st, o, 0, nullptr, false);
+          sink_operand(st, o, 1, nullptr, true);
+          break;
+        }
+        [[fallthrough]];
+      case Taint::atomic_rmw:
         sink_operand(st, o, 0, mask, false);
         sink_operand(st, o, 1, mask, true);
         if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, false);
         break;
-      case Cat::atomic_cas:
-        sink_operand(st, o, 0, nullptr, false);
-        sink_operand(st, o, 1, nullptr, true);
-        sink_operand(st, o, 2, nullptr, true);
+      case Taint::atomic_cas:
+        for (size_t k = 0; k < o.in.size(); ++k) sink_operand(st, o, k, nullptr, k > 0);
         break;
-      case Cat::block_load: sink_operand(st, o, 0, nullptr, false); break;
-      case Cat::block_store:
-        sink_operand(st, o, 0, nullptr, false);
-        sink_operand(st, o, 1, nullptr, true);
-        break;
-      case Cat::histogram:
+      case Taint::load: sink_operand(st, o, 0, nullptr, false); break;  // through a block pointer
+      case Taint::histogram:
         sink_operand(st, o, 0, mask, true);
         if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, true);
         break;
-      case Cat::desc_access:
+      case Taint::desc_access:
         for (size_t k = 0; k < o.in.size(); ++k)
           sink_operand(st, o, k, nullptr, e.op->operands[k]->type->is_tensor);
         break;
-      case Cat::cond:
-      case Cat::assert_: sink_operand(st, o, 0, nullptr, true); break;
-      case Cat::for_bounds:
+      case Taint::cond:
+      case Taint::assert_: sink_operand(st, o, 0, nullptr, true); break;
+      case Taint::for_bounds:
         for (size_t k = 0; k < 3 && k < o.in.size(); ++k) sink_operand(st, o, k, nullptr, true);
         break;
-      default: break;
+      case Taint::none:
+      case Taint::elementwise:
+      case Taint::overflow_arith:
+      case Taint::divide:
+      case Taint::select:
+      case Taint::splat:
+      case Taint::broadcast:
+      case Taint::linear:
+      case Taint::trans:
+      case Taint::join:
+      case Taint::split:
+      case Taint::cat:
+      case Taint::unsplat:
+      case Taint::gather:
+      case Taint::reduce:
+      case Taint::scan:
+      case Taint::dot:
+      case Taint::dot_other:
+      case Taint::scalar_any: assert(false && "not a sink: on_op sends it elsewhere"); break;
     }
     flush_hits(e.op, e.pid, st);
     for (int r : o.out) set_clean(st, r);
@@ -525,15 +547,15 @@ struct Sanitizer::Impl {
       uint32_t* out = out_lanes(st, idx);
       const Shadow* s0 = in(st, o, 0);
       auto from0 = [&](int64_t j) { return s0 ? lane_of(*s0, j) : 0u; };
-      switch (o.cat) {
-        case Cat::splat:
-        case Cat::unsplat:
+      switch (o.rule) {
+        case ir::Taint::splat:
+        case ir::Taint::unsplat:
           for (int64_t i = 0; i < n; ++i) out[i] = from0(0);
           break;
-        case Cat::linear:
+        case ir::Taint::linear:
           for (int64_t i = 0; i < n; ++i) out[i] = from0(i);
           break;
-        case Cat::broadcast: {
+        case ir::Taint::broadcast: {
           const auto& is = o.in_shape;
           const auto& os = o.out_shape;
           auto ist = strides_of(is);
@@ -548,7 +570,7 @@ struct Sanitizer::Impl {
           }
           break;
         }
-        case Cat::trans: {
+        case ir::Taint::trans: {
           const auto& is = o.in_shape;
           const auto& os = o.out_shape;
           auto ist = strides_of(is);
@@ -564,7 +586,7 @@ struct Sanitizer::Impl {
           }
           break;
         }
-        case Cat::join: {
+        case ir::Taint::join: {
           const Shadow* s1 = in(st, o, 1);
           for (int64_t i = 0; i < n; ++i) {
             const Shadow* s = (i & 1) ? s1 : s0;
@@ -572,16 +594,16 @@ struct Sanitizer::Impl {
           }
           break;
         }
-        case Cat::split:
+        case ir::Taint::split:
           for (int64_t i = 0; i < n; ++i) out[i] = from0(2 * i + static_cast<int64_t>(r));
           break;
-        case Cat::cat: {
+        case ir::Taint::cat: {
           const Shadow* s1 = in(st, o, 1);
           const int64_t na = o.in_n[0];
           for (int64_t i = 0; i < n; ++i) out[i] = i < na ? from0(i) : (s1 ? lane_of(*s1, i - na) : 0u);
           break;
         }
-        case Cat::gather: {
+        case ir::Taint::gather: {
           const Shadow* si = in(st, o, 1);
           const auto& ss = o.in_shape;
           const auto& os = o.out_shape;
@@ -607,7 +629,25 @@ struct Sanitizer::Impl {
           }
           break;
         }
-        default: break;
+        case ir::Taint::none:
+        case ir::Taint::elementwise:
+        case ir::Taint::overflow_arith:
+        case ir::Taint::divide:
+        case ir::Taint::select:
+        case ir::Taint::load:
+        case ir::Taint::store:
+        case ir::Taint::atomic_rmw:
+        case ir::Taint::atomic_cas:
+        case ir::Taint::reduce:
+        case ir::Taint::scan:
+        case ir::Taint::dot:
+        case ir::Taint::dot_other:
+        case ir::Taint::histogram:
+        case ir::Taint::scalar_any:
+        case ir::Taint::desc_access:
+        case ir::Taint::cond:
+        case ir::Taint::for_bounds:
+        case ir::Taint::assert_: assert(false && "not a shape op: on_op sends it elsewhere"); break;
       }
       finalize(st, idx, e.pid);
     }
@@ -659,7 +699,7 @@ struct Sanitizer::Impl {
           if (!comb[i]) comb[i] = lane_of(*s, i);
     note_via(st, comb, e.op);
     std::vector<uint32_t> res;
-    if (o.cat == Cat::reduce) {
+    if (o.rule == ir::Taint::reduce) {
       res.assign(static_cast<size_t>(outer * inner), 0u);
       for (int64_t a = 0; a < outer; ++a)
         for (int64_t j = 0; j < len; ++j)
@@ -700,7 +740,7 @@ struct Sanitizer::Impl {
     if (!a && !b && !c) return set_clean(st, idx);
     const int64_t n = o.out_n[0];
     uint32_t* out = out_lanes(st, idx);
-    if (o.cat == Cat::dot_other || o.in_shape.size() < 2 || o.b_shape.size() < 2) {
+    if (o.rule == ir::Taint::dot_other || o.in_shape.size() < 2 || o.b_shape.size() < 2) {
       uint32_t any = 0;
       for (size_t k = 0; k < o.in.size(); ++k)
         if (const Shadow* s = in(st, o, k))
@@ -762,26 +802,36 @@ struct Sanitizer::Impl {
 
   void on_op(const exec::OpEvent& e, State& st) {
     const OpInfo* o = static_cast<const OpInfo*>(e.tag);  // what on_launch_begin's op filter returned
-    switch (o->cat) {
-      case Cat::elementwise: return elementwise(e, *o, st);
-      case Cat::select: return select(e, *o, st);
-      case Cat::load: return load(e, *o, st);
-      case Cat::splat:
-      case Cat::broadcast:
-      case Cat::linear:
-      case Cat::trans:
-      case Cat::join:
-      case Cat::split:
-      case Cat::cat:
-      case Cat::unsplat:
-      case Cat::gather: return shape(e, *o, st);
-      case Cat::reduce:
-      case Cat::scan: return reduce_scan(e, *o, st);
-      case Cat::dot:
-      case Cat::dot_other: return dot(e, *o, st);
-      case Cat::scalar_any: return scalar_any(e, *o, st);
-      case Cat::none: return;
-      default: return store_like(e, *o, st);
+    using ir::Taint;
+    switch (o->rule) {
+      case Taint::elementwise:
+      case Taint::overflow_arith:
+      case Taint::divide: return elementwise(e, *o, st);
+      case Taint::select: return select(e, *o, st);
+      case Taint::load: return o->block ? store_like(e, *o, st) : load(e, *o, st);
+      case Taint::splat:
+      case Taint::broadcast:
+      case Taint::linear:
+      case Taint::trans:
+      case Taint::join:
+      case Taint::split:
+      case Taint::cat:
+      case Taint::unsplat:
+      case Taint::gather: return shape(e, *o, st);
+      case Taint::reduce:
+      case Taint::scan: return reduce_scan(e, *o, st);
+      case Taint::dot:
+      case Taint::dot_other: return dot(e, *o, st);
+      case Taint::scalar_any: return scalar_any(e, *o, st);
+      case Taint::none: return;
+      case Taint::store:
+      case Taint::atomic_rmw:
+      case Taint::atomic_cas:
+      case Taint::histogram:
+      case Taint::desc_access:
+      case Taint::cond:
+      case Taint::for_bounds:
+      case Taint::assert_: return store_like(e, *o, st);
     }
   }
 
@@ -813,8 +863,9 @@ struct Sanitizer::Impl {
     switch (k) {
       case exec::AccessKind::load: return Kind::oob_load;
       case exec::AccessKind::store: return Kind::oob_store;
-      default: return Kind::oob_atomic;
+      case exec::AccessKind::atomic: return Kind::oob_atomic;
     }
+    return Kind::oob_atomic;
   }
 
   void on_access(const exec::AccessEvent& e) {

@@ -24,74 +24,42 @@ bool opaque_regions(const Op& op) {
   return c == Opcode::tt_reduce || c == Opcode::tt_scan || c == Opcode::tt_map_elementwise;
 }
 
-/// The registry's taint rule, refined by types: loads and stores through a block pointer.
-Cat category(const Op& op) {
-  const bool block = !op.operands.empty() && op.operands[0]->type->is_block_ptr();
-  switch (op.def->taint) {
-    case ir::Taint::none: return Cat::none;
-    case ir::Taint::elementwise:
-    case ir::Taint::overflow_arith:
-    case ir::Taint::divide: return Cat::elementwise;
-    case ir::Taint::select: return Cat::select;
-    case ir::Taint::load: return block ? Cat::block_load : Cat::load;
-    case ir::Taint::store: return block ? Cat::block_store : Cat::store;
-    case ir::Taint::atomic_rmw: return Cat::atomic_rmw;
-    case ir::Taint::atomic_cas: return Cat::atomic_cas;
-    case ir::Taint::splat: return Cat::splat;
-    case ir::Taint::broadcast: return Cat::broadcast;
-    case ir::Taint::linear: return Cat::linear;
-    case ir::Taint::trans: return Cat::trans;
-    case ir::Taint::join: return Cat::join;
-    case ir::Taint::split: return Cat::split;
-    case ir::Taint::cat: return Cat::cat;
-    case ir::Taint::unsplat: return Cat::unsplat;
-    case ir::Taint::gather: return Cat::gather;
-    case ir::Taint::reduce: return Cat::reduce;
-    case ir::Taint::scan: return Cat::scan;
-    case ir::Taint::dot: return Cat::dot;
-    case ir::Taint::dot_other: return Cat::dot_other;
-    case ir::Taint::histogram: return Cat::histogram;
-    case ir::Taint::scalar_any: return Cat::scalar_any;
-    case ir::Taint::desc_access: return Cat::desc_access;
-    case ir::Taint::cond: return Cat::cond;
-    case ir::Taint::for_bounds: return Cat::for_bounds;
-    case ir::Taint::assert_: return Cat::assert_;
-  }
-  return Cat::none;
-}
+using ir::Taint;
+
+bool through_block_ptr(const Op& op) { return !op.operands.empty() && op.operands[0]->type->is_block_ptr(); }
 
 /// Whether the op's results carry its operands' poison (forward), and operands matter for its
 /// results' uses (backward).
-bool propagates(Cat c) {
-  switch (c) {
-    case Cat::elementwise:
-    case Cat::select:
-    case Cat::splat:
-    case Cat::broadcast:
-    case Cat::linear:
-    case Cat::trans:
-    case Cat::join:
-    case Cat::split:
-    case Cat::cat:
-    case Cat::unsplat:
-    case Cat::gather:
-    case Cat::reduce:
-    case Cat::scan:
-    case Cat::dot:
-    case Cat::dot_other:
-    case Cat::scalar_any: return true;
-    case Cat::none:
-    case Cat::load:
-    case Cat::block_load:
-    case Cat::store:
-    case Cat::block_store:
-    case Cat::atomic_rmw:
-    case Cat::atomic_cas:
-    case Cat::histogram:
-    case Cat::desc_access:
-    case Cat::cond:
-    case Cat::for_bounds:
-    case Cat::assert_: return false;
+bool propagates(Taint t) {
+  switch (t) {
+    case Taint::elementwise:
+    case Taint::overflow_arith:
+    case Taint::divide:
+    case Taint::select:
+    case Taint::splat:
+    case Taint::broadcast:
+    case Taint::linear:
+    case Taint::trans:
+    case Taint::join:
+    case Taint::split:
+    case Taint::cat:
+    case Taint::unsplat:
+    case Taint::gather:
+    case Taint::reduce:
+    case Taint::scan:
+    case Taint::dot:
+    case Taint::dot_other:
+    case Taint::scalar_any: return true;
+    case Taint::none:
+    case Taint::load:  // only into masked-off lanes, from `other` (handled where it is used)
+    case Taint::store:
+    case Taint::atomic_rmw:
+    case Taint::atomic_cas:
+    case Taint::histogram:
+    case Taint::desc_access:
+    case Taint::cond:
+    case Taint::for_bounds:
+    case Taint::assert_: return false;
   }
   return false;
 }
@@ -180,18 +148,17 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   Walk w;
   for (auto& f : m.functions) walk_region(m, f->body, w);
 
-  std::unordered_map<const Op*, Cat> cat;
-  for (const Op* op : w.ops) cat[op] = category(*op);
+  auto rule = [](const Op* op) { return op->def->taint; };
 
   // Backward: values that flow into an address (or a mask deciding which addresses are touched).
   std::unordered_set<const Value*> addr;
   for (const Op* op : w.ops) {
-    const Cat c = cat[op];
+    const Taint c = rule(op);
     const bool memory = op->def->effects & (ir::effect::read | ir::effect::write);
     for (size_t k = 0; k < op->operands.size(); ++k) {
       const ir::Role r = ir::operand_role(*op, k);
-      if (c == Cat::scalar_any || (c == Cat::desc_access && !op->operands[k]->type->is_tensor) ||
-          (memory && c != Cat::desc_access && (r == ir::Role::ptr || r == ir::Role::mask)))
+      if (c == Taint::scalar_any || (c == Taint::desc_access && !op->operands[k]->type->is_tensor) ||
+          (memory && c != Taint::desc_access && (r == ir::Role::ptr || r == ir::Role::mask)))
         addr.insert(op->operands[k]);
     }
   }
@@ -199,7 +166,7 @@ TaintPlan build_taint_plan(const ir::Module& m) {
     changed = false;
     for (auto it = w.ops.rbegin(); it != w.ops.rend(); ++it) {
       const Op* op = *it;
-      if (!propagates(cat[op])) continue;
+      if (!propagates(rule(op))) continue;
       bool used = false;
       for (auto& r : op->results) used = used || addr.count(r.get());
       if (!used) continue;
@@ -213,17 +180,17 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   plan.causes.push_back(Cause{});  // 0: clean
   std::unordered_map<const Op*, std::pair<Source, uint32_t>> sources;
   for (const Op* op : w.ops) {
-    const ir::Taint rule = op->def->taint;
+    const Taint r = rule(op);
     Source s = Source::none;
     Kind k = Kind::undefined_value;
-    if (cat[op] == Cat::load) {
+    if (r == Taint::load && !through_block_ptr(*op)) {
       if (role_index(*op, ir::Role::mask) >= 0 && role_index(*op, ir::Role::other) < 0)
         s = Source::masked_load;
-    } else if (rule == ir::Taint::overflow_arith && op->results.size() == 1 &&
+    } else if (r == Taint::overflow_arith && op->results.size() == 1 &&
                op->result()->type->elem == ir::Elem::i32 && addr.count(op->result())) {
       s = Source::overflow;
       k = Kind::int32_overflow;
-    } else if (rule == ir::Taint::divide) {
+    } else if (r == Taint::divide) {
       s = Source::divzero;
       k = Kind::division_by_zero;
     }
@@ -238,9 +205,9 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   for (bool changed = true; changed;) {
     changed = false;
     for (const Op* op : w.ops) {
-      Cat c = cat[op];
+      const Taint c = rule(op);
       bool carries = propagates(c);
-      if (c == Cat::load)  // a masked load carries its `other`'s poison into masked-off lanes
+      if (c == Taint::load)  // a masked load carries its `other`'s poison into masked-off lanes
         carries = role_index(*op, ir::Role::other) >= 0;
       if (!carries) continue;
       bool in = false;
@@ -281,13 +248,14 @@ TaintPlan build_taint_plan(const ir::Module& m) {
       }
       continue;
     }
-    Cat c = cat[op];
+    const Taint c = rule(op);
     auto src = sources.find(op);
     bool reads = false;
     for (const Value* v : op->operands) reads = reads || idx(v) >= 0;
-    if (src == sources.end() && (!reads || c == Cat::none)) continue;
+    if (src == sources.end() && (!reads || c == Taint::none)) continue;
     OpInfo info;
-    info.cat = c;
+    info.rule = c;
+    info.block = through_block_ptr(*op);
     if (src != sources.end()) {
       info.source = src->second.first;
       info.cause = src->second.second;
@@ -310,10 +278,10 @@ TaintPlan build_taint_plan(const ir::Module& m) {
     if (const ir::Attr* a = op->attr("order"))
       for (int64_t o : a->ints) info.order.push_back(static_cast<int>(o));
     const Opcode code = op->code();
-    info.arith = code == Opcode::arith_addi   ? 0
-                 : code == Opcode::arith_subi ? 1
-                 : code == Opcode::arith_muli ? 2
-                                              : 3;
+    info.arith = code == Opcode::arith_addi   ? Arith::add
+                 : code == Opcode::arith_subi ? Arith::sub
+                 : code == Opcode::arith_muli ? Arith::mul
+                                              : Arith::shl;
     plan.ops.emplace(op, std::move(info));
   }
   return plan;

@@ -17,42 +17,14 @@
 
 namespace tilescope::analysis {
 
-/// How a watched op moves poison.
-enum class Cat : uint8_t {
-  none,         // reads a tracked value but neither carries nor consumes it (tt.print)
-  elementwise,  // result lane i from operand lane i (scalar operands: lane 0)
-  select,       // arith.select: condition, then the chosen operand
-  load,         // tt.load through a tensor of pointers (address / mask sinks; masked source)
-  block_load,   // tt.load through a block pointer (address sink)
-  store,        // tt.store (address, mask, value sinks)
-  block_store,  // tt.store through a block pointer
-  atomic_rmw,   // ptr, val, mask
-  atomic_cas,   // ptr, cmp, val (all lanes active)
-  splat,
-  broadcast,
-  linear,  // expand_dims, reshape: same row-major order
-  trans,
-  join,
-  split,
-  cat,
-  unsplat,
-  gather,
-  reduce,
-  scan,
-  dot,
-  dot_other,    // dot_scaled: accumulator lane-wise, anything else taints every lane
-  histogram,    // input lanes are a sink
-  scalar_any,   // make_tensor_ptr, advance, make_tensor_descriptor: one scalar result
-  desc_access,  // descriptor load/store/gather/scatter/reduce: scalar operands are addresses, tensors values
-  cond,         // scf.if: operand 0 is a branch condition
-  for_bounds,   // scf.for: operands 0..2 decide the trip count
-  assert_,      // tt.assert: condition lanes
-};
-
 enum class Source : uint8_t { none, masked_load, overflow, divzero };
 
+/// The i32 operation of an overflow source (arith.addi / subi / muli / shli).
+enum class Arith : uint8_t { add, sub, mul, shl };
+
 struct OpInfo {
-  Cat cat = Cat::none;
+  ir::Taint rule = ir::Taint::none;  // how the op moves poison: its taint rule in the op registry
+  bool block = false;                // a load or store through a block pointer (no mask; address sink only)
   Source source = Source::none;
   uint32_t cause = 0;                // this op's cause id when it is a source
   std::vector<int> in, out;          // tracked index of each operand / result (-1: not tracked, always clean)
@@ -63,7 +35,7 @@ struct OpInfo {
   std::vector<int64_t> in_shape, out_shape;  // operand 0 / result 0 shapes
   std::vector<int64_t> b_shape;              // dot: operand 1
   std::vector<int> order;                    // trans
-  uint8_t arith = 0;                         // overflow source: 0 add, 1 sub, 2 mul, 3 shl
+  Arith arith = Arith::add;                  // overflow source: which i32 operation
 };
 
 struct Cause {
