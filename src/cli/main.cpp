@@ -258,7 +258,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
-int run_command(const std::string& ttir, std::string kernel, const std::string& grid_s,
+int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
                 uint64_t seed, bool time, const RunReport& rep) {
   launch::LaunchRecord rec;

@@ -132,7 +132,7 @@ class Lexer {
 
  private:
   // Lex the token at or after `off`; `line` and `line_start` describe `off`.
-  Token scan(size_t off, int line, size_t line_start) const;
+  Token scan(size_t p, int line, size_t line_start) const;
   // The kind of the token starting at `p` (not whitespace); `e` receives its end.
   Tok kind_at(size_t p, size_t& e) const;
   Tok number(size_t p, size_t& e) const;

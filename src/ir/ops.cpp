@@ -148,7 +148,7 @@ Role operand_role(const Op& op, size_t k) {
     case Roles::cas: return layout(k, {Role::ptr, Role::cmp, Role::value});
     case Roles::atomic_load: return layout(k, {Role::ptr, Role::mask});
     case Roles::poll: return layout(k, {Role::ptr, Role::cmp, Role::timeout});
-    case Roles::select: return layout(k, {Role::cond});
+    case Roles::select:  // cond, value, value
     case Roles::cond: return layout(k, {Role::cond});
     case Roles::for_loop: return layout(k, {Role::bound, Role::bound, Role::bound}, Role::init);
     case Roles::addptr: return layout(k, {Role::ptr, Role::offset});

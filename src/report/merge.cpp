@@ -9,13 +9,13 @@
 
 namespace tilescope::report {
 
-std::vector<analysis::Finding> merge(const std::vector<analysis::Finding>& in, size_t keep) {
+std::vector<analysis::Finding> merge(const std::vector<analysis::Finding>& findings, size_t keep) {
   using Key =
       std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
   std::map<Key, size_t> index;
   std::vector<analysis::Finding> out;
   std::vector<int64_t> merged;  // launches folded into each output finding
-  for (const auto& f : in) {
+  for (const auto& f : findings) {
     Key k{static_cast<int>(f.kind),
           f.kernel,
           f.site.file,

@@ -21,6 +21,7 @@ enum class Opcode : uint16_t {
 #undef TS_OP
 };
 inline constexpr int kNumBuiltinOps = 0
+// NOLINTNEXTLINE(bugprone-macro-parentheses): each row adds one, "0 +1 +1 ..."
 #define TS_OP(...) +1
 #include "tilescope/ir/ops.def"
 #undef TS_OP
