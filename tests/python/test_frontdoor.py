@@ -580,6 +580,35 @@ def test_read_only_arrays_are_never_written_and_grid_limits_hold(tmp_path):
     assert "LIMIT-OK" in p.stdout
 
 
+def test_errors_carry_a_structured_diagnostic(tmp_path):
+    # Inline PTX cannot run on the CPU: the launch raises LaunchError whose `diagnostic` names the op,
+    # its TTIR position and its Python line (found by searching the script, independently of tilescope).
+    s = write(tmp_path, "asm.py", """
+        import json
+        import tilescope
+
+        @triton.jit
+        def k(x_ptr):
+            x = tl.load(x_ptr + tl.arange(0, 4))
+            y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+            tl.store(x_ptr + tl.arange(0, 4), y)
+
+        try:
+            k[(1,)](torch.zeros(4, dtype=torch.int32))
+        except tilescope.LaunchError as e:
+            print("DIAG", json.dumps(e.diagnostic))
+    """)
+    p = sanitize(["--", sys.executable, s], tmp_path)
+    assert p.returncode == 0, p.stderr
+    line = next(i for i, t in enumerate(open(s).read().splitlines(), 1) if "inline_asm_elementwise" in t)
+    d = json.loads(p.stdout.split("DIAG ", 1)[1].splitlines()[0])
+    assert d["severity"] == "error"
+    assert d["op"] == "tt.elementwise_inline_asm"
+    assert "unsupported op" in d["message"]
+    assert d["ttir"]["line"] > 0 and d["ttir"]["file"].endswith(".ttir")
+    assert d["python"]["file"].endswith("asm.py") and d["python"]["line"] == line
+
+
 def test_ctrl_c_stops_a_long_launch(tmp_path):
     # SIGINT during a launch of 10^8 programs raises KeyboardInterrupt in the program within seconds.
     s = write(tmp_path, "long.py", """
