@@ -103,7 +103,7 @@ class InterruptGuard {
 
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, const std::string& analyses,
-                       const std::vector<std::string>& stack) {
+                       const std::vector<std::string>& stack, const std::string& specialization) {
   launch::LaunchRecord rec;
   rec.ttir_file = k->module().filename;
   const auto& params = k->function("").args();
@@ -113,6 +113,13 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
     throw Error(fmt::format("the launch grid must have 1 to 3 dimensions, not {}", grid.size()));
   for (size_t d = 0; d < grid.size(); ++d) rec.grid[d] = grid[d];
   rec.stack = stack;
+  // The front end's specialization, through the record's own JSON reader (README, "Launch record").
+  nlohmann::json spec = nlohmann::json::parse(specialization, nullptr, false);
+  if (!spec.is_object()) throw Error("specialization: a JSON object is needed");
+  rec.specialization =
+      launch::record_from_json(
+          {{"kernel", ""}, {"grid", {1}}, {"args", nlohmann::json::array()}, {"specialization", spec}})
+          .specialization;
 
   launch::RunOptions opts;
   opts.threads = threads;
@@ -148,6 +155,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   out["stdout"] = res.prints;
   out["stderr"] = opts.analyses.empty() ? res.failed_asserts : std::string();
   out["statistics"] = res.statistics.dump();
+  out["record"] = launch::to_json(rec, false).dump();  // the launch record, without the TTIR text
   return out;
 }
 
@@ -207,11 +215,13 @@ NB_MODULE(_native, m) {
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
         nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>{},
+        nb::arg("specialization") = "{}",
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
         "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
-        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text}; the caller writes "
-        "the text. The GIL is released while the grid runs.");
+        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "
+        "launch record as JSON text, without the TTIR}; the caller writes the text. The GIL is released "
+        "while the grid runs.");
   m.def(
       "analyses",
       [] {

@@ -191,12 +191,13 @@ class Compiled:
     """One specialization: its TTIR and the engine's kernel. Returned by a launch, as Triton
     returns its CompiledKernel."""
 
-    def __init__(self, name, ttir, native, signature, constexprs):
+    def __init__(self, name, ttir, native, signature, constexprs, specialization="{}"):
         self.name = name
         self.asm = {"ttir": ttir}
         self.native = native
         self.signature = signature
         self.constants = constexprs
+        self.specialization = specialization  # JSON for the launch record (README, "Launch record")
 
     def __repr__(self):
         return f"<tilescope kernel {self.name}>"
@@ -287,7 +288,34 @@ def _compile(jitfn, st, kwargs, bound_args, specialization, options):
         native = _native.compile(ttir, f"{name}.ttir")
     except _native.TilescopeError as e:
         raise _with_diagnostic(CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}"), e) from None
-    return Compiled(name, ttir, native, signature, constexprs)
+    return Compiled(name, ttir, native, signature, constexprs, _specialization_json(jitfn, constexprs, attrs))
+
+
+def _specialization_json(jitfn, constexprs, attrs) -> str:
+    """How Triton's binder specialized this launch, for the launch record: the constexprs (Python reprs),
+    the arguments given the 16-divisibility attribute, and the integers specialized to the constant 1
+    (constexprs whose parameter was not declared one). Paths into tuple arguments name their elements
+    as `arg[i]`."""
+    import json
+
+    params = jitfn.params
+
+    def name(path):
+        n = params[path[0]].name
+        return n + "".join(f"[{i}]" for i in path[1:])
+
+    def declared_constexpr(path):
+        return len(path) == 1 and getattr(params[path[0]], "is_constexpr", False)
+
+    out = {"constexprs": {}, "divisible_by_16": [], "equal_to_1": []}
+    for path, value in constexprs.items():
+        out["constexprs"][name(path)] = repr(value)
+        if not declared_constexpr(path) and value == 1 and not isinstance(value, bool):
+            out["equal_to_1"].append(name(path))
+    for path, values in attrs.items():
+        if any(k == "tt.divisibility" and v == 16 for k, v in values):
+            out["divisible_by_16"].append(name(path))
+    return json.dumps(out)
 
 
 def _where(jitfn) -> str:
@@ -424,7 +452,8 @@ def run(jitfn, args, grid, warmup, kwargs):
     stack = launch_stack()
     try:
         res = _native.launch(kernel.native, native_args, grid, threads=_state.threads,
-                             analyses=_state.analyses_json(), stack=stack)
+                             analyses=_state.analyses_json(), stack=stack,
+                             specialization=kernel.specialization)
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:
@@ -436,6 +465,7 @@ def run(jitfn, args, grid, warmup, kwargs):
         sys.stdout.write(res["stdout"])
     if res["stderr"]:
         sys.stderr.write(res["stderr"])
+    _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack)
     return kernel
 

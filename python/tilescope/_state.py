@@ -15,6 +15,7 @@ import threading
 sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
 threads = int(os.environ.get("TILESCOPE_THREADS") or 0)
 abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
+last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
 
 _lock = threading.Lock()

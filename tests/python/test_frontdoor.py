@@ -609,6 +609,41 @@ def test_errors_carry_a_structured_diagnostic(tmp_path):
     assert d["python"]["file"].endswith("asm.py") and d["python"]["line"] == line
 
 
+def test_each_launch_is_one_launch_record(tmp_path):
+    # The launch record the front door made (README, "Launch record"): every runtime argument in TTIR
+    # order with the tensor's dtype, shape, strides and extent, the grid, and Triton's specialization
+    # (BLOCK a constexpr; n == 1 specialized to a constant; 16-aligned pointers).
+    s = write(tmp_path, "rec.py", """
+        import json
+        import tilescope
+        from tilescope import _state
+
+        x = torch.zeros(8, 16)
+        add_kernel[(2, 1)](x, x, x, 100, BLOCK=64)
+        r = json.loads(_state.last_record)
+        print("REC", json.dumps(r))
+        add_kernel[(1,)](x, x, x, 1, BLOCK=64)
+        print("REC1", _state.last_record)
+    """)
+    p = sanitize(["--", sys.executable, s], tmp_path)
+    assert p.returncode in (0, 1), p.stderr
+    r = json.loads(p.stdout.split("REC ", 1)[1].splitlines()[0])
+    assert r["kernel"] == "" and r["grid"] == [2, 1, 1]
+    assert [a["name"] for a in r["args"]] == ["x_ptr", "y_ptr", "out_ptr", "n"]
+    x = r["args"][0]
+    assert x["kind"] == "buffer" and x["dtype"] == "f32" and x["shape"] == [8, 16] and x["strides"] == [16, 1]
+    assert x["bytes"] == 8 * 16 * 4
+    assert r["args"][3] == {"name": "n", "kind": "scalar", "value": 100}
+    assert r["specialization"]["constexprs"] == {"BLOCK": "64"}
+    assert set(r["specialization"]["divisible_by_16"]) >= {"x_ptr", "y_ptr", "out_ptr"}
+    assert r["specialization"]["equal_to_1"] == []
+    assert "ttir" not in r and r["stack"]
+    r1 = json.loads(p.stdout.split("REC1 ", 1)[1].splitlines()[0])
+    assert [a["name"] for a in r1["args"]] == ["x_ptr", "y_ptr", "out_ptr"]  # n == 1 became a constant
+    assert r1["specialization"]["equal_to_1"] == ["n"]
+    assert r1["specialization"]["constexprs"] == {"n": "1", "BLOCK": "64"}
+
+
 def test_ctrl_c_stops_a_long_launch(tmp_path):
     # SIGINT during a launch of 10^8 programs raises KeyboardInterrupt in the program within seconds.
     s = write(tmp_path, "long.py", """
