@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -64,11 +65,21 @@ void store_double(std::byte* p, Elem e, double v) {
       std::memcpy(p, &b, 1);
       break;
     }
-    default: {
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::ptr: {  // a pointer-to-pointer buffer holds integer addresses
       int64_t i = static_cast<int64_t>(v);
       if (e == Elem::i1) i = i != 0;
       std::memcpy(p, &i, static_cast<size_t>(ir::elem_bytes(e)));
+      break;
     }
+    case Elem::tensordesc:
+    case Elem::none:  // no storage: run() rejects `none` pointees, the reader pointers to descriptors
+      assert(false && "a buffer's elements have storage");
+      break;
   }
 }
 

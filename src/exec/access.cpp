@@ -329,8 +329,20 @@ AtomicLanesFn pick_int(ir::Elem e) {
     case Elem::i16: return atomic_lanes<uint16_t, K, Elem::i16>;
     case Elem::i32: return atomic_lanes<uint32_t, K, Elem::i32>;
     case Elem::i64: return atomic_lanes<uint64_t, K, Elem::i64>;
-    default: return nullptr;
+    case Elem::i1:
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return nullptr;
   }
+  return nullptr;
 }
 
 template <Rmw K>
@@ -341,8 +353,20 @@ AtomicLanesFn pick_fp(ir::Elem e) {
     case Elem::bf16: return atomic_lanes<uint16_t, K, Elem::bf16>;
     case Elem::f32: return atomic_lanes<uint32_t, K, Elem::f32>;
     case Elem::f64: return atomic_lanes<uint64_t, K, Elem::f64>;
-    default: return nullptr;
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return nullptr;
   }
+  return nullptr;
 }
 
 }  // namespace
@@ -440,8 +464,16 @@ uint64_t nan_bits(ir::Elem e) {
     case Elem::f8e5m2: return 0x7E;    // E5M2: exponent all ones, quiet mantissa
     case Elem::f8e4m3fnuz:
     case Elem::f8e5m2fnuz: return 0x80;  // FNUZ: negative zero encodes NaN
-    default: return 0;
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return 0;  // not a float: NaN padding pads with 0
   }
+  return 0;
 }
 
 void tile_lanes(uint64_t base, int rank, const int64_t* start, const int64_t* block, const int64_t* shape,

@@ -207,8 +207,12 @@ template <bool kHooked>
         b = t.targets[k];
         continue;
       }
-      default: return t;
+      case Terminator::Kind::none:
+      case Terminator::Kind::yield:
+      case Terminator::Kind::ret:
+      case Terminator::Kind::condition: return t;  // the region ends: the caller reads t
     }
+    return t;
   }
 }
 

@@ -158,8 +158,18 @@ bool format_of(Elem e, Format& f) {
     case Elem::f8e4m3fn: f = {4, 3, 7, Special::fn, 0x7F, true}; return true;
     case Elem::f8e4m3fnuz: f = {4, 3, 8, Special::fnuz, 0x80, true}; return true;
     case Elem::f8e5m2fnuz: f = {5, 2, 16, Special::fnuz, 0x80, true}; return true;
-    default: return false;
+    case Elem::f32:
+    case Elem::f64:  // native C++ types: the callers convert them without a Format
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return false;
   }
+  return false;
 }
 
 uint64_t max_finite(const Format& f) {

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -61,8 +62,22 @@ const float* fp8_table(Elem e) {
     case Elem::f8e4m3fn: return kFp8.t[0];
     case Elem::f8e5m2: return kFp8.t[1];
     case Elem::f8e4m3fnuz: return kFp8.t[2];
-    default: return kFp8.t[3];
+    case Elem::f8e5m2fnuz: return kFp8.t[3];
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: break;
   }
+  assert(false && "fp8_table is only asked for the fp8 formats (FP8<E>)");
+  return kFp8.t[3];
 }
 
 }  // namespace ew
@@ -646,15 +661,30 @@ void int_cast(Program& p, const exec::Step& s) {
 // int -> float. Exact in the compute type for narrow ints; for wide ints into f32/f64 the C++
 // conversion rounds once (RTNE). Wide ints into f16/bf16/fp8 are rounded once through
 // int_to_format (integer RTNE to the format's precision, then an exact encode).
-uint64_t int_to_format(Elem e, uint64_t mag, bool neg) {
-  int p;
+int significand_bits(Elem e) {  // with the implicit leading one
   switch (e) {
-    case Elem::f16: p = 11; break;
-    case Elem::bf16: p = 8; break;
+    case Elem::f16: return 11;
+    case Elem::bf16: return 8;
     case Elem::f8e5m2:
-    case Elem::f8e5m2fnuz: p = 3; break;
-    default: p = 4; break;
+    case Elem::f8e5m2fnuz: return 3;
+    case Elem::f8e4m3fn:
+    case Elem::f8e4m3fnuz: return 4;
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: break;
   }
+  assert(false && "int_to_format rounds to f16, bf16 and fp8 only (f32/f64 convert in C++)");
+  return 4;
+}
+uint64_t int_to_format(Elem e, uint64_t mag, bool neg) {
+  const int p = significand_bits(e);
   const int k = 64 - std::countl_zero(mag);
   if (k > p) {
     const int sh = k - p;

@@ -30,18 +30,44 @@ int64_t read_int(const Program& p, int slot, const ir::Type* t) {
     case ir::Elem::i8: return *p.at<int8_t>(slot);
     case ir::Elem::i16: return *p.at<int16_t>(slot);
     case ir::Elem::i32: return *p.at<int32_t>(slot);
-    default: return *p.at<int64_t>(slot);
+    case ir::Elem::i64: return *p.at<int64_t>(slot);
+    case ir::Elem::f8e4m3fn:
+    case ir::Elem::f8e5m2:
+    case ir::Elem::f8e4m3fnuz:
+    case ir::Elem::f8e5m2fnuz:
+    case ir::Elem::f16:
+    case ir::Elem::bf16:
+    case ir::Elem::f32:
+    case ir::Elem::f64:
+    case ir::Elem::ptr:
+    case ir::Elem::tensordesc:
+    case ir::Elem::none: break;
   }
+  assert(false && "the verifier: scf.for bounds and induction variable are integers");
+  return *p.at<int64_t>(slot);
 }
 
 void write_int(Program& p, int slot, const ir::Type* t, int64_t v) {
   switch (t->elem) {
     case ir::Elem::i1:
-    case ir::Elem::i8: *p.at<int8_t>(slot) = static_cast<int8_t>(v); break;
-    case ir::Elem::i16: *p.at<int16_t>(slot) = static_cast<int16_t>(v); break;
-    case ir::Elem::i32: *p.at<int32_t>(slot) = static_cast<int32_t>(v); break;
-    default: *p.at<int64_t>(slot) = v; break;
+    case ir::Elem::i8: *p.at<int8_t>(slot) = static_cast<int8_t>(v); return;
+    case ir::Elem::i16: *p.at<int16_t>(slot) = static_cast<int16_t>(v); return;
+    case ir::Elem::i32: *p.at<int32_t>(slot) = static_cast<int32_t>(v); return;
+    case ir::Elem::i64: *p.at<int64_t>(slot) = v; return;
+    case ir::Elem::f8e4m3fn:
+    case ir::Elem::f8e5m2:
+    case ir::Elem::f8e4m3fnuz:
+    case ir::Elem::f8e5m2fnuz:
+    case ir::Elem::f16:
+    case ir::Elem::bf16:
+    case ir::Elem::f32:
+    case ir::Elem::f64:
+    case ir::Elem::ptr:
+    case ir::Elem::tensordesc:
+    case ir::Elem::none: break;
   }
+  assert(false && "the verifier: scf.for bounds and induction variable are integers");
+  *p.at<int64_t>(slot) = v;
 }
 
 // scf.for %iv = lb to ub step s iter_args(...): signed bounds of the IV's integer type; the

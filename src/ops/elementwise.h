@@ -142,8 +142,16 @@ bool with_float(ir::Elem e, F&& f) {
     case Elem::f8e5m2: f.template operator()<FP8<Elem::f8e5m2>>(); return true;
     case Elem::f8e4m3fnuz: f.template operator()<FP8<Elem::f8e4m3fnuz>>(); return true;
     case Elem::f8e5m2fnuz: f.template operator()<FP8<Elem::f8e5m2fnuz>>(); return true;
-    default: return false;
+    case Elem::i1:
+    case Elem::i8:
+    case Elem::i16:
+    case Elem::i32:
+    case Elem::i64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return false;
   }
+  return false;
 }
 
 /// Integer lanes: storage as the unsigned type of the width; i1 is a byte 0/1.
@@ -164,8 +172,19 @@ bool with_int(ir::Elem e, F&& f) {
     case Elem::i16: f.template operator()<Int<uint16_t>>(); return true;
     case Elem::i32: f.template operator()<Int<uint32_t>>(); return true;
     case Elem::i64: f.template operator()<Int<uint64_t>>(); return true;
-    default: return false;
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return false;
   }
+  return false;
 }
 
 }  // namespace tilescope::ops::ew

@@ -7,6 +7,7 @@
 // touched.
 #include <fmt/format.h>
 
+#include <cassert>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -76,8 +77,21 @@ int64_t read_int(Program& p, int slot, Elem e) {
     case Elem::i8: return *p.at<int8_t>(slot);
     case Elem::i16: return *p.at<int16_t>(slot);
     case Elem::i32: return *p.at<int32_t>(slot);
-    default: return *p.at<int64_t>(slot);
+    case Elem::i64: return *p.at<int64_t>(slot);
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: break;
   }
+  assert(false && "need_int_scalars checked the slot is an integer");
+  return *p.at<int64_t>(slot);
 }
 
 int64_t read_int_at(const void* base, int64_t i, Elem e) {
@@ -85,8 +99,22 @@ int64_t read_int_at(const void* base, int64_t i, Elem e) {
     case Elem::i8: return static_cast<const int8_t*>(base)[i];
     case Elem::i16: return static_cast<const int16_t*>(base)[i];
     case Elem::i32: return static_cast<const int32_t*>(base)[i];
-    default: return static_cast<const int64_t*>(base)[i];
+    case Elem::i64: return static_cast<const int64_t*>(base)[i];
+    case Elem::i1:
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: break;
   }
+  assert(false && "rows_aux checked the x offsets are i32 or i16");
+  return static_cast<const int64_t*>(base)[i];
 }
 
 void need_int_scalars(const Op& op, Planner& p, const Step& s, size_t from, size_t count, const char* what) {
@@ -390,7 +418,18 @@ void lower_addptr(const Op& op, Planner& p, Step& s) {
     case Elem::i16: s.fn = pick_addptr<int16_t>(ps, os); break;
     case Elem::i32: s.fn = pick_addptr<int32_t>(ps, os); break;
     case Elem::i64: s.fn = pick_addptr<int64_t>(ps, os); break;
-    default: p.unsupported(op, fmt::format("offset type {} (i32 or i64 expected)", ot->str()));
+    case Elem::i1:
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::f16:
+    case Elem::bf16:
+    case Elem::f32:
+    case Elem::f64:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: p.unsupported(op, fmt::format("offset type {} (i32 or i64 expected)", ot->str()));
   }
   s.aux = make_aux(AddptrAux{n, shift});
 }

@@ -312,8 +312,18 @@ exec::KernelFn pick_float(Fast k) {
     case Fast::minnumf: return pick<Scan, Tr, FloatOp<Tr, Fast::minnumf>>();
     case Fast::maximumf: return pick<Scan, Tr, FloatOp<Tr, Fast::maximumf>>();
     case Fast::minimumf: return pick<Scan, Tr, FloatOp<Tr, Fast::minimumf>>();
-    default: return nullptr;
+    case Fast::none:
+    case Fast::addi:
+    case Fast::muli:
+    case Fast::maxsi:
+    case Fast::minsi:
+    case Fast::maxui:
+    case Fast::minui:
+    case Fast::andi:
+    case Fast::ori:
+    case Fast::xori: return nullptr;  // not a float combine: the generic kernel runs it
   }
+  return nullptr;
 }
 
 template <bool Scan, class U, bool I1>
@@ -329,8 +339,15 @@ exec::KernelFn pick_int(Fast k) {
     case Fast::andi: return pick<Scan, Tr, IntOp<U, I1, Fast::andi>>();
     case Fast::ori: return pick<Scan, Tr, IntOp<U, I1, Fast::ori>>();
     case Fast::xori: return pick<Scan, Tr, IntOp<U, I1, Fast::xori>>();
-    default: return nullptr;
+    case Fast::none:
+    case Fast::addf:
+    case Fast::mulf:
+    case Fast::maxnumf:
+    case Fast::minnumf:
+    case Fast::maximumf:
+    case Fast::minimumf: return nullptr;  // not an integer combine: the generic kernel runs it
   }
+  return nullptr;
 }
 
 template <bool Scan>
@@ -346,8 +363,15 @@ exec::KernelFn pick_fast(ir::Elem e, Fast k) {
     case Elem::i16: return pick_int<Scan, uint16_t, false>(k);
     case Elem::i32: return pick_int<Scan, uint32_t, false>(k);
     case Elem::i64: return pick_int<Scan, uint64_t, false>(k);
-    default: return nullptr;
+    case Elem::f8e4m3fn:
+    case Elem::f8e5m2:
+    case Elem::f8e4m3fnuz:
+    case Elem::f8e5m2fnuz:
+    case Elem::ptr:
+    case Elem::tensordesc:
+    case Elem::none: return nullptr;  // no fast kernel: the generic kernel runs the region
   }
+  return nullptr;
 }
 
 /// The single-op combine of a one-operand reduce/scan region, or Fast::none.

@@ -248,8 +248,20 @@ exec::KernelFn gather_kernel(ir::Elem ie) {
     case ir::Elem::i16: return &gather_run<B, int16_t>;
     case ir::Elem::i32: return &gather_run<B, int32_t>;
     case ir::Elem::i64: return &gather_run<B, int64_t>;
-    default: return nullptr;
+    case ir::Elem::i1:
+    case ir::Elem::f8e4m3fn:
+    case ir::Elem::f8e5m2:
+    case ir::Elem::f8e4m3fnuz:
+    case ir::Elem::f8e5m2fnuz:
+    case ir::Elem::f16:
+    case ir::Elem::bf16:
+    case ir::Elem::f32:
+    case ir::Elem::f64:
+    case ir::Elem::ptr:
+    case ir::Elem::tensordesc:
+    case ir::Elem::none: return nullptr;
   }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,8 +289,20 @@ exec::KernelFn histogram_kernel(ir::Elem e) {
     case ir::Elem::i16: return &histogram_run<int16_t, Masked>;
     case ir::Elem::i32: return &histogram_run<int32_t, Masked>;
     case ir::Elem::i64: return &histogram_run<int64_t, Masked>;
-    default: return nullptr;
+    case ir::Elem::i1:
+    case ir::Elem::f8e4m3fn:
+    case ir::Elem::f8e5m2:
+    case ir::Elem::f8e4m3fnuz:
+    case ir::Elem::f8e5m2fnuz:
+    case ir::Elem::f16:
+    case ir::Elem::bf16:
+    case ir::Elem::f32:
+    case ir::Elem::f64:
+    case ir::Elem::ptr:
+    case ir::Elem::tensordesc:
+    case ir::Elem::none: return nullptr;
   }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
