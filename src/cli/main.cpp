@@ -22,6 +22,7 @@
 #include <random>
 #include <regex>
 
+#include "src/cli/cache.h"
 #include "src/cli/npy.h"
 #include "src/cli/sanitize.h"
 #include "src/exec/value.h"
@@ -389,6 +390,7 @@ int main(int argc, char** argv) {
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
+  auto* cache = tilescope::cli::add_cache(app);
   try {
     if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
   } catch (const tilescope::Error& e) {
@@ -404,6 +406,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
+    if (*cache) return tilescope::cli::cache_command();
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
