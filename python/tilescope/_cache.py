@@ -9,7 +9,8 @@ One file per entry, ``<sha256 of the key>.ttir``: a first line of JSON, ``{"tile
 "key": KEY, "sha256": SHA256 of the TTIR's UTF-8 bytes, "bytes": their length}``, then the TTIR.
 A read checks all of it; an entry that fails (truncated by a full disk or a killed writer, edited,
 another key's content) is never used: a warning names the file, and the caller compiles the kernel
-again and replaces the entry. An entry is written to ``.<entry name>.<pid>.<random>.tmp`` in the
+again and replaces the entry. An entry of the earlier format (the TTIR alone) is replaced the same
+way, without a warning. An entry is written to ``.<entry name>.<pid>.<random>.tmp`` in the
 same directory and renamed over the entry, so that no reader ever sees a partial one. A read sets
 the entry's access time (the recency that eviction uses; its modification time stays the time it
 was written).
@@ -86,6 +87,8 @@ class Entry:
         except OSError as e:
             _warn(f"cannot read the TTIR cache entry {self.path} ({e.strerror or e}); compiling the kernel again")
             return None
+        if data.startswith((b"#loc", b"module")):
+            return None  # TTIR alone, as tilescope wrote entries before they were checked: replaced silently
         problem = self._check(data)
         if problem:
             _warn(f"the TTIR cache entry {self.path} is damaged ({problem}); compiling the kernel again and "

@@ -81,10 +81,14 @@ def test_damaged_entries_are_named_recompiled_and_replaced(tmp_path, primed):
         assert f"{k}-OK" in p.stdout, p.stdout + p.stderr
         assert str(e[k]) in p.stderr, f"the damaged entry of {k} is not named:\n{p.stderr}"
     # Replaced by good entries: a third run reads them without a warning and gets the same results.
+    # An entry of the earlier format (the TTIR alone, unchecked) is replaced too, without a warning.
     assert {k: p.read_bytes() for k, p in _entries(cache).items()} == pristine
+    e["mul"].write_bytes(pristine["mul"].split(b"\n", 1)[1])
+    assert e["mul"].read_bytes().startswith(b"#loc")
     p = _sanitize(tmp_path, cache, prog)
     assert p.returncode == 0 and "warning" not in p.stderr, p.stdout + p.stderr
     assert all(f"{k}-OK" in p.stdout for k in ("add", "mul", "scale")), p.stdout
+    assert e["mul"].read_bytes() == pristine["mul"]
     assert temp_left(tmp_path) == []
 
 
