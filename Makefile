@@ -56,7 +56,7 @@ test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-python:
-	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) -m pytest -q tests/python
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) -m pytest -q tests/python tests/robustness
 
 # Liger-Kernel's own tests (from its PyPI sdist, into .peer/) under tilescope and TRITON_INTERPRET=1: bench/PEERS.md.
 test-peers: setup build

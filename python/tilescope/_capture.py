@@ -214,29 +214,20 @@ def _state_of(jitfn) -> _KernelState:
 _CONTEXT = None  # one MLIR context per process (under _compile_lock), as loading dialects costs ms
 
 
-def _cache_path(jitfn, st, signature, constexprs, attrs, options):
-    """Where the TTIR of this specialization is cached on disk, or None when caching is off.
+def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
+    """The TTIR disk cache's key of this specialization (the cache itself: _cache.py).
 
     Keyed like Triton's own cache: the kernel's source and dependencies (`JITFunction.cache_key`) and
     where it is defined (file and line: the TTIR's locations name them), the
     specialization (signature, constexprs, attributes), the compile options, the target and the
-    Triton version (the TTIR is Triton's output alone). TILESCOPE_CACHE_DIR moves the cache (default
-    ~/.cache/tilescope/ttir); TILESCOPE_CACHE_DIR= (empty) turns it off."""
-    import hashlib
-
+    Triton version (the TTIR is Triton's output alone)."""
     import triton
 
-    root = os.environ.get("TILESCOPE_CACHE_DIR")
-    if root is None:
-        root = os.path.join(os.path.expanduser("~"), ".cache", "tilescope", "ttir")
-    if not root:
-        return None
     opts = options.hash() if hasattr(options, "hash") else repr(options)
     # TTIR carries source locations: the same source in another file or at another line is another entry.
     where = (os.path.abspath(jitfn.fn.__code__.co_filename), jitfn.fn.__code__.co_firstlineno)
-    key = repr((jitfn.cache_key, where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
-                sorted(attrs.items(), key=str), opts, repr(st.target), triton.__version__))
-    return os.path.join(root, hashlib.sha256(key.encode()).hexdigest() + ".ttir")
+    return repr((jitfn.cache_key, where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
+                 sorted(attrs.items(), key=str), opts, repr(st.target), triton.__version__))
 
 
 def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
@@ -244,14 +235,16 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     from triton._C.libtriton import ir
     from triton.compiler.compiler import ASTSource
 
-    path = None
+    from . import _cache
+
     try:
-        path = _cache_path(jitfn, st, signature, constexprs, attrs, options)
-        if path and os.path.exists(path):
-            with open(path) as f:
-                return f.read()
+        entry = _cache.Entry.of(_cache_key(jitfn, st, signature, constexprs, attrs, options))
     except Exception:  # noqa: BLE001 - a cache problem must never stop a launch
-        path = None
+        entry = None
+    if entry is not None:
+        text = entry.load()
+        if text is not None:
+            return text
     src = ASTSource(jitfn, signature, constexprs, attrs)
     if _CONTEXT is None:
         _CONTEXT = ir.context()
@@ -261,15 +254,8 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
     mod = st.backend.make_ttir(mod, {}, options, st.target.arch)
     text = str(mod)
-    if path:
-        try:  # write then rename: concurrent processes never read a partial file
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    if entry is not None:
+        entry.store(text)
     return text
 
 

@@ -25,6 +25,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cache.h"
 #include "npy.h"
 #include "sanitize.h"
 #include "tilescope/exec/engine.h"
@@ -392,6 +393,7 @@ int main(int argc, char** argv) {
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
+  auto* cache = tilescope::cli::add_cache(app);
   try {
     if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
   } catch (const tilescope::Error& e) {
@@ -407,6 +409,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
+    if (*cache) return tilescope::cli::cache_command();
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "

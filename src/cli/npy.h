@@ -1,23 +1,33 @@
-// NumPy .npy files (format version 1.0/2.0, little-endian, C order), as the `run` command's
-// buffer inputs and `--save` outputs. Format: numpy.lib.format (NEP 1).
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0; little-endian, C order), as the `run`
+// command's buffer inputs and `--save` outputs. Format: numpy.lib.format (NEP 1).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tilescope::cli {
 
 struct NpyArray {
-  std::string descr;  // e.g. "<f4", "<u2", "|b1"
-  std::vector<int64_t> shape;
+  std::string descr;           // "<f4", "<u2", "|b1": byte order, kind (f i u b), item size
+  std::vector<int64_t> shape;  // () for a 0-d array (one element)
   std::vector<std::byte> data;
+  /// The item size in bytes that `descr` gives (1, 2, 4 or 8); 0 for a descr tilescope does not read.
   int item_bytes() const;
 };
 
-/// Read `path`; throws tilescope::Error naming the file for anything it cannot read (Fortran
-/// order, big-endian, object arrays, truncated data).
+/// The array in the bytes `file` of a .npy file called `path` (used in messages). Every field of
+/// the header is checked as numpy's reader does: magic and version, a dict of exactly `descr`,
+/// `fortran_order` and `shape`, a descr of a little-endian bool, int, uint or float type (stored
+/// normalized: "|" for 1-byte items, "<" otherwise), non-negative dimensions whose product (in
+/// bytes) fits in int64, and at least that much data (more is ignored, as numpy does). Throws
+/// tilescope::Error "PATH: ..." saying what is wrong.
+NpyArray parse_npy(std::string_view file, const std::string& path);
+/// read `path` and parse_npy it; a file that cannot be read is a tilescope::Error with the reason.
 NpyArray read_npy(const std::string& path);
+/// Write `a` as a version 1.0 .npy file through write_file_atomically (every write checked, never a
+/// partial file); throws tilescope::Error with the reason.
 void write_npy(const std::string& path, const NpyArray& a);
 
 }  // namespace tilescope::cli

@@ -5,20 +5,24 @@
 // .pth file then imports tilescope._autoload at interpreter start-up, which routes every Triton
 // launch to the engine under the sanitizer. Each process writes its findings as JSON into the
 // directory named by TILESCOPE_FINDINGS; when the command ends, this merges them, prints the report,
-// writes --json / --sarif, and exits with --exit-code (default 1) when there were findings, else with
-// the command's own status (as compute-sanitizer does for CUDA programs).
+// writes --json / --sarif, and exits with the command's own status when it failed, else with
+// --exit-code (default 1) when there were findings, else 0.
 #include "sanitize.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -39,43 +43,167 @@ std::string self_exe() {
   return ec ? std::string("tilescope") : p.string();
 }
 
-// Run `argv` with the current environment; the exit status as a shell reports it (128 + signal).
-// The parent ignores SIGINT / SIGQUIT meanwhile, as system() does, so ^C stops the child and we
-// still merge and report what it found.
+// Signals while a command runs (issue 8): SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to tilescope go
+// to the command's whole process group (the command and every process it started), then tilescope
+// waits for it, reports what it found and removes its files. The command runs in a process group of
+// its own so that a signal reaches all of it; on a terminal that group is made the foreground job,
+// as a shell does, so the command reads the terminal and gets ^C / ^Z directly.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+volatile sig_atomic_t g_child_group = 0;  // the running command's process group; 0 when none runs
+volatile sig_atomic_t g_received = 0;     // the last forwarded signal that tilescope received
+
+extern "C" void forward_signal(int sig) {
+  g_received = sig;
+  if (g_child_group > 0) kill(-g_child_group, sig);
+}
+
+// Installs the forwarding handler for the life of the object. A signal that tilescope's own parent
+// set to be ignored (nohup, a background job of a non-interactive shell) stays ignored, and the
+// command inherits that.
+class ForwardSignals {
+ public:
+  ForwardSignals() {
+    g_received = 0;
+    for (size_t i = 0; i < std::size(kForwarded); ++i) {
+      sigaction(kForwarded[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler == SIG_IGN) continue;
+      struct sigaction sa {};
+      sa.sa_handler = forward_signal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      sigaction(kForwarded[i], &sa, nullptr);
+    }
+  }
+  ~ForwardSignals() {
+    for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old_[i], nullptr);
+  }
+  ForwardSignals(const ForwardSignals&) = delete;
+  ForwardSignals& operator=(const ForwardSignals&) = delete;
+
+ private:
+  struct sigaction old_[std::size(kForwarded)]{};
+};
+
+// The controlling terminal when tilescope is the foreground job of an interactive shell (the leader
+// of the terminal's foreground process group): the command then becomes the foreground job instead.
+// Else -1: under make, pytest or another program, the terminal stays with them, so that ^C still
+// stops them too (tilescope, in their group, forwards it). The destructor takes the terminal back.
+class Terminal {
+ public:
+  Terminal() {
+    fd_ = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd_ >= 0 && (getpgrp() != getpid() || tcgetpgrp(fd_) != getpgrp())) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~Terminal() {
+    if (fd_ < 0) return;
+    take_back();
+    ::close(fd_);
+  }
+  Terminal(const Terminal&) = delete;
+  Terminal& operator=(const Terminal&) = delete;
+  int fd() const { return fd_; }
+  // Make tilescope's group the foreground job again (from the background: SIGTTOU is blocked
+  // meanwhile, or it would stop tilescope).
+  void take_back() const {
+    sigset_t ttou, old;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(fd_, getpgrp());
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+  }
+  // The command stopped (^Z, or it read the terminal from the background): stop tilescope too, so
+  // that the shell sees its job stopped; when continued in the foreground, give the terminal back.
+  void stop_with(pid_t group) const {
+    take_back();
+    raise(SIGTSTP);
+    if (tcgetpgrp(fd_) == getpgrp()) tcsetpgrp(fd_, group);
+    kill(-group, SIGCONT);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Run `argv` with the current environment in a process group of its own; the exit status as a
+// shell reports it (128 + signal). Signals are forwarded while it runs (when a ForwardSignals is
+// alive); one received before the command could start means it is not started.
 int run_child(const std::vector<std::string>& argv) {
   std::vector<char*> cargv;
   cargv.reserve(argv.size() + 1);
   for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
-  struct sigaction ign {
-  }, old_int{}, old_quit{};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  sigaction(SIGINT, &ign, &old_int);
-  sigaction(SIGQUIT, &ign, &old_quit);
+  Terminal tty;
+  // An inherited SIGCHLD of SIG_IGN would let the system reap the command before waitpid sees it.
+  signal(SIGCHLD, SIG_DFL);
+  // Blocked until the child's group is known, so that none is lost between the spawn and then.
+  sigset_t fwd, old_mask;
+  sigemptyset(&fwd);
+  for (int sig : kForwarded) sigaddset(&fwd, sig);
+  sigprocmask(SIG_BLOCK, &fwd, &old_mask);
+  if (g_received) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return 128 + g_received;
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGINT);
-  sigaddset(&def, SIGQUIT);
-  posix_spawnattr_setsigdefault(&attr, &def);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, cargv[0], nullptr, &attr, cargv.data(), environ);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &old_mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (tty.fd() >= 0) posix_spawn_file_actions_addtcsetpgrp_np(&actions, tty.fd());  // before exec: no race
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  int status = 0;
-  if (rc == 0) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (rc == 0) g_child_group = pid;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);  // a signal that came meanwhile is forwarded now
   if (rc != 0) throw Error(fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, tty.fd() >= 0 ? WUNTRACED : 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r > 0 && WIFSTOPPED(status)) {
+      tty.stop_with(pid);
+      continue;
+    }
+    break;
+  }
+  g_child_group = 0;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
 }
+
+// The directory the command's processes write their findings into: removed with everything in it
+// on every way out of `tilescope sanitize` (a return, an error, a forwarded signal).
+class TempDir {
+ public:
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = fmt::format("{}/tilescope-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data()))
+      throw Error(fmt::format("cannot create a directory under {}: {}", templ, std::strerror(errno)));
+    path_ = buf.data();
+  }
+  ~TempDir() { remove(); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  void remove() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+
+ private:
+  fs::path path_;
+};
 
 // Findings of all processes, in the order the processes wrote them (by file name: pid order is not
 // meaningful, but the order is at least stable).
@@ -171,15 +299,11 @@ int sanitize_main(int argc, char** argv) {
 
 int sanitize_command(const SanitizeOptions& o) {
   if (o.command.empty()) throw Error("sanitize: no command given (tilescope sanitize -- python script.py)");
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = fmt::format("{}/tilescope-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) throw Error(fmt::format("cannot create a directory under {}", templ));
-  fs::path dir(buf.data());
+  ForwardSignals forwarding;
+  TempDir dir;
 
   setenv("TILESCOPE_SANITIZE", "1", 1);
-  setenv("TILESCOPE_FINDINGS", dir.c_str(), 1);
+  setenv("TILESCOPE_FINDINGS", dir.path().c_str(), 1);
   setenv("TILESCOPE_BIN", self_exe().c_str(), 1);
   setenv("TILESCOPE_EXIT_CODE", std::to_string(o.exit_code).c_str(), 1);
   if (o.threads > 0) setenv("TILESCOPE_THREADS", std::to_string(o.threads).c_str(), 1);
@@ -190,18 +314,13 @@ int sanitize_command(const SanitizeOptions& o) {
   int status = run_child(o.command);
   int processes = 0;
   int64_t launches = 0;
-  std::vector<analysis::Finding> findings;
-  try {
-    json all = read_findings(dir, processes, launches);
-    findings = report::merge(report::from_json(all));
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    throw;
-  }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  json all = read_findings(dir.path(), processes, launches);
+  dir.remove();
+  std::vector<analysis::Finding> findings = report::merge(report::from_json(all));
 
+  if (g_received)
+    std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
+                             sigabbrev_np(g_received));
   if (processes == 0)
     std::cerr << "tilescope: warning: no Python process reported to the sanitizer; is the tilescope package "
                  "installed in the Python that ran the command (pip install .)?\n";
@@ -211,8 +330,10 @@ int sanitize_command(const SanitizeOptions& o) {
       report::summary_line(findings), launches, processes, status);
   if (!o.json_path.empty()) write_file(o.json_path, report::to_json(findings).dump(2) + "\n");
   if (!o.sarif_path.empty()) write_file(o.sarif_path, report::to_sarif(findings).dump(2) + "\n");
-  if (!findings.empty()) return o.exit_code;
-  return status;
+  // The program's own failure always wins; --exit-code is the status of a program that succeeded
+  // with findings.
+  if (status != 0) return status;
+  return findings.empty() ? 0 : o.exit_code;
 }
 
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args) {
@@ -243,6 +364,7 @@ int demo_command(const std::vector<std::string>& args, const std::vector<std::st
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), extras.begin(), extras.end());
   setenv("TILESCOPE_BIN", exe.c_str(), 1);
+  ForwardSignals forwarding;
   return run_child(argv);
 }
 

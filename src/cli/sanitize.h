@@ -21,7 +21,9 @@ struct SanitizeOptions {
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);
 /// Run the command with every Triton launch of it (and of its child processes) on the engine under
 /// the sanitizer; print the merged report; write --json / --sarif. Returns the exit status: the
-/// --exit-code when there were findings, else the command's own status.
+/// command's own status when it is not 0 (128 + N when signal N ended it), else --exit-code when
+/// there were findings, else 0. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the command's
+/// process group meanwhile; its temporary directory is removed on every way out.
 int sanitize_command(const SanitizeOptions& o);
 /// `tilescope sanitize [OPTIONS] [--] COMMAND...` from main's argv (argv[1] == "sanitize"): the
 /// command's own arguments are passed on untouched, so they are split off before option parsing.

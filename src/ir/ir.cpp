@@ -98,10 +98,20 @@ const Type* Module::with_elem(const Type* t, Elem el) {
   return intern(e);
 }
 
-Function* Module::find(const std::string& name) const {
-  for (auto& f : functions)
-    if (f->name == name) return f.get();
-  return nullptr;
+void FunctionList::push_back(std::unique_ptr<Function> f) {
+  Function* raw = f.get();
+  fns_.push_back(std::move(f));
+  try {
+    by_name_.emplace(raw->name, raw);  // keeps the first of a name
+  } catch (...) {
+    fns_.pop_back();  // never a function the index does not know
+    throw;
+  }
+}
+
+Function* FunctionList::find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
 }
 
 Function* Module::entry() const {

@@ -129,8 +129,7 @@ void parse_func(Parser& p, Token start) {
   else
     p.accept_kw("public");
   f->name = parse_symbol(p);
-  for (auto& g : p.m.functions)
-    if (g->name == f->name) p.fail(start.off, fmt::format("redefinition of function '@{}'", f->name));
+  if (p.m.find(f->name)) p.fail(start.off, fmt::format("redefinition of function '@{}'", f->name));
   p.fn = f.get();
   p.scopes.clear();
   p.scopes.emplace_back();

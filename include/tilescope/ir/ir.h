@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -155,10 +157,39 @@ struct Function {
   const std::vector<std::unique_ptr<Value>>& args() const { return body.blocks.at(0)->args; }
 };
 
+/// A module's functions in text order, indexed by name: `find` is one hash lookup, so reading a module
+/// costs time linear in its functions and calls (a linear scan per tt.call and per definition made
+/// 100,000 functions take minutes). Read like a vector; functions are added with `push_back` only,
+/// which keeps the index, and keep their name once added.
+class FunctionList {
+ public:
+  using Storage = std::vector<std::unique_ptr<Function>>;
+  Storage::const_iterator begin() const { return fns_.begin(); }
+  Storage::const_iterator end() const { return fns_.end(); }
+  size_t size() const { return fns_.size(); }
+  bool empty() const { return fns_.empty(); }
+  const std::unique_ptr<Function>& operator[](size_t i) const { return fns_[i]; }
+  const std::unique_ptr<Function>& front() const { return fns_.front(); }
+  const std::unique_ptr<Function>& back() const { return fns_.back(); }
+  /// Appends `f` (not null). With two functions of one name, `find` gives the first (the reader
+  /// rejects the second as a redefinition).
+  void push_back(std::unique_ptr<Function> f);
+  /// The function named `name` (without '@'), or null.
+  Function* find(std::string_view name) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  Storage fns_;
+  std::unordered_map<std::string, Function*, Hash, std::equal_to<>> by_name_;
+};
+
 class Module {
  public:
   std::string filename;  // what diagnostics call the .ttir text
-  std::vector<std::unique_ptr<Function>> functions;
+  FunctionList functions;
 
   Module();
   ~Module();
@@ -176,7 +207,8 @@ class Module {
   /// `t`'s shape with another element (e.g. i1 for cmpi results).
   const Type* with_elem(const Type* t, Elem e);
 
-  Function* find(const std::string& name) const;
+  /// The function named `name` (without '@'), or null; a hash lookup (FunctionList).
+  Function* find(std::string_view name) const { return functions.find(name); }
   /// The kernel: the first public function (Triton's get_entry_func_name), or null.
   Function* entry() const;
 
