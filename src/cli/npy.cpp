@@ -203,7 +203,8 @@ NpyArray parse_npy(std::string_view file, const std::string& path) {
     throw Error(fmt::format("{}: truncated data ({} of {} bytes for shape {})", path, file.size() - start,
                             bytes, shape_str(a.shape)));
   a.data.resize(static_cast<size_t>(bytes));
-  std::memcpy(a.data.data(), file.data() + start, static_cast<size_t>(bytes));
+  if (bytes > 0)  // an empty vector's data() may be null, which memcpy must not get
+    std::memcpy(a.data.data(), file.data() + start, static_cast<size_t>(bytes));
   return a;
 }
 
