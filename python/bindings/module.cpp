@@ -73,37 +73,64 @@ launch::ArgRecord arg_record(const nb::handle& a, const std::string& name) {
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
 
-/// Ctrl-C during a launch: Python's own handler cannot run while the GIL is released, so a C handler
-/// stops the grid and the launch raises KeyboardInterrupt (main thread only, where Python receives
-/// signals). The previous handler is restored when the launch ends.
+/// Ctrl-C during a launch. Python runs its SIGINT handler between bytecodes on the main thread, which
+/// is inside the engine then, with the GIL released; so for the launch a C handler sets the launch's
+/// cancel flag, which the engine checks at every loop iteration and call of every program. A launch
+/// stopped that way hands the signal back to Python (hand_back): Python's own handler runs and
+/// raises KeyboardInterrupt (or whatever handler the program installed does). Only on the main thread
+/// (where Python receives signals), and only while Python handles SIGINT: when the program ignores it
+/// or restored the default action, that applies as usual. The previous handler is restored when the
+/// launch ends.
 class InterruptGuard {
  public:
   InterruptGuard() : on_(std::this_thread::get_id() == g_main_thread) {
-    flag().store(false);
     if (!on_) return;
+    flag().store(false);
+    sigaction(SIGINT, nullptr, &old_);
+    if (old_.sa_handler == SIG_IGN || old_.sa_handler == SIG_DFL) {
+      on_ = false;
+      return;
+    }
     struct sigaction sa {};
     sa.sa_handler = [](int) { flag().store(true); };
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_);
+    sigaction(SIGINT, &sa, nullptr);
   }
-  ~InterruptGuard() {
-    if (on_) sigaction(SIGINT, &old_, nullptr);
-  }
+  ~InterruptGuard() { restore(); }
   InterruptGuard(const InterruptGuard&) = delete;
   InterruptGuard& operator=(const InterruptGuard&) = delete;
+  /// The launch's cancel flag: null where SIGINT is not ours to catch.
+  const std::atomic<bool>* cancel() const { return on_ ? &flag() : nullptr; }
+  /// The launch was interrupted: restore Python's handler and run it for the SIGINT it missed (GIL
+  /// held). Always leaves a Python exception set: the handler's (KeyboardInterrupt by default), or
+  /// KeyboardInterrupt when the handler returned, since the launch did not finish.
+  void hand_back() {
+    restore();
+#if PY_VERSION_HEX >= 0x030A0000
+    PyErr_SetInterruptEx(SIGINT);
+#else
+    PyErr_SetInterrupt();
+#endif
+    if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+  }
+
+ private:
   static std::atomic<bool>& flag() {
     static std::atomic<bool> f{false};
     return f;
   }
-
- private:
+  void restore() {
+    if (on_) sigaction(SIGINT, &old_, nullptr);
+    on_ = false;
+  }
   bool on_;
   struct sigaction old_ {};
 };
 
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
-                       const std::vector<int64_t>& grid, int threads, const std::string& analyses,
-                       const std::vector<std::string>& stack, const std::string& specialization) {
+                       const std::vector<int64_t>& grid, int threads, int64_t max_steps,
+                       const std::string& analyses, const std::vector<std::string>& stack,
+                       const std::string& specialization) {
   launch::LaunchRecord rec;
   rec.ttir_file = k->module().filename;
   const auto& params = k->function("").args();
@@ -123,6 +150,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
 
   launch::RunOptions opts;
   opts.threads = threads;
+  opts.max_steps = max_steps;
   nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
   if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
   for (const auto& r : requests) {
@@ -131,13 +159,13 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
     opts.analyses.push_back({r[0].get<std::string>(), r[1]});
   }
   InterruptGuard interrupt;
-  opts.cancel = &InterruptGuard::flag();
+  opts.cancel = interrupt.cancel();
   launch::RunResult res;
   try {
     nb::gil_scoped_release nogil;
     res = launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
-    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    interrupt.hand_back();
     throw nb::python_error();
   }
   {
@@ -213,11 +241,22 @@ NB_MODULE(_native, m) {
 
   m.def("compile", &launch::compile, nb::arg("text"), nb::arg("filename") = "kernel.ttir",
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
+  m.attr("DEFAULT_MAX_STEPS") = exec::kDefaultMaxSteps;
+  m.attr("MAX_THREADS") = exec::kMaxThreads;
+  m.def(
+      "parse_threads",
+      [](const std::string& text, const std::string& what) { return exec::parse_threads(text, what); },
+      nb::arg("text"), nb::arg("what"),
+      "A worker thread count written as a decimal number, checked as every entry point checks it: 0 (all "
+      "cores) to MAX_THREADS. Raises TilescopeError naming `what` (the option or variable) otherwise.");
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
-        nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>{},
-        nb::arg("specialization") = "{}",
+        nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
+        nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
-        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Returns "
+        "on `threads` worker threads (0: all cores), each program running at most `max_steps` operations "
+        "(0: no limit; more is a TilescopeError located at the loop) "
+        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Ctrl-C "
+        "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "
         "launch record as JSON text, without the TTIR}; the caller writes the text. The GIL is released "

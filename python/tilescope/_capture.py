@@ -437,7 +437,8 @@ def run(jitfn, args, grid, warmup, kwargs):
 
     stack = launch_stack()
     try:
-        res = _native.launch(kernel.native, native_args, grid, threads=_state.threads,
+        threads, max_steps = _state.launch_limits()
+        res = _native.launch(kernel.native, native_args, grid, threads=threads, max_steps=max_steps,
                              analyses=_state.analyses_json(), stack=stack,
                              specialization=kernel.specialization)
     except _native.TilescopeError as e:

@@ -2,7 +2,9 @@
 
 Options come from the environment that ``tilescope sanitize`` sets for its child processes:
 TILESCOPE_SANITIZE=1 (capture every launch), TILESCOPE_FINDINGS=<dir> (where this process writes
-its findings, as JSON, for the parent to merge), TILESCOPE_THREADS=N, TILESCOPE_ABORT_ON_FIRST=1.
+its findings, as JSON, for the parent to merge), TILESCOPE_THREADS=N, TILESCOPE_MAX_STEPS=N,
+TILESCOPE_ABORT_ON_FIRST=1. TILESCOPE_THREADS and TILESCOPE_MAX_STEPS are read at each launch
+(launch_limits), so a bad value is an error of that launch, not of the program's start-up.
 """
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import sys
 import threading
 
 sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
-threads = int(os.environ.get("TILESCOPE_THREADS") or 0)
 abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
@@ -23,6 +24,21 @@ _findings: list[dict] = []
 _launches = 0
 _exit_registered = False
 _file = None
+
+
+def launch_limits() -> tuple[int, int]:
+    """(threads, max_steps) for ``_native.launch`` from TILESCOPE_THREADS (worker threads, 0 = all cores)
+    and TILESCOPE_MAX_STEPS (operations one program may run, 0 = no limit; default: the engine's).
+    Raises TilescopeError for a value that is not a number in range (the engine's own checks)."""
+    from . import _native
+
+    threads = _native.parse_threads(os.environ.get("TILESCOPE_THREADS", "").strip() or "0", "TILESCOPE_THREADS")
+    text = os.environ.get("TILESCOPE_MAX_STEPS", "").strip()
+    if not text:
+        return threads, _native.DEFAULT_MAX_STEPS
+    if not text.isdigit():
+        raise _native.TilescopeError(f"TILESCOPE_MAX_STEPS={text}: give a number of operations, or 0 for no limit")
+    return threads, int(text)
 
 
 def findings() -> list[dict]:

@@ -2,18 +2,22 @@
 //
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
 //                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--color auto|always|never]
+//                 [--threads N] [--max-steps N]
 //
 // The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
-// input error (a located message on stderr).
+// input error (a located message on stderr; a program past the step limit is one), 130 when SIGINT
+// (Ctrl-C) stopped the launch.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -270,9 +274,40 @@ void write_text_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// Ctrl-C while a launch runs: the handler sets the launch's cancel flag; the engine sees it within a
+// loop iteration of every running program and run_launch throws exec::Interrupted (exit 130, as a
+// shell reports a command that SIGINT ended). Outside a launch, SIGINT keeps its default action.
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+class CancelOnSigint {
+ public:
+  CancelOnSigint() {
+    sigaction(SIGINT, nullptr, &old_);
+    if (old_.sa_handler == SIG_IGN) return;  // nohup, a background job: stays ignored
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    on_ = true;
+  }
+  ~CancelOnSigint() {
+    if (on_) sigaction(SIGINT, &old_, nullptr);
+  }
+  CancelOnSigint(const CancelOnSigint&) = delete;
+  CancelOnSigint& operator=(const CancelOnSigint&) = delete;
+
+ private:
+  struct sigaction old_ {};
+  bool on_ = false;
+};
+
 int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
-                uint64_t seed, bool time, const RunReport& rep) {
+                int64_t max_steps, uint64_t seed, bool time, const RunReport& rep) {
+  if (max_steps < 0)
+    throw Error(fmt::format("--max-steps {}: give a number of operations, or 0 for no limit", max_steps));
   launch::LaunchRecord rec;
   rec.ttir = read_text_file(ttir);
   rec.ttir_file = ttir;
@@ -333,8 +368,17 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   launch::RunOptions opts;
   opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
   opts.threads = threads;
+  opts.max_steps = max_steps;
+  opts.cancel = &g_interrupted;
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
-  launch::RunResult r = launch::run_launch(*k, rec, opts);
+  launch::RunResult r;
+  try {
+    CancelOnSigint cancel_on_sigint;
+    r = launch::run_launch(*k, rec, opts);
+  } catch (const exec::Interrupted&) {
+    std::cerr << "tilescope: interrupted (SIGINT)\n";
+    return 130;
+  }
   if (r.stats.stopped) std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
   if (time)
     std::cerr << fmt::format("run time: {:.3f} ms ({} programs)\n", r.seconds * 1e3, r.stats.programs);
@@ -363,7 +407,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run one launch of a kernel from a .ttir file");
   std::string ttir, kernel, grid = "1";
   std::vector<std::string> args, saves;
-  int threads = 0;
+  std::string threads = "0";
+  int64_t max_steps = tilescope::exec::kDefaultMaxSteps;
   uint64_t seed = 0;
   bool time = false;
   run->add_option("ttir", ttir, "TTIR file (kernel.asm[\"ttir\"] as Triton prints it)")->required();
@@ -376,7 +421,14 @@ int main(int argc, char** argv) {
       "integer arrays of bit patterns). Scalars: TYPE:VALUE (i32:4096, f32:1e-5).");
   run->add_option("--save", saves,
                   "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
-  run->add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  run->add_option("--threads", threads,
+                  fmt::format("worker threads: 0 for all cores (the default), at most {}",
+                              tilescope::exec::kMaxThreads))
+      ->type_name("N");
+  run->add_option("--max-steps", max_steps,
+                  "operations one program may run before the launch fails with a located error (a hung "
+                  "kernel ends by itself); 0: no limit")
+      ->capture_default_str();
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
   tilescope::cli::RunReport run_report;
@@ -410,7 +462,9 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
-    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
+    return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
+                                       tilescope::exec::parse_threads(threads, "--threads"), max_steps, seed,
+                                       time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include <set>
 #include <sstream>
 
+#include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
 
@@ -254,7 +256,15 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--sarif", o.sarif_path, "write all findings as SARIF 2.1.0");
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
   s->add_flag("--abort-on-first", o.abort_on_first, "stop the program at the first finding");
-  s->add_option("--threads", o.threads, "engine worker threads (default: all cores)");
+  s->add_option(
+       "--threads", o.threads,
+       fmt::format("engine worker threads: 0 for all cores (the default), at most {}", exec::kMaxThreads))
+      ->type_name("N");
+  s->add_option("--max-steps", o.max_steps,
+                fmt::format("operations one program may run before its launch fails with a located error "
+                            "(default {}); 0: no limit",
+                            exec::kDefaultMaxSteps))
+      ->type_name("N");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -266,8 +276,8 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads",
-                                                   "--color"};
+  static const std::set<std::string> with_value = {"--json",    "--sarif",     "--exit-code",
+                                                   "--threads", "--max-steps", "--color"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -299,6 +309,16 @@ int sanitize_main(int argc, char** argv) {
 
 int sanitize_command(const SanitizeOptions& o) {
   if (o.command.empty()) throw Error("sanitize: no command given (tilescope sanitize -- python script.py)");
+  // Checked here, before the command runs, with the checks the engine applies.
+  std::string threads, max_steps;
+  if (!o.threads.empty()) threads = std::to_string(exec::parse_threads(o.threads, "--threads"));
+  if (!o.max_steps.empty()) {
+    int64_t n = -1;
+    auto [end, ec] = std::from_chars(o.max_steps.data(), o.max_steps.data() + o.max_steps.size(), n);
+    if (ec != std::errc() || end != o.max_steps.data() + o.max_steps.size() || n < 0)
+      throw Error(fmt::format("--max-steps {}: give a number of operations, or 0 for no limit", o.max_steps));
+    max_steps = std::to_string(n);
+  }
   ForwardSignals forwarding;
   TempDir dir;
 
@@ -306,7 +326,8 @@ int sanitize_command(const SanitizeOptions& o) {
   setenv("TILESCOPE_FINDINGS", dir.path().c_str(), 1);
   setenv("TILESCOPE_BIN", self_exe().c_str(), 1);
   setenv("TILESCOPE_EXIT_CODE", std::to_string(o.exit_code).c_str(), 1);
-  if (o.threads > 0) setenv("TILESCOPE_THREADS", std::to_string(o.threads).c_str(), 1);
+  if (!threads.empty()) setenv("TILESCOPE_THREADS", threads.c_str(), 1);
+  if (!max_steps.empty()) setenv("TILESCOPE_MAX_STEPS", max_steps.c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);

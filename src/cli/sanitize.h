@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,8 @@ struct SanitizeOptions {
   std::string sarif_path;  // --sarif: SARIF 2.1.0
   int exit_code = 1;       // --exit-code: the status when there are findings
   bool abort_on_first = false;
-  int threads = 0;
+  std::string threads;               // --threads as given (checked by exec::parse_threads); empty: not given
+  std::string max_steps;             // --max-steps as given; empty: not given
   std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };

@@ -119,6 +119,39 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
   report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, bad);
 }
 
+/// Addresses whose value a write changed, in buffers where programs are parked (Program::watching):
+/// collected during one op, then one wake_waiters call. Per thread; never held across a switch.
+std::vector<uint64_t>& changed_addrs() {
+  thread_local std::vector<uint64_t> v;
+  v.clear();
+  return v;
+}
+
+/// Store lanes into a buffer where programs are parked: the same writes as store_lanes, and the
+/// lanes whose value changed wake the programs waiting on them.
+template <int EB, bool M>
+int64_t store_watched(Program& p, int64_t n, const uint64_t* a, const uint8_t* m, const void* src_) {
+  using T = uint_t<EB>;
+  const T* src = static_cast<const T*>(src_);
+  const Memory& mem = *p.memory;
+  std::vector<uint64_t>& changed = changed_addrs();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (M && !m[i]) continue;
+    if (!mem.where(a[i], EB).in_bounds) {
+      ++bad;
+      continue;
+    }
+    std::byte* h = mem.host(a[i]);
+    T old;
+    std::memcpy(&old, h, EB);
+    std::memcpy(h, &src[i], EB);
+    if (old != src[i] && p.watching(mem.region(a[i]))) changed.push_back(a[i]);
+  }
+  if (!changed.empty()) wake_waiters(p, changed.data(), static_cast<int64_t>(changed.size()));
+  return bad;
+}
+
 template <int EB, bool M>
 void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
                  const void* src_) {
@@ -129,28 +162,26 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
     int r = mem.region(a[0]);
     bool dense = false;
     if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense)) {
-      const Buffer& b = mem.buffer(r);
-      std::byte* h = b.host;
-      const uint64_t lo = b.vbase;
-      if (dense) {
-        std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
+      if (p.watching(r)) [[unlikely]] {
+        store_watched<EB, M>(p, n, a, m, src_);
       } else {
-        // Lanes are written in index order: with duplicate addresses the last active lane wins.
-        for (int64_t i = 0; i < n; ++i)
-          if (!M || m[i]) std::memcpy(h + (a[i] - lo), &src[i], EB);
+        const Buffer& b = mem.buffer(r);
+        std::byte* h = b.host;
+        const uint64_t lo = b.vbase;
+        if (dense) {
+          std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
+        } else {
+          // Lanes are written in index order: with duplicate addresses the last active lane wins.
+          for (int64_t i = 0; i < n; ++i)
+            if (!M || m[i]) std::memcpy(h + (a[i] - lo), &src[i], EB);
+        }
       }
       report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0);
       return;
     }
   }
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (M && !m[i]) continue;
-    if (mem.where(a[i], EB).in_bounds)
-      std::memcpy(mem.host(a[i]), &src[i], EB);
-    else
-      ++bad;
-  }
+  // Lanes in several buffers, or at least one bad lane (never written).
+  int64_t bad = store_watched<EB, M>(p, n, a, m, src_);
   report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, bad);
 }
 
@@ -274,6 +305,7 @@ void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, co
   const T* vals = static_cast<const T*>(vals_);
   T* old = static_cast<T*>(old_);
   const Memory& mem = *p.memory;
+  std::vector<uint64_t>& changed = changed_addrs();
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (m && !m[i]) {
@@ -289,7 +321,9 @@ void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, co
     }
     T prev = rmw_at<T, K, E>(mem.host(a[i]), vals[i]);
     if (old) old[i] = prev;
+    if (p.watching(mem.region(a[i])) && combine<T, K, E>(prev, vals[i]) != prev) changed.push_back(a[i]);
   }
+  if (!changed.empty()) wake_waiters(p, changed.data(), static_cast<int64_t>(changed.size()));
   report_access(p, AccessKind::atomic, op, n, a, m, sizeof(T), bad);
 }
 
@@ -300,6 +334,7 @@ void cas_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const
   const T* val = static_cast<const T*>(val_);
   T* old = static_cast<T*>(old_);
   const Memory& mem = *p.memory;
+  std::vector<uint64_t>& changed = changed_addrs();
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (!mem.where(a[i], sizeof(T)).in_bounds) {
@@ -317,7 +352,9 @@ void cas_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const
       std::atomic_ref<T>(*reinterpret_cast<T*>(h)).compare_exchange_strong(expected, val[i]);
     }
     old[i] = expected;  // the previous value whether or not the swap happened
+    if (expected == cmp[i] && val[i] != cmp[i] && p.watching(mem.region(a[i]))) changed.push_back(a[i]);
   }
+  if (!changed.empty()) wake_waiters(p, changed.data(), static_cast<int64_t>(changed.size()));
   report_access(p, AccessKind::atomic, op, n, a, nullptr, sizeof(T), bad);
 }
 

@@ -40,7 +40,7 @@ inline void report_access(Program& p, AccessKind kind, const ir::Op* op, int64_t
 
 /// Per-thread scratch for lane addresses and masks that kernels compute (block pointers,
 /// descriptors). Valid until the next call on the same thread with the same tag; never held across
-/// Program::yield_to_others.
+/// a fiber switch (Program::polled).
 uint64_t* scratch_addrs(int64_t n);
 uint8_t* scratch_mask(int64_t n);
 

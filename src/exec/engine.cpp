@@ -3,14 +3,27 @@
 // Scheduling. Program instances are handed out to worker threads from one atomic counter. A plan
 // that contains no atomics and no volatile loads cannot wait on another program, so its programs
 // run straight on the worker's stack. Otherwise every program runs as a fiber (ucontext) with its
-// own frame, and Program::yield_to_others (called by atomics and volatile loads) switches to the
-// worker's other fibers, or starts the next program: a program spinning on a lock held by a
-// suspended program therefore lets the holder run, whatever the thread count.
+// own frame, and every op through which it may wait (atomics, volatile and atomic loads) reports
+// what it read (Program::polled). A program that reads the same value at one address twice in a
+// row from the same op is spinning: it is parked on that address (Waits) and its worker runs or
+// starts another program. A write that changes the value at a watched address (stores and atomics
+// check one bit per buffer, Program::watching) wakes the address's first waiter, which polls again
+// and either goes on or parks again. So a lock holder runs while its waiters sleep, a lock handed
+// over costs a few switches, and a grid barrier costs each program one wake: the work is linear in
+// the number of programs, where polling every waiter was quadratic. A worker with nothing to run or
+// start rechecks the values its parked programs wait on (a write may have raced with the parking,
+// or woken another waiter), then sleeps; when every worker is in that state, no running program
+// can change anything: all parked programs resume and spin for a budget that doubles each time
+// before they park again, so bounded waits (a poll with a retry count) finish and a real hang
+// reaches the step limit. A poll that cannot park (several lanes, an address outside its buffer)
+// switches to the next program instead, and after each full round of those one more program
+// starts, so a program that waits for one not started yet is never starved.
 //
 // Observers (exec/events.h) are dispatched through per-launch tables (src/exec/dispatch.h). A launch
-// stops early through one flag (Launch::stop: an observer asked, a program failed, or cancel was
-// seen): workers start no new program, each running program ends at its next step boundary by
-// returning, and parked fibers are resumed until they have ended that way (drain).
+// stops early through one flag (Launch::stop: an observer asked, a program failed, the launch was
+// cancelled): workers start no new program, each running program ends at its next step boundary by
+// returning, and parked fibers are resumed until they have ended that way (drain). Cancellation
+// (LaunchOptions::cancel) and the step limit are checked at loop back-edges and calls.
 #include "tilescope/exec/engine.h"
 
 #include <fmt/format.h>
@@ -20,12 +33,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <unordered_map>
 
 #include "dispatch.h"
 #include "plan.h"
@@ -181,6 +199,7 @@ template <bool kHooked>
   size_t b = 0;
   for (;;) {
     const BlockPlan& bp = r.blocks[b];
+    p.steps += static_cast<int64_t>(bp.steps.size()) + 1;  // the block's ops and its terminator
     for (const Step& s : bp.steps) {
       uint8_t h = 0;
       if constexpr (kHooked) {
@@ -198,10 +217,12 @@ template <bool kHooked>
     const Terminator& t = bp.term;
     switch (t.kind) {
       case Terminator::Kind::br:
+        if (p.at_back_edge(*t.op)) return kHalted;  // branches can loop: cancelled, or a located error
         parallel_copy(p, r.blocks[t.targets[0]].args, t.target_operands[0]);
         b = t.targets[0];
         continue;
       case Terminator::Kind::cond_br: {
+        if (p.at_back_edge(*t.op)) return kHalted;
         int k = *p.at<uint8_t>(t.cond) ? 0 : 1;
         parallel_copy(p, r.blocks[t.targets[k]].args, t.target_operands[k]);
         b = t.targets[k];
@@ -223,14 +244,27 @@ const Terminator& Program::run(const RegionPlan& r) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fibers
+// Fibers and their scheduling (the header comment, "Scheduling")
 
 namespace {
 
 constexpr size_t kStackBytes = size_t{1} << 20;  // lazily committed by the kernel (mmap)
+// A poll that reads what the same op read last time, at the same address, is a spin.
+constexpr int kSpinRepeats = 2;
+// A program switches out after this many polls without parking, whatever they read: a safety net
+// for waits the spin test cannot see (the reads change, but not because of the awaited program).
+constexpr int kPollsPerTurn = 4096;
+// Polls that a program resumed by "every worker is idle" may spin before it parks again (doubling).
+constexpr int64_t kFirstSpinBudget = 64;
+constexpr int64_t kMaxSpinBudget = int64_t{1} << 40;
+// An idle worker rechecks its parked programs at least this often (writes that raced with parking).
+constexpr std::chrono::milliseconds kIdleRecheck{2};
+
+}  // namespace
 
 struct Worker;
 
+/// A program run as a fiber: its stack, its frame, and its scheduling state.
 struct Fiber {
   ucontext_t ctx{};
   void* stack = nullptr;
@@ -242,9 +276,46 @@ struct Fiber {
   std::exception_ptr error;
   void* asan_fake_stack = nullptr;  // ASan's fake frames of this fiber while it is switched out
   void* tsan_fiber = nullptr;       // TSan's state for this fiber (one per started program)
+
+  // Spin test: the last poll of a few steps (by step id % 4), and how often it came out the same.
+  struct Poll {
+    int step = -1;
+    uint64_t addr = 0, bits = 0;
+    int repeats = 0;
+  };
+  std::array<Poll, 4> polls{};
+  int polls_since_switch = 0;
+  int64_t spin_budget = 0;  // spins left before parking again (after every worker was idle)
+  int64_t next_spin_budget = kFirstSpinBudget;
+  // Why the fiber switched out, for its worker: it asks to park on `wait_*`, or it yielded.
+  bool park_request = false;
+  bool forced = false;  // in Worker::ready after a forced switch (counts toward starting a program)
+  // The address the fiber waits on: `wait_bytes` bytes that held `wait_bits` when it parked.
+  uint64_t wait_addr = 0, wait_bits = 0;
+  int wait_bytes = 0;
+  // While parked (under Waits::mu): in Waits::by_addr[wait_addr]'s list and Worker::parked.
+  bool parked = false;
+  Fiber* prev = nullptr;
+  Fiber* next = nullptr;
+  size_t parked_at = 0;  // index in Worker::parked
 };
 
-}  // namespace
+/// Programs parked until a write changes the address they poll, per launch. Everything but
+/// `watched` is guarded by `mu`; a fiber is only resumed by its own worker.
+struct Waits {
+  struct List {
+    Fiber* head = nullptr;
+    Fiber* tail = nullptr;
+  };
+  std::mutex mu;
+  std::condition_variable cv;  // idle workers wait here
+  std::unordered_map<uint64_t, List> by_addr;
+  std::array<int, 64> watchers{};  // parked fibers per bit of `watched` (buffer id % 64)
+  std::atomic<uint64_t> watched{0};
+  int workers = 0;        // workers still scheduling
+  int idle = 0;           // of those, the ones waiting with only parked programs
+  uint64_t all_idle = 0;  // bumped each time every worker was idle: all parked programs resume
+};
 
 struct Launch {
   const Plan* plan = nullptr;
@@ -252,34 +323,44 @@ struct Launch {
   Memory* memory = nullptr;
   std::array<int64_t, 3> grid{1, 1, 1};
   int64_t programs = 0;
+  int64_t max_steps = INT64_MAX;
   std::vector<std::pair<int, std::vector<std::byte>>> arg_values;  // slot -> bytes
   Dispatch dispatch;
   bool fibers = false;
   // `next` is bumped by every worker once per program: on a cache line of its own, away from what
   // programs read at every step.
   alignas(64) std::atomic<int64_t> next{0};
-  // An observer asked to stop, a program failed, or cancel was seen; read at every step boundary.
+  // An observer asked to stop, a program failed, or the launch was cancelled; read at every step
+  // boundary.
   alignas(64) std::atomic<bool> stop{false};
+  std::atomic<bool> cancelled{false};  // cancel was seen: launch() throws Interrupted
   const std::atomic<bool>* cancel = nullptr;
+  Waits waits;
 };
-
-namespace {
 
 struct Worker {
   Launch* launch = nullptr;
   ucontext_t home{};
   LaunchStats stats;
-  std::deque<Fiber*> suspended;
+  std::deque<Fiber*> ready;  // switched out without parking, or woken
   std::vector<Fiber*> free_fibers;
   Fiber* current = nullptr;
   std::exception_ptr error;
   std::vector<std::byte> direct_frame;
   Program direct;
+  bool exhausted = false;   // every program of the grid has been handed out
+  size_t forced_round = 0;  // forced fibers resumed since the last start
+  // Under Waits::mu: this worker's parked fibers, and fibers other workers woke for it.
+  std::vector<Fiber*> parked;
+  std::vector<Fiber*> inbox;
+  std::atomic<bool> has_inbox{false};
   void* asan_fake_stack = nullptr;  // the worker thread's, while a fiber runs
   const void* home_stack_bottom = nullptr;
   size_t home_stack_size = 0;
   void* tsan_home = nullptr;  // TSan's state for the worker thread itself
 };
+
+namespace {
 
 thread_local Worker* tl_worker = nullptr;
 
@@ -297,6 +378,9 @@ void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker
   p.dispatch = L.dispatch.observers.empty() ? nullptr : &L.dispatch;
   p.state.assign(L.dispatch.observers.size(), nullptr);
   p.stop = &L.stop;
+  p.max_steps = L.max_steps;
+  p.cancel = L.cancel ? L.cancel : &kNeverStop;
+  p.watched = L.fibers ? &L.waits.watched : &kNothingWatched;
   p.stats = &w.stats;
   for (int d = 0; d < 3; ++d) p.grid[d] = static_cast<int32_t>(L.grid[d]);
   for (auto& [s, bytes] : L.arg_values) std::memcpy(p.slot[s], bytes.data(), bytes.size());
@@ -319,6 +403,7 @@ void end_program(Program& p, const Dispatch& d) {
 void run_program(Program& p, const Launch& L) {
   const Dispatch& d = L.dispatch;
   p.halted = false;
+  p.steps = 0;
   for (int i : d.program) p.state[i] = d.observers[i]->on_program_begin(p.pid);
   try {
     p.run(L.kernel->body);
@@ -368,6 +453,7 @@ Fiber* new_fiber(Worker& w) {
     throw Error("cannot allocate a fiber stack");
   }
   init_program(f->prog, f->frame_storage, *w.launch, w);
+  f->prog.fiber = f;
   return f;
 }
 
@@ -383,6 +469,12 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
   f->index = index;
   f->done = false;
   f->error = nullptr;
+  f->polls = {};
+  f->polls_since_switch = 0;
+  f->spin_budget = 0;
+  f->next_spin_budget = kFirstSpinBudget;
+  f->park_request = false;
+  f->forced = false;
 #ifdef TILESCOPE_TSAN_FIBERS
   f->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -396,9 +488,85 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
               static_cast<unsigned>(ptr >> 32));
 }
 
+/// The value at an in-bounds address `addr` (`bytes` of 1, 2, 4, 8), read atomically when aligned.
+uint64_t read_bits(const Memory& m, uint64_t addr, int bytes) {
+  std::byte* h = m.host(addr);
+  auto load = [h](auto zero) -> uint64_t {
+    using T = decltype(zero);
+    if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment == 0)
+      return std::atomic_ref<T>(*reinterpret_cast<T*>(h)).load(std::memory_order_acquire);
+    T v;
+    std::memcpy(&v, h, sizeof v);
+    return v;
+  };
+  switch (bytes) {
+    case 1: return load(uint8_t{});
+    case 2: return load(uint16_t{});
+    case 4: return load(uint32_t{});
+    default: return load(uint64_t{});
+  }
+}
+
+bool wait_changed(const Fiber& f) {
+  return read_bits(*f.prog.memory, f.wait_addr, f.wait_bytes) != f.wait_bits;
+}
+
+int watch_bit(const Fiber& f) { return f.prog.memory->region(f.wait_addr) & 63; }
+
+/// Park `f` on its wait address (under W.mu).
+void link(Waits& W, Fiber* f) {
+  Waits::List& l = W.by_addr[f->wait_addr];
+  f->prev = l.tail;
+  f->next = nullptr;
+  (l.tail ? l.tail->next : l.head) = f;
+  l.tail = f;
+  int bit = watch_bit(*f);
+  if (W.watchers[bit]++ == 0) W.watched.fetch_or(uint64_t{1} << bit, std::memory_order_seq_cst);
+  f->parked = true;
+  f->parked_at = f->worker->parked.size();
+  f->worker->parked.push_back(f);
+}
+
+/// Take `f` off its wait address (under W.mu).
+void unlink(Waits& W, Fiber* f) {
+  assert(f->parked);
+  auto it = W.by_addr.find(f->wait_addr);
+  assert(it != W.by_addr.end());
+  Waits::List& l = it->second;
+  (f->prev ? f->prev->next : l.head) = f->next;
+  (f->next ? f->next->prev : l.tail) = f->prev;
+  if (!l.head) W.by_addr.erase(it);
+  int bit = watch_bit(*f);
+  if (--W.watchers[bit] == 0) W.watched.fetch_and(~(uint64_t{1} << bit), std::memory_order_relaxed);
+  std::vector<Fiber*>& v = f->worker->parked;
+  v[f->parked_at] = v.back();
+  v[f->parked_at]->parked_at = f->parked_at;
+  v.pop_back();
+  f->parked = false;
+  f->prev = f->next = nullptr;
+}
+
+/// Switch from the running fiber `f` to its worker's home context; returns when it is resumed.
+void switch_home(Fiber& f) {
+  Worker* w = f.worker;
+  f.polls_since_switch = 0;
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(&f.asan_fake_stack, w->home_stack_bottom, w->home_stack_size);
+#endif
+#ifdef TILESCOPE_TSAN_FIBERS
+  __tsan_switch_to_fiber(w->tsan_home, 0);
+#endif
+  swapcontext(&f.ctx, &w->home);
+#ifdef TILESCOPE_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(f.asan_fake_stack, nullptr, nullptr);
+#endif
+}
+
+/// Run `f` until it ends or switches out; then free it, park it, or queue it.
 void resume(Worker& w, Fiber* f) {
   assert(!w.current && f->worker == &w);  // fibers never nest and never change worker
   w.current = f;
+  f->park_request = false;
 #ifdef TILESCOPE_ASAN_FIBERS
   __sanitizer_start_switch_fiber(&w.asan_fake_stack, f->stack, kStackBytes);
 #endif
@@ -417,22 +585,154 @@ void resume(Worker& w, Fiber* f) {
 #endif
     if (f->error && !w.error) w.error = f->error;
     w.free_fibers.push_back(f);
-  } else {
-    w.suspended.push_back(f);
+    return;
   }
+  Launch& L = *w.launch;
+  if (f->park_request) {
+    std::lock_guard<std::mutex> g(L.waits.mu);
+    // Parked only while the value is still the one it read: a write since then (before this
+    // fiber was on its address's list) found nobody to wake.
+    if (!L.stop.load(std::memory_order_relaxed) && !wait_changed(*f)) {
+      link(L.waits, f);
+      return;
+    }
+  }
+  f->forced = !f->park_request;
+  w.ready.push_back(f);
 }
 
-constexpr size_t kMaxSuspended = 256;
+void take_inbox(Worker& w) {
+  std::lock_guard<std::mutex> g(w.launch->waits.mu);
+  for (Fiber* f : w.inbox) w.ready.push_back(f);
+  w.inbox.clear();
+  w.has_inbox.store(false, std::memory_order_relaxed);
+}
+
+/// The worker has nothing to run and nothing to start. False when it has no parked program either
+/// (it is done); else returns once some parked program may go on (in `ready` or the inbox).
+bool wait_for_work(Worker& w) {
+  Launch& L = *w.launch;
+  Waits& W = L.waits;
+  std::unique_lock<std::mutex> lk(W.mu);
+  if (!w.inbox.empty()) return true;
+  if (w.parked.empty()) return false;
+  for (size_t i = 0; i < w.parked.size();) {
+    Fiber* f = w.parked[i];
+    if (wait_changed(*f)) {
+      unlink(W, f);  // moves the last parked fiber to index i
+      w.ready.push_back(f);
+    } else {
+      ++i;
+    }
+  }
+  if (!w.ready.empty()) return true;
+  const uint64_t round = W.all_idle;
+  if (++W.idle == W.workers) {
+    ++W.all_idle;
+    W.cv.notify_all();
+  } else {
+    W.cv.wait_for(lk, kIdleRecheck, [&] {
+      return !w.inbox.empty() || W.all_idle != round || L.stop.load(std::memory_order_relaxed) ||
+             (L.cancel && L.cancel->load(std::memory_order_relaxed));
+    });
+  }
+  --W.idle;
+  if (W.all_idle != round) {
+    // Every worker waits on memory that no running program changes: the waits may be bounded (a
+    // poll with a retry count) or a hang. Every parked program resumes and spins for its budget
+    // (doubling each time) before it parks again, so a hang reaches the step limit.
+    while (!w.parked.empty()) {
+      Fiber* f = w.parked.back();
+      unlink(W, f);
+      f->spin_budget = f->next_spin_budget;
+      f->next_spin_budget = std::min(f->next_spin_budget * 2, kMaxSpinBudget);
+      w.ready.push_back(f);
+    }
+  }
+  return true;
+}
+
+/// This worker stops scheduling: if every worker left is idle, they resume their parked programs.
+void leave_scheduling(Worker& w) {
+  Waits& W = w.launch->waits;
+  std::lock_guard<std::mutex> g(W.mu);
+  if (--W.workers > 0 && W.idle == W.workers) {
+    ++W.all_idle;
+    W.cv.notify_all();
+  }
+}
 
 /// A stopping launch resumes its parked programs until each has returned: they end at their next
 /// step boundary (Program::run), unwinding their frames normally, so no stack is dropped with live
 /// objects on it and every on_program_begin gets its on_program_end.
 void drain(Worker& w) {
-  assert(w.suspended.empty() || w.launch->stop.load());
-  while (!w.suspended.empty()) {
-    Fiber* f = w.suspended.front();
-    w.suspended.pop_front();
+  Launch& L = *w.launch;
+  {
+    std::lock_guard<std::mutex> g(L.waits.mu);
+    assert((w.ready.empty() && w.parked.empty() && w.inbox.empty()) || L.stop.load());
+    while (!w.parked.empty()) {
+      Fiber* f = w.parked.back();
+      unlink(L.waits, f);
+      w.ready.push_back(f);
+    }
+    for (Fiber* f : w.inbox) w.ready.push_back(f);
+    w.inbox.clear();
+  }
+  while (!w.ready.empty()) {
+    Fiber* f = w.ready.front();
+    w.ready.pop_front();
     resume(w, f);
+  }
+}
+
+void check_cancel(Launch& L) {
+  if (L.cancel && L.cancel->load(std::memory_order_relaxed)) {
+    L.cancelled = true;
+    L.stop = true;
+  }
+}
+
+void run_direct(Worker& w) {
+  Launch& L = *w.launch;
+  init_program(w.direct, w.direct_frame, L, w);
+  for (;;) {
+    check_cancel(L);
+    if (L.stop.load(std::memory_order_relaxed)) break;
+    int64_t i = L.next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= L.programs) break;
+    set_pid(w.direct, L, i);
+    run_program(w.direct, L);
+  }
+}
+
+void run_fibers(Worker& w) {
+  Launch& L = *w.launch;
+  for (;;) {
+    if (w.error) L.stop = true;
+    check_cancel(L);
+    if (L.stop.load(std::memory_order_relaxed)) break;
+    if (w.has_inbox.load(std::memory_order_relaxed)) take_inbox(w);
+    // Start a program when none is ready, and after each full round of programs switched out by
+    // force (they may wait for one not started yet).
+    if (!w.exhausted && (w.ready.empty() || w.forced_round >= w.ready.size())) {
+      int64_t i = L.next.fetch_add(1, std::memory_order_relaxed);
+      if (i < L.programs) {
+        w.forced_round = 0;
+        Fiber* f = new_fiber(w);
+        start_fiber(w, f, i);
+        resume(w, f);
+        continue;
+      }
+      w.exhausted = true;
+    }
+    if (!w.ready.empty()) {
+      Fiber* f = w.ready.front();
+      w.ready.pop_front();
+      if (f->forced) ++w.forced_round;
+      resume(w, f);
+      continue;
+    }
+    if (!wait_for_work(w)) break;
   }
 }
 
@@ -443,56 +743,18 @@ void worker_main(Worker& w) {
 #endif
   Launch& L = *w.launch;
   try {
-    if (!L.fibers) {
-      init_program(w.direct, w.direct_frame, L, w);
-      for (;;) {
-        if (L.stop.load(std::memory_order_relaxed)) break;
-        if (L.cancel && L.cancel->load(std::memory_order_relaxed)) throw Interrupted("launch interrupted");
-        int64_t i = L.next.fetch_add(1, std::memory_order_relaxed);
-        if (i >= L.programs) break;
-        set_pid(w.direct, L, i);
-        run_program(w.direct, L);
-      }
-    } else {
-      size_t resumes_since_start = 0;
-      bool exhausted = false;
-      for (;;) {
-        if (w.error) L.stop = true;
-        if (L.stop.load(std::memory_order_relaxed)) break;
-        if (L.cancel && L.cancel->load(std::memory_order_relaxed)) throw Interrupted("launch interrupted");
-        // Start new programs while few are parked; otherwise resume the parked ones round-robin,
-        // still starting one more after each full round, so a program that waits for a later
-        // program (not yet started) is never starved.
-        int64_t i = -1;
-        if (w.suspended.size() < kMaxSuspended || resumes_since_start >= w.suspended.size()) {
-          if (!exhausted) {
-            i = L.next.fetch_add(1, std::memory_order_relaxed);
-            if (i >= L.programs) {
-              i = -1;
-              exhausted = true;
-            }
-          }
-        }
-        if (i >= 0) {
-          resumes_since_start = 0;
-          Fiber* f = new_fiber(w);
-          start_fiber(w, f, i);
-          resume(w, f);
-        } else if (!w.suspended.empty()) {
-          ++resumes_since_start;
-          Fiber* f = w.suspended.front();
-          w.suspended.pop_front();
-          resume(w, f);
-        } else {
-          break;
-        }
-      }
-    }
+    if (L.fibers)
+      run_fibers(w);
+    else
+      run_direct(w);
   } catch (...) {
     if (!w.error) w.error = std::current_exception();
   }
   if (w.error) L.stop = true;
-  drain(w);
+  if (L.fibers) {
+    leave_scheduling(w);
+    drain(w);
+  }
   for (Fiber* f : w.free_fibers) free_fiber(f);
   w.free_fibers.clear();
   tl_worker = nullptr;
@@ -500,20 +762,90 @@ void worker_main(Worker& w) {
 
 }  // namespace
 
-void Program::yield_to_others() {
-  Worker* w = tl_worker;
-  if (!w || !w->current || &w->current->prog != this) return;  // not running as a fiber
-  Fiber* f = w->current;
-#ifdef TILESCOPE_ASAN_FIBERS
-  __sanitizer_start_switch_fiber(&f->asan_fake_stack, w->home_stack_bottom, w->home_stack_size);
-#endif
-#ifdef TILESCOPE_TSAN_FIBERS
-  __tsan_switch_to_fiber(w->tsan_home, 0);
-#endif
-  swapcontext(&f->ctx, &w->home);
-#ifdef TILESCOPE_ASAN_FIBERS
-  __sanitizer_finish_switch_fiber(f->asan_fake_stack, nullptr, nullptr);
-#endif
+void Program::on_poll(const Step& s, int64_t n, const uint64_t* addrs, const uint8_t* mask,
+                      const void* values, int elem_bytes) {
+  Fiber& f = *fiber;
+  assert(tl_worker && tl_worker->current == &f);  // polls come from the running fiber
+  // What the op read: the address and value of its one active lane, or a hash of (a prefix of)
+  // its lanes, which can show a spin but gives nothing to park on.
+  constexpr int64_t kHashedLanes = 16;
+  int64_t active = 0, lane = -1;
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto* v = static_cast<const std::byte*>(values);
+  for (int64_t i = 0; i < n && i < kHashedLanes; ++i) {
+    uint64_t bits = 0;
+    if (mask && !mask[i]) continue;
+    if (active++ == 0) lane = i;
+    std::memcpy(&bits, v + i * elem_bytes, static_cast<size_t>(elem_bytes));
+    h = (h ^ addrs[i]) * 0x100000001b3ull;
+    h = (h ^ bits) * 0x100000001b3ull;
+  }
+  const bool one = active == 1 && n <= kHashedLanes;
+  uint64_t addr = 0, bits = h;
+  if (one) {
+    addr = addrs[lane];
+    bits = 0;
+    std::memcpy(&bits, v + lane * elem_bytes, static_cast<size_t>(elem_bytes));
+  }
+  Fiber::Poll& e = f.polls[static_cast<size_t>(s.id) & 3];
+  if (e.step == s.id && e.addr == addr && e.bits == bits)
+    ++e.repeats;
+  else
+    e = Fiber::Poll{s.id, addr, bits, 1};
+  if (launch->stop.load(std::memory_order_relaxed)) return;  // ending: on to the next step boundary
+  ++f.polls_since_switch;
+  if (e.repeats >= kSpinRepeats) {
+    if (f.spin_budget > 0) {
+      --f.spin_budget;
+    } else if (one && memory->where(addr, elem_bytes).in_bounds) {
+      f.wait_addr = addr;
+      f.wait_bits = bits;
+      f.wait_bytes = elem_bytes;
+      f.park_request = true;
+      switch_home(f);
+      return;
+    } else {
+      switch_home(f);  // a spin with nothing to park on: the next program's turn
+      return;
+    }
+  }
+  if (f.polls_since_switch >= kPollsPerTurn) switch_home(f);
+}
+
+void wake_waiters(Program& p, const uint64_t* addrs, int64_t n) {
+  if (!p.launch || !p.fiber) return;
+  Waits& W = p.launch->waits;
+  bool woke = false;
+  std::lock_guard<std::mutex> g(W.mu);
+  for (int64_t i = 0; i < n; ++i) {
+    auto it = W.by_addr.find(addrs[i]);
+    if (it == W.by_addr.end()) continue;
+    // The first waiter only: it polls again, and its own write (a lock taken) wakes the next one.
+    // Waiters that a change lets go on together (a barrier, a flag) all see it when their worker
+    // rechecks its parked programs.
+    Fiber* f = it->second.head;
+    unlink(W, f);
+    Worker& o = *f->worker;
+    o.inbox.push_back(f);
+    o.has_inbox.store(true, std::memory_order_relaxed);
+    woke = true;
+  }
+  if (woke) W.cv.notify_all();
+}
+
+bool Program::out_of_budget(const ir::Op& op) {
+  if (cancel->load(std::memory_order_relaxed)) {
+    if (launch) {
+      launch->cancelled = true;
+      launch->stop = true;
+    }
+    halted = true;
+    return true;
+  }
+  fail_at(*plan->module, op,
+          fmt::format("program ({}, {}, {}) executed {} operations without finishing: the limit is {} per "
+                      "program (tilescope run --max-steps, TILESCOPE_MAX_STEPS)",
+                      pid[0], pid[1], pid[2], steps, max_steps));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -610,6 +942,26 @@ void build_dispatch(Dispatch& d, const Plan& plan, const FunctionPlan& kernel,
 
 }  // namespace
 
+void check_threads(int64_t threads, std::string_view what) {
+  if (threads < 0 || threads > kMaxThreads)
+    throw Error(fmt::format("{} {}: the number of worker threads must be 0 (all cores) to {}", what, threads,
+                            kMaxThreads));
+}
+
+int parse_threads(std::string_view text, std::string_view what) {
+  int64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (text.empty() || ptr != end || ec == std::errc::invalid_argument)
+    throw Error(
+        fmt::format("{} '{}': not a whole number (0 for all cores, up to {})", what, text, kMaxThreads));
+  if (ec == std::errc::result_out_of_range) n = text[0] == '-' ? -1 : int64_t{kMaxThreads} + 1;
+  if (n < 0 || n > kMaxThreads)  // the text as written, not the value it overflowed to
+    throw Error(fmt::format("{} {}: the number of worker threads must be 0 (all cores) to {}", what, text,
+                            kMaxThreads));
+  return static_cast<int>(n);
+}
+
 void check_grid(const std::array<int64_t, 3>& grid) {
   // CUDA's launch limits on sm_90 (cudaDeviceProp::maxGridSize): x < 2^31, y and z <= 65535. Their
   // product stays below 2^63, so the program count never overflows.
@@ -636,6 +988,10 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   L.plan = &impl_->plan;
   L.memory = &memory;
   check_grid(opts.grid);
+  check_threads(opts.threads, "threads");
+  if (opts.max_steps < 0)
+    throw Error(fmt::format("max_steps {}: the step limit must be positive (0: no limit)", opts.max_steps));
+  L.max_steps = opts.max_steps == 0 ? INT64_MAX : opts.max_steps;
   L.grid = opts.grid;
   L.programs = L.grid[0] * L.grid[1] * L.grid[2];
 
@@ -741,11 +1097,23 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
 
   std::vector<Worker> workers(static_cast<size_t>(threads));
   for (auto& w : workers) w.launch = &L;
+  L.waits.workers = threads;
   if (threads == 1) {
     worker_main(workers[0]);
   } else {
     std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker_main, std::ref(workers[t]));
+    try {
+      for (int t = 1; t < threads; ++t) pool.emplace_back(worker_main, std::ref(workers[t]));
+    } catch (const std::system_error& e) {
+      // The system would not start another thread (RLIMIT_NPROC, memory): stop the workers that
+      // did start, let them end their programs, and say so.
+      L.stop = true;
+      L.waits.cv.notify_all();
+      for (auto& th : pool) th.join();
+      end_launch(LaunchStats{});
+      throw Error(fmt::format("cannot start worker thread {} of {}: {} (ask for fewer threads)",
+                              pool.size() + 2, threads, e.what()));
+    }
     worker_main(workers[0]);
     for (auto& th : pool) th.join();
   }
@@ -760,6 +1128,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   total.stopped = ctx.stop_requested();
   end_launch(total);
   if (error) std::rethrow_exception(error);
+  if (L.cancelled) throw Interrupted("launch interrupted");
   return total;
 }
 

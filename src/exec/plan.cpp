@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 
 #include "table.h"
@@ -43,10 +44,48 @@ const FunctionPlan& Planner::lower(const ir::Function& fn) {
   plan_.functions[&fn] = nullptr;  // marks "being lowered"
   auto fp = std::make_unique<FunctionPlan>();
   fp->fn = &fn;
-  lower_region(fn.body, fp->body);
+  // The levels of the caller's body are its own; the callee's count from 0 (lower_callee adds them up).
+  const int nesting = nesting_, fn_depth = fn_depth_;
+  nesting_ = fn_depth_ = 0;
+  try {
+    lower_region(fn.body, fp->body);
+  } catch (...) {
+    plan_.functions.erase(&fn);  // not "being lowered" any more: a later launch tries again
+    nesting_ = nesting;
+    fn_depth_ = fn_depth;
+    throw;
+  }
+  fp->depth = fn_depth_;
+  nesting_ = nesting;
+  fn_depth_ = fn_depth;
   auto& slot_ref = plan_.functions[&fn];
   slot_ref = std::move(fp);
   return *slot_ref;
+}
+
+void Planner::nest(const ir::Op& op, int levels) {
+  if (nesting_ + levels > kMaxNesting || depth_ + 1 > kMaxNesting)
+    fail_at(
+        module_, op,
+        fmt::format("'{}' nests region ops and calls more than {} levels deep (the engine runs each level "
+                    "on the program's stack)",
+                    op.name, kMaxNesting));
+  fn_depth_ = std::max(fn_depth_, nesting_ + levels);
+}
+
+const FunctionPlan& Planner::lower_callee(const ir::Op& call, const ir::Function& callee) {
+  nest(call, 1);  // the planner's own recursion is bounded before it recurses
+  ++depth_;
+  const FunctionPlan* fp = nullptr;
+  try {
+    fp = &lower(callee);
+  } catch (...) {
+    --depth_;
+    throw;
+  }
+  --depth_;
+  nest(call, 1 + fp->depth);  // a callee planned earlier, from a shallower call, counts here too
+  return *fp;
 }
 
 void Planner::lower_region(const ir::Region& r, RegionPlan& out) {
@@ -124,7 +163,19 @@ void Planner::lower_op(const ir::Op& op, Step& s) {
   else if (!s.in_types.empty())
     s.n = s.in_types[0]->numel();
   s.regions.resize(op.regions.size());
-  for (size_t i = 0; i < op.regions.size(); ++i) lower_region(*op.regions[i], s.regions[i]);
+  if (!op.regions.empty()) {
+    nest(op, 1);
+    ++nesting_;
+    ++depth_;
+    struct Leave {
+      Planner& p;
+      ~Leave() {
+        --p.nesting_;
+        --p.depth_;
+      }
+    } leave{*this};
+    for (size_t i = 0; i < op.regions.size(); ++i) lower_region(*op.regions[i], s.regions[i]);
+  }
   ops::LowerFn lower = ops::lowering(op.code());
   if (!lower) unsupported(op, "");
   lower(op, *this, s);

@@ -75,6 +75,7 @@ struct Step {
 struct FunctionPlan {
   const ir::Function* fn = nullptr;
   RegionPlan body;
+  int depth = 0;  // deepest nesting of region ops and calls in the body, callees included
 };
 
 struct SlotInfo {
@@ -96,26 +97,42 @@ struct Plan {
 /// raise located errors.
 class Planner {
  public:
+  /// The deepest nesting of region ops (scf.for, scf.if, ...) and tt.calls a plan may have: the
+  /// planner and the engine recurse once per level, on the program's stack (a fiber has 1 MiB).
+  /// Triton kernels nest a few levels; the reader allows 256 within one function.
+  static constexpr int kMaxNesting = 256;
+
   Planner(const ir::Module& m, Plan& plan) : module_(m), plan_(plan) {}
   const ir::Module& module() const { return module_; }
   /// Lower `fn` (once; later calls return the same plan).
   const FunctionPlan& lower(const ir::Function& fn);
+  /// Lower the callee of the tt.call `call` (lower_call): a located error when calls nest deeper
+  /// than kMaxNesting, counting the region ops around the call and inside the callee.
+  const FunctionPlan& lower_callee(const ir::Op& call, const ir::Function& callee);
   int slot(const ir::Value* v);
   [[noreturn]] void unsupported(const ir::Op& op, const std::string& why) const;
 
  private:
   void lower_region(const ir::Region& r, RegionPlan& out);
   void lower_op(const ir::Op& op, Step& s);
+  /// Enter one more level at `op` (a region op or a call); a located error past kMaxNesting.
+  void nest(const ir::Op& op, int levels);
   const ir::Module& module_;
   Plan& plan_;
   std::map<const ir::Value*, int> slots_;
+  int depth_ = 0;     // the planner's own recursion: levels entered since the outermost lower()
+  int nesting_ = 0;   // levels around the op being lowered, in the function being lowered
+  int fn_depth_ = 0;  // the deepest level seen in the function being lowered
 };
 
-struct Launch;    // shared, read-only state of one launch (src/exec/engine.cpp)
+struct Launch;    // shared state of one launch (src/exec/engine.cpp)
 struct Dispatch;  // who observes what in one launch (src/exec/dispatch.h)
+struct Fiber;     // a program running as a fiber (src/exec/engine.cpp)
 
 /// Never set: the stop flag of a Program that runs outside a launch (unit tests).
 inline const std::atomic<bool> kNeverStop{false};
+/// Never set: the watched-buffer bits of a Program that runs no fibers (nobody can wait).
+inline const std::atomic<uint64_t> kNothingWatched{0};
 
 /// One program instance being run: its ids and its frame of slots. One per worker thread (or
 /// fiber), reused across the program instances that worker runs.
@@ -125,7 +142,8 @@ struct Program {
   std::vector<std::byte*> slot;  // storage of each slot
   Memory* memory = nullptr;
   const Plan* plan = nullptr;
-  const Launch* launch = nullptr;
+  Launch* launch = nullptr;            // null outside a launch (unit tests)
+  Fiber* fiber = nullptr;              // set while the program runs as a fiber
   unsigned observed = 0;               // EventKind bits some observer wants (dispatch->observed)
   const Dispatch* dispatch = nullptr;  // null: nobody observes
   std::vector<void*> state;            // per Dispatch::observers entry: its state for this program
@@ -135,6 +153,15 @@ struct Program {
   /// run and return without using the terminator.
   const std::atomic<bool>* stop = &kNeverStop;
   bool halted = false;
+  /// Budget: ops run so far (each block counts its steps and its terminator when it starts), the
+  /// most the program may run (LaunchOptions::max_steps), and the launch's cancel flag. Both are
+  /// checked at loop back-edges and calls (Program::at_back_edge), not per op.
+  int64_t steps = 0;
+  int64_t max_steps = INT64_MAX;
+  const std::atomic<bool>* cancel = &kNeverStop;
+  /// Bit (buffer id % 64) is set while a parked program waits for a write to that buffer: writes
+  /// there must call wake_waiters (src/exec/engine.cpp, "Scheduling").
+  const std::atomic<uint64_t>* watched = &kNothingWatched;
 
   template <class T>
   T* at(int s) {
@@ -153,8 +180,37 @@ struct Program {
   const Terminator& run(const RegionPlan& r);
   /// Copy slot `from` to slot `to` (same type).
   void copy(int to, int from);
-  /// Called by atomics and volatile loads: lets programs that spin on each other make progress.
-  void yield_to_others();
+
+  /// At a loop back-edge or call of `op`: false while the program may go on. True when the launch
+  /// was cancelled (the program is then halted, as by a stop). Throws a located tilescope::Error when
+  /// the program has run more than `max_steps` ops. One compare and one relaxed load when nothing
+  /// happened.
+  bool at_back_edge(const ir::Op& op) {
+    if (steps <= max_steps && !cancel->load(std::memory_order_relaxed)) [[likely]]
+      return false;
+    return out_of_budget(op);
+  }
+  /// Ops through which one program may wait for another (volatile and atomic loads, atomics) call
+  /// this after their access: `n` lanes at `addrs` (`mask` null: all active) and what they read
+  /// (`values`, `elem_bytes` each: the loaded values, an atomic's old values). A program that keeps
+  /// reading the same value at one address is parked until another program writes there.
+  void polled(const Step& s, int64_t n, const uint64_t* addrs, const uint8_t* mask, const void* values,
+              int elem_bytes) {
+    if (fiber) on_poll(s, n, addrs, mask, values, elem_bytes);
+  }
+  /// Whether writes to buffer `region` (Memory::region) must wake parked programs.
+  bool watching(int region) const {
+    return region >= 0 && ((watched->load(std::memory_order_relaxed) >> (region & 63)) & 1);
+  }
+
+ private:
+  bool out_of_budget(const ir::Op& op);
+  void on_poll(const Step& s, int64_t n, const uint64_t* addrs, const uint8_t* mask, const void* values,
+               int elem_bytes);
 };
+
+/// Writes to the addresses `addrs` (n of them, each in a watched buffer) changed the values there:
+/// wake a program parked on each (src/exec/engine.cpp). Called by the access kernels.
+void wake_waiters(Program& p, const uint64_t* addrs, int64_t n);
 
 }  // namespace tilescope::exec

@@ -84,6 +84,7 @@ void run_for(Program& p, const Step& s) {
   if (step <= 0 && lb < ub)
     fail_at(*p.plan->module, *s.op, fmt::format("scf.for step is {}: it must be positive", step));
   for (int64_t iv = lb; iv < ub; iv += step) {
+    if (p.at_back_edge(*s.op)) return;  // cancelled: halted, as by a stop
     write_int(p, args[0], ivt, iv);
     const Terminator& t = p.run(body);
     if (p.halted) return;                      // the launch is stopping: unwind without using the terminator
@@ -111,6 +112,7 @@ void run_while(Program& p, const Step& s) {
   const exec::RegionPlan& after = s.regions[1];
   parallel_copy(p, before.blocks[0].args, s.in);
   for (;;) {
+    if (p.at_back_edge(*s.op)) return;
     const Terminator& c = p.run(before);
     if (p.halted) return;
     assert(c.kind == Terminator::Kind::condition);  // the verifier: before ends in scf.condition
@@ -128,6 +130,7 @@ void run_while(Program& p, const Step& s) {
 void run_call(Program& p, const Step& s) {
   assert(s.callee);  // set by lower_call
   const exec::RegionPlan& body = s.callee->body;
+  if (p.at_back_edge(*s.op)) return;
   parallel_copy(p, body.blocks[0].args, s.in);
   const Terminator& t = p.run(body);
   if (p.halted) return;
@@ -160,7 +163,7 @@ void lower_call(const Op& op, Planner& pl, Step& s) {
   const ir::Attr* callee = op.attr("callee");
   const ir::Function* f = callee ? pl.module().find(callee->s) : nullptr;
   if (!f) pl.unsupported(op, fmt::format("call to unknown function '@{}'", callee ? callee->s : "?"));
-  s.callee = &pl.lower(*f);
+  s.callee = &pl.lower_callee(op, *f);
   s.fn = run_call;
 }
 

@@ -156,15 +156,17 @@ struct LoadAux {
   exec::LoadLanesFn fn;
   int64_t n;
   int mask = -1, other = -1;  // operand positions, -1 when absent
+  int eb = 0;                 // element bytes
   bool vol = false;
 };
 
 void load_kernel(Program& p, const Step& s) {
   const auto& x = s.data<LoadAux>();
-  x.fn(p, s.op, x.n, p.at<uint64_t>(s.in[0]), x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
-       x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, 0, p.slot[s.out[0]]);
-  // A volatile load is how a program polls a flag another program sets: let the others run.
-  if (x.vol) p.yield_to_others();
+  const uint64_t* a = p.at<uint64_t>(s.in[0]);
+  const uint8_t* m = x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr;
+  x.fn(p, s.op, x.n, a, m, x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, 0, p.slot[s.out[0]]);
+  // A volatile load is how a program polls a flag another program sets.
+  if (x.vol) p.polled(s, x.n, a, m, p.slot[s.out[0]], x.eb);
 }
 
 struct StoreAux {
@@ -207,7 +209,7 @@ void block_load_kernel(Program& p, const Step& s) {
   uint8_t* m = exec::scratch_mask(x.n);
   block_lanes(*p.at<BlockPtr>(s.in[0]), x, a, m);
   x.load(p, s.op, x.n, a, x.check ? m : nullptr, nullptr, x.fill, p.slot[s.out[0]]);
-  if (x.vol) p.yield_to_others();
+  if (x.vol) p.polled(s, x.n, a, x.check ? m : nullptr, p.slot[s.out[0]], x.eb);
 }
 
 void block_store_kernel(Program& p, const Step& s) {
@@ -275,24 +277,31 @@ struct AtomicAux {
   exec::AtomicLanesFn fn;
   int64_t n;
   int mask = -1;
+  int eb = 0;  // element bytes
 };
 
+// Atomics report what they read (their old values), so that a program spinning on a lock or a
+// counter is parked until another program changes it (Program::polled).
 void atomic_rmw_kernel(Program& p, const Step& s) {
   const auto& x = s.data<AtomicAux>();
-  x.fn(p, s.op, x.n, p.at<uint64_t>(s.in[0]), x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
-       p.slot[s.in[1]], s.out.empty() ? nullptr : p.slot[s.out[0]]);
-  p.yield_to_others();  // programs spinning on this location must get to run (issue 2 item 7)
+  const uint64_t* a = p.at<uint64_t>(s.in[0]);
+  const uint8_t* m = x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr;
+  void* old = s.out.empty() ? nullptr : p.slot[s.out[0]];
+  x.fn(p, s.op, x.n, a, m, p.slot[s.in[1]], old);
+  if (old) p.polled(s, x.n, a, m, old, x.eb);
 }
 
 struct CasAux {
   exec::CasLanesFn fn;
   int64_t n;
+  int eb = 0;
 };
 
 void atomic_cas_kernel(Program& p, const Step& s) {
   const auto& x = s.data<CasAux>();
-  x.fn(p, s.op, x.n, p.at<uint64_t>(s.in[0]), p.slot[s.in[1]], p.slot[s.in[2]], p.slot[s.out[0]]);
-  p.yield_to_others();
+  const uint64_t* a = p.at<uint64_t>(s.in[0]);
+  x.fn(p, s.op, x.n, a, p.slot[s.in[1]], p.slot[s.in[2]], p.slot[s.out[0]]);
+  p.polled(s, x.n, a, nullptr, p.slot[s.out[0]], x.eb);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -465,6 +474,7 @@ void lower_load(const Op& op, Planner& p, Step& s) {
   x.other = ir::operand_index(op, ir::Role::other);
   int eb = ir::elem_bytes(rt->elem);
   if (eb != ir::elem_bytes(et->elem)) p.unsupported(op, "result element differs from the pointee type");
+  x.eb = eb;
   if (x.mask >= 0) {
     const ir::Type* mt = s.in_types[x.mask];
     if (mt->elem != Elem::i1 || mt->numel() != x.n)
@@ -538,6 +548,7 @@ void lower_atomic_rmw(const Op& op, Planner& p, Step& s) {
   }
   x.fn = exec::pick_atomic_lanes(kinds[k - 1], vt->elem);
   if (!x.fn) p.unsupported(op, fmt::format("atomic {} on {}", kRmwNames[k - 1], ir::elem_name(vt->elem)));
+  x.eb = ir::elem_bytes(vt->elem);
   s.fn = atomic_rmw_kernel;
   s.aux = make_aux(x);
 }
@@ -553,6 +564,7 @@ void lower_atomic_cas(const Op& op, Planner& p, Step& s) {
     if (s.in_types[k]->numel() != x.n || ir::elem_bytes(s.in_types[k]->elem) != eb)
       p.unsupported(op, "cmp and val must have the pointee type and the pointer's shape");
   x.fn = exec::pick_cas_lanes(eb);
+  x.eb = eb;
   if (!x.fn || et->elem == Elem::i1) p.unsupported(op, fmt::format("atomic_cas on {}", et->str()));
   s.fn = atomic_cas_kernel;
   s.aux = make_aux(x);

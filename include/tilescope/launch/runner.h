@@ -52,8 +52,11 @@ struct AnalysisRequest {
 struct RunOptions {
   std::vector<AnalysisRequest> analyses;  // none: just run the kernel
   int threads = 0;                        // 0: the engine's default (exec::LaunchOptions::threads)
-  const std::atomic<bool>* cancel =
-      nullptr;  // set it (e.g. on SIGINT) to stop; run_launch throws exec::Interrupted
+  /// Set it (e.g. on SIGINT) to stop the launch, also inside a running program's loops; run_launch
+  /// then throws exec::Interrupted.
+  const std::atomic<bool>* cancel = nullptr;
+  /// Operations one program may run before the launch fails (exec::LaunchOptions::max_steps); 0: none.
+  int64_t max_steps = exec::kDefaultMaxSteps;
   /// Where tt.print text goes as programs print it (calls are serialized). Null: RunResult::prints.
   std::function<void(std::string_view)> print;
 };

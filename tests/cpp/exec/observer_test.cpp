@@ -91,6 +91,34 @@ const char* kSpinLock = R"(module {
   }
 })";
 
+// Program i waits until program i + 1 has set its flag (the last one sets its own), then sets its
+// own (the kernel of Control.WaitingOnLaterProgramsDoesNotStarve): every program is live at once.
+const char* kChain = R"(module {
+  tt.func public @k(%flags: !tt.ptr<i32>, %n: i32) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %true = arith.constant true
+    %pid = tt.get_program_id x : i32
+    %next = arith.addi %pid, %c1 : i32
+    %last = arith.cmpi eq, %next, %n : i32
+    %wait_on = arith.select %last, %pid, %next : i32
+    %p = tt.addptr %flags, %wait_on : !tt.ptr<i32>, i32
+    %mine = tt.addptr %flags, %pid : !tt.ptr<i32>, i32
+    scf.if %last {
+      %o = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
+    }
+    scf.while : () -> () {
+      %v = tt.atomic_rmw add, acq_rel, gpu, %p, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
+      %notyet = arith.cmpi eq, %v, %c0 : i32
+      scf.condition(%notyet)
+    } do {
+      scf.yield
+    }
+    %o2 = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
+    tt.return
+  }
+})";
+
 // out = combine over 16 loaded values with a two-op region (no fast path: the region runs per pair).
 const char* kGenericReduce = R"(module {
   tt.func public @r(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
@@ -373,8 +401,24 @@ TEST(ObserverSeam, EachProgramsEventsCarryItsOwnStateAlsoWhenFibersInterleavePro
     EXPECT_EQ(chk.mismatches, 0) << threads << " threads";
     // Every program has at least its cas, load, store and exch accesses.
     EXPECT_GE(chk.events, 300 * 4);
-    // Programs really were interleaved: a spinning program parks while the lock holder runs.
-    EXPECT_GT(chk.max_live, threads) << threads << " threads";
+  }
+  // Programs interleaved: each waits for the next, so all 300 are live at once (parked).
+  for (int threads : {1, 2}) {
+    Kernel k(kChain);
+    std::vector<int32_t> flags(300, 0);
+    exec::Memory mem;
+    int f = test::add_buffer(mem, flags, "flags", Elem::i32);
+    StateCheck chk;
+    auto st = k.launch("k", {Arg::buf(f), Arg::i64(300)}, mem, {300, 1, 1}, threads, {&chk});
+    EXPECT_EQ(st.programs, 300);
+    EXPECT_EQ(flags, std::vector<int32_t>(300, 1));
+    EXPECT_EQ(chk.begun, 300);
+    EXPECT_EQ(chk.ended, 300);
+    EXPECT_EQ(chk.mismatches, 0) << threads << " threads";
+    EXPECT_GE(chk.events, 300 * 2);  // a poll and the exch at least
+    // No program can end before the last one has started, so all are live then, but for those the
+    // other workers have taken from the grid and not begun yet (at most one each).
+    EXPECT_GE(chk.max_live, 300 - (threads - 1)) << threads << " threads";
   }
   // Straight-line programs on two threads.
   Kernel k(kScaled);
