@@ -178,6 +178,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   st["programs"] = res.stats.programs;
   st["out_of_bounds"] = res.stats.out_of_bounds;
   st["failed_asserts"] = res.stats.failed_asserts;
+  st["switches"] = res.stats.switches;
   out["stats"] = st;
   out["stopped"] = res.stats.stopped;  // an analysis stopped the grid (abort_on_first)
   out["stdout"] = res.prints;

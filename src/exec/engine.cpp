@@ -293,6 +293,9 @@ struct Fiber {
   // The address the fiber waits on: `wait_bytes` bytes that held `wait_bits` when it parked.
   uint64_t wait_addr = 0, wait_bits = 0;
   int wait_bytes = 0;
+  // The address whose change woke this fiber (0: none). When the fiber ends or parks elsewhere, it
+  // went on: the next waiter of that address is woken if the value it waits on changed too.
+  uint64_t woken_from = 0;
   // While parked (under Waits::mu): in Waits::by_addr[wait_addr]'s list and Worker::parked.
   bool parked = false;
   Fiber* prev = nullptr;
@@ -314,6 +317,7 @@ struct Waits {
   std::atomic<uint64_t> watched{0};
   int workers = 0;        // workers still scheduling
   int idle = 0;           // of those, the ones waiting with only parked programs
+  int64_t inboxed = 0;    // woken fibers in the workers' inboxes, not yet taken
   uint64_t all_idle = 0;  // bumped each time every worker was idle: all parked programs resume
 };
 
@@ -475,6 +479,7 @@ void start_fiber(Worker& w, Fiber* f, int64_t index) {
   f->next_spin_budget = kFirstSpinBudget;
   f->park_request = false;
   f->forced = false;
+  f->woken_from = 0;
 #ifdef TILESCOPE_TSAN_FIBERS
   f->tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -562,6 +567,34 @@ void switch_home(Fiber& f) {
 #endif
 }
 
+/// Wake the parked fiber `f`: off its address, into its worker's inbox (under W.mu).
+void wake(Waits& W, Fiber* f) {
+  unlink(W, f);
+  f->woken_from = f->wait_addr;
+  Worker& o = *f->worker;
+  o.inbox.push_back(f);
+  ++W.inboxed;
+  o.has_inbox.store(true, std::memory_order_relaxed);
+}
+
+/// The first waiter of `addr`, when the value it waits on changed (under W.mu). True if one woke.
+bool wake_next(Waits& W, uint64_t addr) {
+  auto it = W.by_addr.find(addr);
+  if (it == W.by_addr.end() || !wait_changed(*it->second.head)) return false;
+  wake(W, it->second.head);
+  return true;
+}
+
+/// Wake the first waiter of every address whose value changed (under W.mu): writes that raced with
+/// a parking, or that other waiters of the address saw. True if one woke.
+bool wake_changed(Waits& W) {
+  std::vector<uint64_t> changed;
+  for (auto& [addr, l] : W.by_addr)
+    if (wait_changed(*l.head)) changed.push_back(addr);
+  for (uint64_t a : changed) wake(W, W.by_addr[a].head);
+  return !changed.empty();
+}
+
 /// Run `f` until it ends or switches out; then free it, park it, or queue it.
 void resume(Worker& w, Fiber* f) {
   assert(!w.current && f->worker == &w);  // fibers never nest and never change worker
@@ -578,22 +611,33 @@ void resume(Worker& w, Fiber* f) {
   __sanitizer_finish_switch_fiber(w.asan_fake_stack, nullptr, nullptr);
 #endif
   w.current = nullptr;
+  Launch& L = *w.launch;
+  Waits& W = L.waits;
   if (f->done) {
 #ifdef TILESCOPE_TSAN_FIBERS
     __tsan_destroy_fiber(f->tsan_fiber);
     f->tsan_fiber = nullptr;
 #endif
     if (f->error && !w.error) w.error = f->error;
+    if (f->woken_from) {  // it went on after its wake: so may the next waiter
+      std::lock_guard<std::mutex> g(W.mu);
+      if (!L.stop.load(std::memory_order_relaxed)) wake_next(W, f->woken_from);
+      f->woken_from = 0;
+    }
     w.free_fibers.push_back(f);
     return;
   }
-  Launch& L = *w.launch;
+  ++w.stats.switches;
   if (f->park_request) {
-    std::lock_guard<std::mutex> g(L.waits.mu);
+    std::lock_guard<std::mutex> g(W.mu);
     // Parked only while the value is still the one it read: a write since then (before this
     // fiber was on its address's list) found nobody to wake.
     if (!L.stop.load(std::memory_order_relaxed) && !wait_changed(*f)) {
-      link(L.waits, f);
+      link(W, f);
+      // Waiting again where it was woken: the change was not for it, nor for the next waiter.
+      // Waiting elsewhere: it went on, and so may the next waiter of the old address.
+      if (f->woken_from && f->woken_from != f->wait_addr) wake_next(W, f->woken_from);
+      f->woken_from = 0;
       return;
     }
   }
@@ -602,32 +646,29 @@ void resume(Worker& w, Fiber* f) {
 }
 
 void take_inbox(Worker& w) {
-  std::lock_guard<std::mutex> g(w.launch->waits.mu);
+  Waits& W = w.launch->waits;
+  std::lock_guard<std::mutex> g(W.mu);
   for (Fiber* f : w.inbox) w.ready.push_back(f);
+  W.inboxed -= static_cast<int64_t>(w.inbox.size());
   w.inbox.clear();
   w.has_inbox.store(false, std::memory_order_relaxed);
 }
 
 /// The worker has nothing to run and nothing to start. False when it has no parked program either
-/// (it is done); else returns once some parked program may go on (in `ready` or the inbox).
+/// (it is done); else returns once some program of it may go on (in `ready` or the inbox), or after
+/// a while, to be called again.
 bool wait_for_work(Worker& w) {
   Launch& L = *w.launch;
   Waits& W = L.waits;
   std::unique_lock<std::mutex> lk(W.mu);
   if (!w.inbox.empty()) return true;
   if (w.parked.empty()) return false;
-  for (size_t i = 0; i < w.parked.size();) {
-    Fiber* f = w.parked[i];
-    if (wait_changed(*f)) {
-      unlink(W, f);  // moves the last parked fiber to index i
-      w.ready.push_back(f);
-    } else {
-      ++i;
-    }
+  if (wake_changed(W)) {
+    W.cv.notify_all();
+    return true;
   }
-  if (!w.ready.empty()) return true;
   const uint64_t round = W.all_idle;
-  if (++W.idle == W.workers) {
+  if (++W.idle == W.workers && W.inboxed == 0) {
     ++W.all_idle;
     W.cv.notify_all();
   } else {
@@ -656,7 +697,7 @@ bool wait_for_work(Worker& w) {
 void leave_scheduling(Worker& w) {
   Waits& W = w.launch->waits;
   std::lock_guard<std::mutex> g(W.mu);
-  if (--W.workers > 0 && W.idle == W.workers) {
+  if (--W.workers > 0 && W.idle == W.workers && W.inboxed == 0) {
     ++W.all_idle;
     W.cv.notify_all();
   }
@@ -676,6 +717,7 @@ void drain(Worker& w) {
       w.ready.push_back(f);
     }
     for (Fiber* f : w.inbox) w.ready.push_back(f);
+    L.waits.inboxed -= static_cast<int64_t>(w.inbox.size());
     w.inbox.clear();
   }
   while (!w.ready.empty()) {
@@ -820,14 +862,10 @@ void wake_waiters(Program& p, const uint64_t* addrs, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     auto it = W.by_addr.find(addrs[i]);
     if (it == W.by_addr.end()) continue;
-    // The first waiter only: it polls again, and its own write (a lock taken) wakes the next one.
-    // Waiters that a change lets go on together (a barrier, a flag) all see it when their worker
-    // rechecks its parked programs.
-    Fiber* f = it->second.head;
-    unlink(W, f);
-    Worker& o = *f->worker;
-    o.inbox.push_back(f);
-    o.has_inbox.store(true, std::memory_order_relaxed);
+    // The first waiter only: it polls again, and if it goes on (ends, or waits elsewhere), the next
+    // one is woken in turn (resume); if it waits here again, the change was not for the others
+    // either (a lock taken by another). A barrier opening wakes its waiters one after another.
+    wake(W, it->second.head);
     woke = true;
   }
   if (woke) W.cv.notify_all();
@@ -1124,6 +1162,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     total.programs += w.stats.programs;
     total.out_of_bounds += w.stats.out_of_bounds;
     total.failed_asserts += w.stats.failed_asserts;
+    total.switches += w.stats.switches;
   }
   total.stopped = ctx.stop_requested();
   end_launch(total);

@@ -128,6 +128,9 @@ struct LaunchStats {
   int64_t out_of_bounds = 0;  // active lanes that pointed outside their buffer
   int64_t failed_asserts = 0;
   bool stopped = false;  // an observer called LaunchContext::request_stop()
+  /// Times a program was set aside to run another (parked on an address it polls, or switched out):
+  /// the scheduler's cost for programs that wait on each other (src/exec/engine.cpp); 0 when none can.
+  int64_t switches = 0;
 };
 
 /// One kernel argument as bound, in TTIR signature order.
