@@ -672,3 +672,65 @@ def test_ctrl_c_stops_a_long_launch(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert "INTERRUPTED" in out
+
+
+SPIN = """
+    import time
+
+    @triton.jit
+    def spin_kernel(x_ptr, out_ptr):
+        i = tl.load(x_ptr)
+        while i >= 0:  # MARK-spin: i stays in {0, 1} unless it starts negative
+            i = (i + 1) % 2
+        tl.store(out_ptr, i)
+
+    out = torch.zeros(1, dtype=torch.int32)
+    spin_kernel[(1,)](torch.full((1,), -1, dtype=torch.int32), out)  # compiled; ends at once
+"""
+
+
+def test_ctrl_c_stops_one_program_in_an_endless_loop(tmp_path):
+    # Issue 8 item 2: the cancel flag was checked only between programs, so SIGINT never ended a
+    # launch whose one program loops forever. Now it is checked at every loop iteration.
+    s = write(tmp_path, "spin.py", textwrap.dedent(SPIN) + textwrap.dedent("""
+        print("START", flush=True)
+        t0 = time.time()
+        try:
+            spin_kernel[(1,)](torch.zeros(1, dtype=torch.int32), out)
+        except KeyboardInterrupt:
+            print("INTERRUPTED", round(time.time() - t0, 1), flush=True)
+    """))
+    import signal
+    import time
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    env["TILESCOPE_SANITIZE"] = "1"
+    env["TILESCOPE_MAX_STEPS"] = "0"  # no limit: only Ctrl-C can end this launch
+    proc = subprocess.Popen([sys.executable, s], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "START"
+        time.sleep(1)  # inside the launch: the kernel is compiled already
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert "INTERRUPTED" in out, out
+
+
+def test_step_limit_ends_a_hung_kernel_with_its_python_line(tmp_path):
+    s = write(tmp_path, "spin.py", textwrap.dedent(SPIN) + "spin_kernel[(2,)](torch.zeros(1, dtype=torch.int32), out)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    env["TILESCOPE_SANITIZE"] = "1"
+    env["TILESCOPE_MAX_STEPS"] = "10000"
+    p = subprocess.run([sys.executable, s], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 1, p.stderr
+    assert "LaunchError" in p.stderr and "operations without finishing" in p.stderr, p.stderr
+    assert "the limit is 10000 per program" in p.stderr, p.stderr
+    line = next(i for i, text in enumerate(open(s), 1) if "MARK-spin" in text)
+    assert f"spin.py:{line}:" in p.stderr, p.stderr  # located at the while loop
+    env["TILESCOPE_MAX_STEPS"] = "lots"
+    p = subprocess.run([sys.executable, s], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 1 and "TILESCOPE_MAX_STEPS=lots" in p.stderr, p.stderr
+    env["TILESCOPE_MAX_STEPS"] = "10000"
+    env["TILESCOPE_THREADS"] = "-5"
+    p = subprocess.run([sys.executable, s], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 1 and "TILESCOPE_THREADS -5" in p.stderr and "1024" in p.stderr, p.stderr
