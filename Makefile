@@ -128,28 +128,36 @@ test-tsan: setup-apt
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tilescope_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/tilescope_tests --gtest_filter='$(TSAN_FILTER)'
 
-# libFuzzer on the reader, verifier and planner (fuzz/reader_fuzz.cpp), seeded with every
-# tests/ttir/**/*.ttir (copied at run time). New inputs it finds stay in $(FUZZ_BUILD)/corpus for
-# the next run; a crash is written to $(FUZZ_BUILD)/crash-* and fails the target.
+# libFuzzer, two targets (fuzz/CMakeLists.txt): reader_fuzz (reader, verifier, planner) and launch_fuzz
+# (the launch path: reader, plan, binding, the sanitizer, the engine under a step limit), both seeded
+# with every tests/ttir/**/*.ttir (copied at run time). `make fuzz` gives each half of FUZZ_SECONDS.
+# New inputs each finds stay in $(FUZZ_BUILD)/corpus-<target> for the next run; a crash is written to
+# $(FUZZ_BUILD)/<target>-crash-* and fails the target.
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_LONG_SECONDS ?= 1200
-FUZZ_FLAGS = -timeout=10 -rss_limit_mb=2048 -dict=fuzz/ttir.dict -print_final_stats=1 -print_funcs=0 \
-  -artifact_prefix=$(FUZZ_BUILD)/
+FUZZ_TARGETS := reader_fuzz launch_fuzz
+FUZZ_FLAGS = -timeout=10 -rss_limit_mb=2048 -dict=fuzz/ttir.dict -print_final_stats=1 -print_funcs=0
 fuzz-build: setup-apt
 	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Debug -DTILESCOPE_SANITIZE=address -DTILESCOPE_FUZZ=ON -DTILESCOPE_TESTS=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target reader_fuzz
-	@rm -rf $(FUZZ_BUILD)/seeds && mkdir -p $(FUZZ_BUILD)/seeds $(FUZZ_BUILD)/corpus
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	@rm -rf $(FUZZ_BUILD)/seeds && mkdir -p $(FUZZ_BUILD)/seeds $(addprefix $(FUZZ_BUILD)/corpus-,$(FUZZ_TARGETS))
 	@git ls-files 'tests/ttir/*.ttir' | while read -r f; do cp "$$f" "$(FUZZ_BUILD)/seeds/$$(echo "$$f" | tr / _)"; done
 
-fuzz: fuzz-build
-	$(FUZZ_BUILD)/fuzz/reader_fuzz $(FUZZ_FLAGS) -max_total_time=$(FUZZ_SECONDS) $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds
+# $(call run_fuzz,SECONDS,EXTRA): every target in turn, each for SECONDS.
+define run_fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do echo "fuzzing $$t for $(1) s"; \
+	  $(FUZZ_BUILD)/fuzz/$$t $(FUZZ_FLAGS) -artifact_prefix=$(FUZZ_BUILD)/$$t- -max_total_time=$(1) $(2) \
+	    $(FUZZ_BUILD)/corpus-$$t $(FUZZ_BUILD)/seeds; done
+endef
 
-# By hand (README, "Fuzzing"): one process per core for FUZZ_LONG_SECONDS (20 minutes).
+fuzz: fuzz-build
+	$(call run_fuzz,$$(( $(FUZZ_SECONDS) / 2 )),)
+
+# By hand (README, "Fuzzing"): one process per core, each target for half of FUZZ_LONG_SECONDS (20 minutes).
 fuzz-long: fuzz-build
-	$(FUZZ_BUILD)/fuzz/reader_fuzz $(FUZZ_FLAGS) -max_total_time=$(FUZZ_LONG_SECONDS) -fork=$(JOBS) \
-	  $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/seeds
+	$(call run_fuzz,$$(( $(FUZZ_LONG_SECONDS) / 2 )),-fork=$(JOBS))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(TIDY_BUILD)

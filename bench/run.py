@@ -18,7 +18,13 @@ timed around the launch. Each side is repeated (median reported); the interprete
 while its per-workload time budget lasts (default 60 s), so the whole run stays near 10 minutes even on
 a small machine. Outputs of both sides are compared (allclose) so the timings are of correct runs.
 
-Writes bench/RESULTS.md with the machine description (lscpu model name, cores) and the table.
+Scheduler workloads (issue 8 item 11), tilescope alone (Triton's interpreter runs programs one after
+another, so a program waiting for a later one never finishes there), kernels in bench/sched_kernels.py:
+  lock_4096      4096 programs take an atomic_cas spin lock in turn and increment a counter
+  barrier_70000  70,000 programs meet at a grid barrier (an atomic counter polled with volatile loads)
+Their outputs are checked against the counts the kernels must produce (4096; 70,000 for every program).
+
+Writes bench/RESULTS.md with the machine description (lscpu model name, cores) and the tables.
 """
 from __future__ import annotations
 
@@ -59,6 +65,18 @@ WORKLOADS = {
                          work=4096 * 4096, unit="elements"),
 }
 
+# Programs that wait on each other: name -> kernel (bench/sched_kernels.py), grid, args, the outputs the
+# kernel must produce, and what one program is.
+SCHED_WORKLOADS = {
+    "lock_4096": dict(kernel="lock_counter_kernel", const={}, grid=[4096],
+                      args=[("lock_ptr", "out", "i32", [1]), ("count_ptr", "out", "i32", [1])],
+                      expect={"lock_ptr": 0, "count_ptr": 4096}, what="4096 programs take a spin lock in turn"),
+    "barrier_70000": dict(kernel="grid_barrier_kernel", const={}, grid=[70000],
+                          args=[("arrived_ptr", "out", "i32", [1]), ("seen_ptr", "out", "i32", [70000]),
+                                ("n", "i32", 70000)],
+                          expect={"arrived_ptr": 70000, "seen_ptr": 70000}, what="70,000 programs meet at a grid barrier"),
+}
+
 NP = {"f32": "float32", "f16": "float16", "i32": "int32"}
 SIG = {"f32": "fp32", "f16": "fp16", "i32": "i32"}
 
@@ -66,6 +84,7 @@ SIG = {"f32": "fp32", "f16": "fp16", "i32": "i32"}
 def emit_ttir(out_dir: str, quick: bool) -> None:
     """Subprocess entry (no TRITON_INTERPRET): compile each workload's kernel to TTIR."""
     sys.path.insert(0, TTIR_DIR)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kernels
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -74,8 +93,9 @@ def emit_ttir(out_dir: str, quick: bool) -> None:
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     opts = backend.parse_options({})
-    for name, w in WORKLOADS.items():
-        fn = getattr(kernels, w["kernel"])
+    import sched_kernels
+    for name, w in [*WORKLOADS.items(), *SCHED_WORKLOADS.items()]:
+        fn = getattr(sched_kernels if name in SCHED_WORKLOADS else kernels, w["kernel"])
         kinds = {a[0]: a for a in w["args"]}
         sig = {}
         for an in fn.arg_names:
@@ -247,15 +267,31 @@ def main(argv=None) -> int:
               f"interpreter {i_med * 1e3:10.1f} ms ({fmt_rate(w['work'] / i_med)}{w['unit']}/s)   "
               f"ratio {row['ratio']:7.1f}x   sanitizer {row['sz'] * 1e3:9.2f} ms ({row['sz'] / t_med:.2f}x)   "
               f"outputs agree: {ok}", flush=True)
+    sched = []
+    for name, w in SCHED_WORKLOADS.items():
+        if args.only and name not in args.only:
+            continue
+        wd = os.path.join(tmp, name)
+        os.makedirs(wd, exist_ok=True)
+        arrs = make_inputs(w, rng)
+        ts, walls, outs = run_tilescope(binary, os.path.join(tmp, f"{name}.ttir"), w, arrs, wd, args.reps,
+                                        ["--no-poison"])
+        ok = all(np.all(outs[k] == v) for k, v in w["expect"].items())
+        programs = w["grid"][0]
+        row = dict(name=name, what=w["what"], ts=statistics.median(ts), ts_min=min(ts), ts_max=max(ts),
+                   wall=statistics.median(walls), programs=programs, ok=ok)
+        sched.append(row)
+        print(f"{name:13s} tilescope {row['ts'] * 1e3:9.2f} ms ({fmt_rate(programs / row['ts'])}programs/s)   "
+              f"outputs right: {ok}", flush=True)
     total = time.time() - t_start
     mach = machine()
     print(f"machine: {mach}; total {total:.0f} s")
     if not args.no_results and not args.only:
-        write_results(rows, mach, total, args)
-    return 0 if all(r["ok"] for r in rows) else 1
+        write_results(rows, sched, mach, total, args)
+    return 0 if all(r["ok"] for r in rows + sched) else 1
 
 
-def write_results(rows, mach, total, args):
+def write_results(rows, sched, mach, total, args):
     import triton
     lines = [
         "# Benchmark: tilescope against TRITON_INTERPRET=1",
@@ -287,6 +323,16 @@ def write_results(rows, mach, total, args):
     for r in rows:
         lines.append(f"| {r['name']} | {r['ts'] * 1e3:.2f} ms ({r['ts_min'] * 1e3:.2f}-{r['ts_max'] * 1e3:.2f}) "
                      f"| {r['sz'] * 1e3:.2f} ms ({r['sz_min'] * 1e3:.2f}-{r['sz_max'] * 1e3:.2f}) | **{r['sz'] / r['ts']:.2f}x** |")
+    lines += ["", "## Scheduler: programs that wait on each other", "",
+              "tilescope alone (Triton's interpreter runs programs one after another: a program waiting for a later "
+              "one never finishes there); kernels in `bench/sched_kernels.py`, outputs checked against the counts "
+              f"they must produce. `tilescope run --no-poison --time`, median (min-max) of {args.reps} runs. A "
+              "spinning program is parked until another program writes the address it polls (CONTRIBUTING.md, "
+              "\"The scheduler\"): the cost is linear in the number of programs.", "",
+              "| workload | what | tilescope | programs/s | outputs right |", "| --- | --- | ---: | ---: | --- |"]
+    for r in sched:
+        lines.append(f"| {r['name']} | {r['what']} | {r['ts'] * 1e3:.2f} ms ({r['ts_min'] * 1e3:.2f}-{r['ts_max'] * 1e3:.2f}) "
+                     f"| {fmt_rate(r['programs'] / r['ts'])} | {'yes' if r['ok'] else 'NO'} |")
     lines += ["", "Wall time of the whole `tilescope run` process (TTIR parse, .npy I/O, launch), median:", ""]
     for r in rows:
         lines.append(f"- {r['name']}: {r['ts_wall'] * 1e3:.1f} ms")
