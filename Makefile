@@ -118,10 +118,11 @@ test-asan: setup-apt
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
-# The scheduler's multi-threaded tests under ThreadSanitizer: spin locks and starvation (fibers on
-# 2 threads), atomics from 8 threads, the sanitizer observer on 4 threads.
+# The scheduler's multi-threaded tests under ThreadSanitizer: spin locks, barriers, parking and
+# waking, starvation, stops and cancels (fibers on 2 threads), atomics from 8 threads, the sanitizer
+# observer on 4 threads.
 TSAN_BUILD ?= build-tsan
-TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*
+TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:ObserverSeam.StopUnderFibers*:ObserverSeam.EachPrograms*:Schedule.*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*
 test-tsan: setup-apt
 	@test -f $(TSAN_BUILD)/build.ninja || cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DTILESCOPE_SANITIZE=thread
