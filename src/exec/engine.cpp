@@ -254,8 +254,10 @@ constexpr int kSpinRepeats = 2;
 // A program switches out after this many polls without parking, whatever they read: a safety net
 // for waits the spin test cannot see (the reads change, but not because of the awaited program).
 constexpr int kPollsPerTurn = 4096;
-// Polls that a program resumed by "every worker is idle" may spin before it parks again (doubling).
+// Polls that a program resumed by "every worker is idle" may spin before it parks again (doubling);
+// every parked program gets them up to kSharedSpinBudget, then one program at a time.
 constexpr int64_t kFirstSpinBudget = 64;
+constexpr int64_t kSharedSpinBudget = 1024;
 constexpr int64_t kMaxSpinBudget = int64_t{1} << 40;
 // An idle worker rechecks its parked programs at least this often (writes that raced with parking).
 constexpr std::chrono::milliseconds kIdleRecheck{2};
@@ -680,15 +682,27 @@ bool wait_for_work(Worker& w) {
   --W.idle;
   if (W.all_idle != round) {
     // Every worker waits on memory that no running program changes: the waits may be bounded (a
-    // poll with a retry count) or a hang. Every parked program resumes and spins for its budget
-    // (doubling each time) before it parks again, so a hang reaches the step limit.
-    while (!w.parked.empty()) {
-      Fiber* f = w.parked.back();
+    // poll with a retry count) or a hang. Parked programs resume and spin for a budget that doubles
+    // each time before they park again: all of them while their budgets are small, then only the
+    // one with the largest budget, so that a hang reaches the step limit after one program's worth
+    // of spinning rather than every program's (a 70,000-program barrier that never opens).
+    auto spin = [&](Fiber* f) {
       unlink(W, f);
       f->spin_budget = f->next_spin_budget;
       f->next_spin_budget = std::min(f->next_spin_budget * 2, kMaxSpinBudget);
       w.ready.push_back(f);
+    };
+    Fiber* largest = nullptr;
+    for (size_t i = 0; i < w.parked.size();) {
+      Fiber* f = w.parked[i];
+      if (f->next_spin_budget <= kSharedSpinBudget) {
+        spin(f);  // moves the last parked fiber to index i
+        continue;
+      }
+      if (!largest || f->next_spin_budget > largest->next_spin_budget) largest = f;
+      ++i;
     }
+    if (w.ready.empty() && largest) spin(largest);
   }
   return true;
 }
