@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -214,6 +215,11 @@ TEST(Schedule, StepLimitEndsAProgramWaitingForAWriteThatNeverComes) {
     std::string e = error_of(kDeadlock, {Arg::buf(f)}, mem, {1, 1, 1}, threads, 10000);
     EXPECT_NE(e.find("test.ttir:4:5: "), std::string::npos) << e;
     EXPECT_NE(e.find("program (0, 0, 0) executed 10003 operations without finishing"), std::string::npos)
+        << e;
+    // 300 programs that all wait: one of them reaches the limit (3 + 4k > 100000 first at k = 25000).
+    e = error_of(kDeadlock, {Arg::buf(f)}, mem, {300, 1, 1}, threads, 100000);
+    EXPECT_TRUE(
+        std::regex_search(e, std::regex(R"(program \(\d+, 0, 0\) executed 100003 operations without)")))
         << e;
   }
 }
