@@ -185,8 +185,93 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
   report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, bad);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Atomic loads and stores (volatile loads, tt.atomic_load, tt.atomic_store)
+
+std::mutex g_misaligned;  // atomics on addresses not aligned for std::atomic_ref (the GPU would fault)
+
+template <class T>
+T atomic_load_at(std::byte* h) {
+  if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment != 0) {
+    std::lock_guard<std::mutex> g(g_misaligned);
+    T v;
+    std::memcpy(&v, h, sizeof v);
+    return v;
+  }
+  return std::atomic_ref<T>(*reinterpret_cast<T*>(h)).load();
+}
+
+template <class T>
+T atomic_exchange_at(std::byte* h, T v) {
+  if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment != 0) {
+    std::lock_guard<std::mutex> g(g_misaligned);
+    T old;
+    std::memcpy(&old, h, sizeof old);
+    std::memcpy(h, &v, sizeof v);
+    return old;
+  }
+  return std::atomic_ref<T>(*reinterpret_cast<T*>(h)).exchange(v);
+}
+
+template <int EB, bool M, Fill F>
+void load_lanes_atomic(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
+                       const void* other, uint64_t fill, void* out_) {
+  using T = uint_t<EB>;
+  T* out = static_cast<T*>(out_);
+  const Memory& mem = *p.memory;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool active = !M || m[i];
+    if (active && mem.where(a[i], EB).in_bounds) {
+      out[i] = atomic_load_at<T>(mem.host(a[i]));
+      continue;
+    }
+    bad += active;
+    if constexpr (F == Fill::per_lane)
+      out[i] = static_cast<const T*>(other)[i];
+    else if constexpr (F == Fill::splat)
+      out[i] = static_cast<T>(fill);
+    else
+      out[i] = T{0};
+  }
+  report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, bad);
+}
+
+template <int EB, bool M>
+void store_lanes_atomic(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
+                        const void* src_) {
+  using T = uint_t<EB>;
+  const T* src = static_cast<const T*>(src_);
+  const Memory& mem = *p.memory;
+  std::vector<uint64_t>& changed = changed_addrs();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (M && !m[i]) continue;
+    if (!mem.where(a[i], EB).in_bounds) {
+      ++bad;
+      continue;
+    }
+    if (atomic_exchange_at<T>(mem.host(a[i]), src[i]) != src[i] && p.watching(mem.region(a[i])))
+      changed.push_back(a[i]);
+  }
+  if (!changed.empty()) wake_waiters(p, changed.data(), static_cast<int64_t>(changed.size()));
+  report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, bad);
+}
+
 template <int EB>
-LoadLanesFn pick_load_eb(bool mask, Fill fill) {
+LoadLanesFn pick_load_eb(bool mask, Fill fill, bool atomic) {
+  if (atomic) {
+    switch (fill) {
+      case Fill::zero:
+        return mask ? load_lanes_atomic<EB, true, Fill::zero> : load_lanes_atomic<EB, false, Fill::zero>;
+      case Fill::per_lane:
+        return mask ? load_lanes_atomic<EB, true, Fill::per_lane>
+                    : load_lanes_atomic<EB, false, Fill::per_lane>;
+      case Fill::splat:
+        return mask ? load_lanes_atomic<EB, true, Fill::splat> : load_lanes_atomic<EB, false, Fill::splat>;
+    }
+    return nullptr;
+  }
   switch (fill) {
     case Fill::zero: return mask ? load_lanes<EB, true, Fill::zero> : load_lanes<EB, false, Fill::zero>;
     case Fill::per_lane:
@@ -196,10 +281,14 @@ LoadLanesFn pick_load_eb(bool mask, Fill fill) {
   return nullptr;
 }
 
+template <int EB>
+StoreLanesFn pick_store_eb(bool mask, bool atomic) {
+  if (atomic) return mask ? store_lanes_atomic<EB, true> : store_lanes_atomic<EB, false>;
+  return mask ? store_lanes<EB, true> : store_lanes<EB, false>;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Atomics
-
-std::mutex g_misaligned;  // RMWs on addresses not aligned for std::atomic_ref (the GPU would fault)
 
 constexpr bool is_fp(ir::Elem e) {
   return e == ir::Elem::f16 || e == ir::Elem::bf16 || e == ir::Elem::f32 || e == ir::Elem::f64;
@@ -432,22 +521,22 @@ uint8_t* scratch_mask(int64_t n) {
   return v.data();
 }
 
-LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill) {
+LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill, bool atomic) {
   switch (elem_bytes) {
-    case 1: return pick_load_eb<1>(has_mask, fill);
-    case 2: return pick_load_eb<2>(has_mask, fill);
-    case 4: return pick_load_eb<4>(has_mask, fill);
-    case 8: return pick_load_eb<8>(has_mask, fill);
+    case 1: return pick_load_eb<1>(has_mask, fill, atomic);
+    case 2: return pick_load_eb<2>(has_mask, fill, atomic);
+    case 4: return pick_load_eb<4>(has_mask, fill, atomic);
+    case 8: return pick_load_eb<8>(has_mask, fill, atomic);
     default: return nullptr;
   }
 }
 
-StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask) {
+StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask, bool atomic) {
   switch (elem_bytes) {
-    case 1: return has_mask ? store_lanes<1, true> : store_lanes<1, false>;
-    case 2: return has_mask ? store_lanes<2, true> : store_lanes<2, false>;
-    case 4: return has_mask ? store_lanes<4, true> : store_lanes<4, false>;
-    case 8: return has_mask ? store_lanes<8, true> : store_lanes<8, false>;
+    case 1: return pick_store_eb<1>(has_mask, atomic);
+    case 2: return pick_store_eb<2>(has_mask, atomic);
+    case 4: return pick_store_eb<4>(has_mask, atomic);
+    case 8: return pick_store_eb<8>(has_mask, atomic);
     default: return nullptr;
   }
 }

@@ -58,9 +58,12 @@ using LoadLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint
 /// Store `n` lanes of `elem_bytes` each from `src` (slot storage) to `addrs`; masked-off lanes skipped.
 using StoreLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uint64_t* addrs,
                               const uint8_t* mask, const void* src);
-/// Pick the lane kernel for an element size (1, 2, 4 or 8 bytes); null for other sizes.
-LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill);
-StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask);
+/// Pick the lane kernel for an element size (1, 2, 4 or 8 bytes); null for other sizes. `atomic`: each
+/// active lane is one sequentially consistent atomic access, for the loads and stores through which
+/// programs talk to each other while they run (volatile loads, tt.atomic_load, tt.atomic_store):
+/// other programs access those addresses at the same time, on other threads.
+LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill, bool atomic = false);
+StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask, bool atomic = false);
 
 /// Read-modify-write kinds: tt.atomic_rmw (RMWOp, reference §1.9) plus the descriptor_reduce kinds
 /// inc and dec (PTX red.inc / red.dec: inc gives old >= v ? 0 : old + 1, dec gives

@@ -448,7 +448,8 @@ void lower_load(const Op& op, Planner& p, Step& s) {
   const ir::Type* pt = s.in_types[0];
   const ir::Type* rt = s.out_types[0];
   // A volatile load (and tt.atomic_load, 3.9, whose masked-off lanes are unspecified and read as 0) is how a
-  // program polls a flag another program sets: its kernel yields to the others (the registry's may_wait).
+  // program polls a flag another program sets (the registry's may_wait): atomic lane reads, and the
+  // kernel reports what it read (Program::polled).
   const bool vol = ir::may_wait(op);
   if (pt->is_block_ptr()) {
     if (s.in.size() != 1) p.unsupported(op, "a block-pointer load takes no mask or other");
@@ -458,7 +459,7 @@ void lower_load(const Op& op, Planner& p, Step& s) {
     int pad = enum_attr(op, p, "padding", kPaddingNames, 1);
     x.fill = pad == 2 ? exec::nan_bits(pt->pointee->elem) : 0;
     x.vol = vol;
-    x.load = exec::pick_load_lanes(x.eb, x.check != 0, Fill::splat);
+    x.load = exec::pick_load_lanes(x.eb, x.check != 0, Fill::splat, vol);
     if (!x.load) p.unsupported(op, "element type");
     s.fn = block_load_kernel;
     s.aux = make_aux(x);
@@ -485,7 +486,7 @@ void lower_load(const Op& op, Planner& p, Step& s) {
     if (ir::elem_bytes(ot->elem) != eb || ot->numel() != x.n)
       p.unsupported(op, "other must have the result's type");
   }
-  x.fn = exec::pick_load_lanes(eb, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero);
+  x.fn = exec::pick_load_lanes(eb, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero, vol);
   if (!x.fn) p.unsupported(op, fmt::format("element type {}", rt->str()));
   s.fn = load_kernel;
   s.aux = make_aux(x);
@@ -518,7 +519,8 @@ void lower_store(const Op& op, Planner& p, Step& s) {
     if (mt->elem != Elem::i1 || mt->numel() != x.n)
       p.unsupported(op, "mask must be i1 with the pointer's shape");
   }
-  x.fn = exec::pick_store_lanes(eb, x.mask >= 0);
+  // tt.atomic_store (3.9) writes what other programs poll with tt.atomic_load: an atomic store.
+  x.fn = exec::pick_store_lanes(eb, x.mask >= 0, op.code() == ir::Opcode::tt_atomic_store);
   if (!x.fn) p.unsupported(op, fmt::format("element type {}", vt->str()));
   s.fn = store_kernel;
   s.aux = make_aux(x);
