@@ -411,21 +411,25 @@ int sanitize_command(const SanitizeOptions& o) {
   std::cerr << report::to_text(findings, color);
   for (const std::string& n : c.notes) std::cerr << "tilescope: note: " << n << "\n";
   bool failed = false;
-  if (!c.lost.empty()) {
-    auto& [pid, first] = *c.lost.begin();
+  std::string summary = report::summary_line(findings);
+  if (lost_findings > 0) {
+    // Findings exist that this report does not hold: never say "no findings".
+    const auto& [pid, first] = *c.lost.begin();
     std::cerr << fmt::format(
         "tilescope: error: {} process(es) could not write their findings to the temporary directory under "
         "$TMPDIR (process {}: {}); they printed their reports on stderr instead: {} finding(s) are missing "
         "from this report{}\n",
         c.lost.size(), pid, first.error, lost_findings,
         o.json_path.empty() && o.sarif_path.empty() ? "" : " and from --json / --sarif");
+    summary = findings.empty()
+                  ? fmt::format("{} finding(s) not received (printed above by their process)", lost_findings)
+                  : fmt::format("{}, and {} more not received (printed above by their process)", summary,
+                                lost_findings);
     failed = true;
   }
   std::cerr << fmt::format(
-      "tilescope: {}{} ({} launch(es) in {} process(es)); the program exited with status {}\n",
-      report::summary_line(findings),
-      c.lost.empty() ? "" : fmt::format(", and {} finding(s) not received", lost_findings), c.launches,
-      processes, status);
+      "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n", summary,
+      c.launches, processes, status);
   // Both files are attempted even after one fails; a failure is exit status 2.
   auto attempt = [&](const std::string& path, const std::string& text) {
     try {
