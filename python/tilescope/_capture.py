@@ -414,7 +414,12 @@ def run(jitfn, args, grid, warmup, kwargs):
         raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
     if not 1 <= len(grid) <= 3:
         raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
-    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError.
+    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError;
+    # only a size that does not even fit the engine's 64-bit grid is refused here.
+    for d, g in enumerate(grid):
+        if not -2**63 <= g < 2**63:
+            raise LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: grid dimension {'xyz'[d]} is {g}, "
+                              f"past CUDA's limits (x < 2^31, y and z <= 65535)")
     if any(g == 0 for g in grid) and all(g >= 0 for g in grid):
         return kernel  # an empty grid launches nothing, as on the GPU
 

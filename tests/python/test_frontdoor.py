@@ -303,6 +303,21 @@ def test_bad_launch_arguments_raise():
 
 
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("grid,message", [
+    ((4194304, 2097152, 2097152), "grid dimension y is 2097152: CUDA allows 0 to 65535"),  # product past 2^63
+    ((2147483647, 2147483647, 4), "grid dimension y is 2147483647: CUDA allows 0 to 65535"),  # product 0 mod 2^64
+    ((2**31,), "grid dimension x is 2147483648: CUDA allows 0 to 2147483647"),
+    ((1, 1, 65536), "grid dimension z is 65536: CUDA allows 0 to 65535"),
+    ((-1,), "grid dimension x is -1: CUDA allows 0 to 2147483647"),
+    ((2**64,), "grid dimension x is 18446744073709551616, past CUDA's limits"),  # past the engine's int64
+])
+def test_grids_past_cuda_limits_raise_launch_errors(grid, message):
+    x = torch.zeros(4)
+    with pytest.raises(tilescope.LaunchError, match=message):
+        add_kernel[grid](x, x, x, 4, BLOCK=4)
+    assert not x.any()
+
+
 def test_autotune_skips_configurations_that_do_not_compile(capsys):
     n = 1000
     x = torch.randn(n)
