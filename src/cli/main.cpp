@@ -191,9 +191,9 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
     attempt([&] { write_file_atomically(rep.json_path, {report::to_json(findings).dump(2), "\n"}); });
   if (!rep.sarif_path.empty())
     attempt([&] { write_file_atomically(rep.sarif_path, {report::to_sarif(findings).dump(2), "\n"}); });
-  for (auto& [name, path] : save_list) {
-    const HostBuffer& h = hosts[buffer_of[name]];
-    attempt([&] { write_npy(path, NpyArray{ir::elem_info(h.elem).npy, h.shape, h.data}); });
+  for (const auto& save : save_list) {  // (clang 14 cannot capture structured bindings)
+    const HostBuffer& h = hosts[buffer_of[save.first]];
+    attempt([&] { write_npy(save.second, NpyArray{ir::elem_info(h.elem).npy, h.shape, h.data}); });
   }
   if (!(std::cout << std::flush)) {
     std::cerr << "tilescope: error: cannot write the kernel's tt.print output to stdout\n";
