@@ -531,6 +531,10 @@ def _first_compiling_config(tuner, base, args, kwargs, configs):
     skipped = []
     chosen = None
     for config in configs:
+        conflicts = kwargs.keys() & config.kwargs.keys()
+        if conflicts:  # as Autotuner._bench says it
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}."
+                             " Make sure that you don't re-define auto-tuned symbols.")
         try:
             tuner.fn.run(*args, **{**kwargs, **config.all_kwargs(), "warmup": True})
         except (OutOfResources, CompileTimeAssertionFailure, PTXASError) as e:

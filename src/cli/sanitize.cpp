@@ -286,16 +286,17 @@ void read_findings(const fs::path& dir, Collected& c) {
   std::sort(files.begin(), files.end());
   for (auto& f : files) {
     std::ifstream in(f);
-    json doc;
     try {
-      in >> doc;
-      if (!doc.is_object()) throw json::type_error::create(302, "not an object", nullptr);
-      ++c.processes;
-      c.launches += doc.value("launches", int64_t{0});
+      json doc;
+      in >> doc;  // value() below throws a type_error for anything but an object
       const json found = doc.value("findings", json::array());
+      const json notes = doc.value("notes", json::array());
+      const int64_t launches = doc.value("launches", int64_t{0});
       c.received[doc.value("pid", int64_t{-1})] += static_cast<int64_t>(found.size());
+      ++c.processes;
+      c.launches += launches;
       for (auto& x : found) c.findings.push_back(x);
-      for (auto& n : doc.value("notes", json::array()))
+      for (auto& n : notes)
         if (n.is_string() && std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end())
           c.notes.push_back(n.get<std::string>());
     } catch (const json::exception& e) {
@@ -395,10 +396,13 @@ int sanitize_command(const SanitizeOptions& o) {
                              sigabbrev_np(g_received));
   int64_t lost_findings = 0;
   int lost_processes = 0;  // not counted yet: no file of theirs was read
+  std::vector<std::pair<int64_t, const Collected::Lost*>> losing;  // processes whose findings are missing
   for (auto& [pid, l] : c.lost) {
     auto got = c.received.find(pid);
     // A process whose file holds an earlier state: what it found since is missing.
-    lost_findings += std::max<int64_t>(0, l.findings - (got == c.received.end() ? 0 : got->second));
+    const int64_t missing = std::max<int64_t>(0, l.findings - (got == c.received.end() ? 0 : got->second));
+    if (missing > 0) losing.emplace_back(pid, &l);
+    lost_findings += missing;
     if (got == c.received.end()) {
       ++lost_processes;
       c.launches += l.launches;
@@ -414,12 +418,11 @@ int sanitize_command(const SanitizeOptions& o) {
   std::string summary = report::summary_line(findings);
   if (lost_findings > 0) {
     // Findings exist that this report does not hold: never say "no findings".
-    const auto& [pid, first] = *c.lost.begin();
     std::cerr << fmt::format(
         "tilescope: error: {} process(es) could not write their findings to the temporary directory under "
         "$TMPDIR (process {}: {}); they printed their reports on stderr instead: {} finding(s) are missing "
         "from this report{}\n",
-        c.lost.size(), pid, first.error, lost_findings,
+        losing.size(), losing.front().first, losing.front().second->error, lost_findings,
         o.json_path.empty() && o.sarif_path.empty() ? "" : " and from --json / --sarif");
     summary = findings.empty()
                   ? fmt::format("{} finding(s) not received (printed above by their process)", lost_findings)
