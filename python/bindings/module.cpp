@@ -103,8 +103,10 @@ class InterruptGuard {
 
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, const std::string& analyses,
-                       const std::vector<std::string>& stack, const std::string& specialization) {
+                       const std::vector<std::string>& stack, const std::string& specialization,
+                       const std::vector<launch::ArgRecord>& allocations) {
   launch::LaunchRecord rec;
+  rec.allocations = allocations;
   rec.ttir_file = k->module().filename;
   const auto& params = k->function("").args();
   for (size_t i = 0; i < nb::len(args); ++i)
@@ -215,8 +217,10 @@ NB_MODULE(_native, m) {
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
         nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>{},
-        nb::arg("specialization") = "{}",
+        nb::arg("specialization") = "{}", nb::arg("allocations") = std::vector<launch::ArgRecord>{},
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
+        "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
+        "into) "
         "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "

@@ -20,7 +20,7 @@ import sys
 import sysconfig
 import threading
 
-from . import _state
+from . import _alloc, _state
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -134,9 +134,9 @@ def _describe_buffer(value, name: str, staged: list):
         if dev is not None and dev.type != "cpu":
             s = _Staged(t)
             staged.append(s)
-            ptr = s.host.data_ptr() + t.storage_offset() * item
+            ptr = _alloc.raw_data_ptr(s.host) + t.storage_offset() * item
         else:
-            ptr = t.data_ptr()
+            ptr = _alloc.raw_data_ptr(t)
         dtype = _dtype_name(t.dtype)
     if any(st < 0 for st, n in zip(strides, shape) if n > 1):
         raise LaunchError(f"argument '{name}': negative strides {strides} are not supported; pass a copy "
@@ -198,6 +198,8 @@ class Compiled:
         self.signature = signature
         self.constants = constexprs
         self.specialization = specialization  # JSON for the launch record (README, "Launch record")
+        # Pointers made from integers resolve against the program's live allocations (_alloc).
+        self.makes_pointers = "tt.int_to_ptr" in ttir
 
     def __repr__(self):
         return f"<tilescope kernel {self.name}>"
@@ -433,6 +435,8 @@ def run(jitfn, args, grid, warmup, kwargs):
             if not hasattr(value, "data_ptr"):
                 raise LaunchError(f"kernel '{kernel.name}': argument '{name}' is a pointer ({ty}) but got {value!r}")
             native_args.append(_describe_buffer(value, name, staged))
+            _alloc.note(value.array if isinstance(value, NumpyArg) else value,
+                        f"'{name}' of a launch of {kernel.name}")
         elif isinstance(ty, str) and ty.startswith("tensordesc"):
             raise LaunchError(f"kernel '{kernel.name}': argument '{name}': host-side tensor descriptors are not "
                               f"supported yet")
@@ -447,7 +451,8 @@ def run(jitfn, args, grid, warmup, kwargs):
     try:
         res = _native.launch(kernel.native, native_args, grid, threads=_state.threads,
                              analyses=_state.analyses_json(), stack=stack,
-                             specialization=kernel.specialization)
+                             specialization=kernel.specialization,
+                             allocations=_alloc.buffers() if kernel.makes_pointers else [])
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:
@@ -478,6 +483,7 @@ def install():
     from . import _driver
 
     _driver.install()
+    _alloc.install()
     if _original_run is not None:
         return
     _original_run = jit.JITFunction.run

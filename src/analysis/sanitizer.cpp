@@ -874,19 +874,22 @@ struct Sanitizer::Impl {
     if (!recording()) return;
     {
       Agg* oob = nullptr;
-      Agg* null = nullptr;
+      Agg* null = nullptr;  // below exec::Memory::kNullPage
+      Agg* wild = nullptr;  // anywhere else outside every buffer
       for (int64_t i = 0; i < e.lanes; ++i) {
         if (!e.mask[i]) continue;
         exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
         if (w.in_bounds) continue;
         Agg* a;
         if (!w.buffer) {
-          if (!null) {
-            null = &agg(Kind::null_pointer, e.op, nullptr);
-            note_pid(*null, e.pid);
-            null->occurrences++;
+          const bool is_null = exec::Memory::is_null(e.addrs[i]);
+          Agg*& slot = is_null ? null : wild;
+          if (!slot) {
+            slot = &agg(is_null ? Kind::null_pointer : Kind::wild_pointer, e.op, nullptr);
+            note_pid(*slot, e.pid);
+            slot->occurrences++;
           }
-          a = null;
+          a = slot;
           a->has_addr = true;
           a->addr_min = std::min(a->addr_min, e.addrs[i]);
           a->addr_max = std::max(a->addr_max, e.addrs[i]);
@@ -915,7 +918,7 @@ struct Sanitizer::Impl {
         a->lanes++;
         keep_first<int64_t>(a->first_lanes, i, static_cast<size_t>(opts.max_first), i64_less);
       }
-      if (oob || null) recorded();
+      if (oob || null || wild) recorded();
     }
   }
 
@@ -996,8 +999,13 @@ struct Sanitizer::Impl {
                            f.offset_max, far, counts);
       }
       case Kind::null_pointer:
-        return fmt::format("access through a null or integer-made pointer (addresses 0x{:x}..0x{:x}); {}",
-                           f.address_min, f.address_max, counts);
+        return fmt::format("access through a null pointer (addresses 0x{:x}..0x{:x}); {}", f.address_min,
+                           f.address_max, counts);
+      case Kind::wild_pointer:
+        return fmt::format(
+            "access through a wild pointer: addresses 0x{:x}..0x{:x} lie in no live allocation (freed or "
+            "unknown memory), nothing was read or written; {}",
+            f.address_min, f.address_max, counts);
       case Kind::assert_failed: return fmt::format("device assert failed: `{}`; {}", f.message, counts);
       case Kind::undefined_value:
         return fmt::format(

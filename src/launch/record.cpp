@@ -126,22 +126,24 @@ ArgRecord arg_from_json(const json& j, size_t i) {
   return a;
 }
 
+json arg_json(const ArgRecord& a) {
+  json x = {{"name", a.name}, {"kind", kind_name(a.kind)}};
+  if (a.kind == ArgRecord::Kind::buffer) {
+    x["dtype"] = ir::elem_name(a.dtype);
+    x["shape"] = a.shape;
+    x["strides"] = a.strides;
+    x["bytes"] = a.bytes;
+  } else if (a.kind == ArgRecord::Kind::scalar) {
+    x["value"] = scalar_json(a.value);
+  }
+  return x;
+}
+
 }  // namespace
 
 json to_json(const LaunchRecord& r, bool with_ttir) {
   json args = json::array();
-  for (const ArgRecord& a : r.args) {
-    json x = {{"name", a.name}, {"kind", kind_name(a.kind)}};
-    if (a.kind == ArgRecord::Kind::buffer) {
-      x["dtype"] = ir::elem_name(a.dtype);
-      x["shape"] = a.shape;
-      x["strides"] = a.strides;
-      x["bytes"] = a.bytes;
-    } else if (a.kind == ArgRecord::Kind::scalar) {
-      x["value"] = scalar_json(a.value);
-    }
-    args.push_back(std::move(x));
-  }
+  for (const ArgRecord& a : r.args) args.push_back(arg_json(a));
   json constexprs = json::object();
   for (auto& [k, v] : r.specialization.constexprs) constexprs[k] = v;
   json j = {{"kernel", r.kernel},
@@ -153,6 +155,11 @@ json to_json(const LaunchRecord& r, bool with_ttir) {
               {"divisible_by_16", r.specialization.divisible_by_16},
               {"equal_to_1", r.specialization.equal_to_1}}},
             {"stack", r.stack}};
+  if (!r.allocations.empty()) {
+    json allocs = json::array();
+    for (const ArgRecord& a : r.allocations) allocs.push_back(arg_json(a));
+    j["allocations"] = std::move(allocs);
+  }
   if (with_ttir) j["ttir"] = r.ttir;
   return j;
 }
@@ -177,6 +184,15 @@ LaunchRecord record_from_json(const json& j) {
   }
   const json& args = field(j, "args", json::value_t::array, "");
   for (size_t i = 0; i < args.size(); ++i) r.args.push_back(arg_from_json(args[i], i));
+  if (auto it = j.find("allocations"); it != j.end()) {
+    if (!it->is_array()) throw Error("launch record: 'allocations' must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      ArgRecord a = arg_from_json((*it)[i], i);
+      if (a.kind != ArgRecord::Kind::buffer)
+        throw Error(fmt::format("launch record: allocations[{}] is not a buffer", i));
+      r.allocations.push_back(std::move(a));
+    }
+  }
   if (auto it = j.find("specialization"); it != j.end()) {
     if (!it->is_object()) throw Error("launch record: 'specialization' must be an object");
     if (auto c = it->find("constexprs"); c != it->end()) {
@@ -247,6 +263,20 @@ uint64_t scalar_bits(const ArgRecord& a, const ir::Type& t) {
   return raw;
 }
 
+exec::Buffer buffer_of(const ArgRecord& a, const std::string& name, const char* what) {
+  exec::Buffer b;
+  b.name = name;
+  b.dtype = a.dtype;
+  b.host = a.host;
+  b.bytes = a.bytes;
+  b.shape = a.shape;
+  b.strides = a.strides;
+  if (!b.host && b.bytes > 0)
+    throw Error(
+        fmt::format("{} '{}': the buffer has no memory (a record read back without its data)", what, name));
+  return b;
+}
+
 }  // namespace
 
 std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, exec::Memory& memory) {
@@ -268,17 +298,7 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
         if (!wants_memory)
           throw Error(
               fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", name, t.str()));
-        exec::Buffer b;
-        b.name = name;
-        b.dtype = a.dtype;
-        b.host = a.host;
-        b.bytes = a.bytes;
-        b.shape = a.shape;
-        b.strides = a.strides;
-        if (!b.host && b.bytes > 0)
-          throw Error(fmt::format(
-              "argument '{}': the buffer has no memory (a record read back without its data)", name));
-        out.push_back(exec::Arg::buf(memory.add(std::move(b))));
+        out.push_back(exec::Arg::buf(memory.add(buffer_of(a, name, "argument"))));
         break;
       }
       case ArgRecord::Kind::scalar:
@@ -289,6 +309,10 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
         break;
     }
   }
+  // Allocations that have no memory (a record read back without its data) are left out: nothing
+  // can point into them.
+  for (const ArgRecord& a : r.allocations)
+    if (a.host || a.bytes == 0) memory.add(buffer_of(a, a.name, "allocation"));
   return out;
 }
 

@@ -65,6 +65,11 @@ struct LaunchRecord {
   std::string ttir_file;  // what diagnostics call the text ("add_kernel.ttir")
   std::array<int64_t, 3> grid{1, 1, 1};
   std::vector<ArgRecord> args;  // in TTIR argument order
+  /// The program's other live allocations (kind buffer, named by the front end), registered after the
+  /// arguments so that a pointer the kernel makes from an integer (a data_ptr() in a pointer array,
+  /// tt.int_to_ptr) resolves to the tensor it lies in (exec::Memory::from_host). Empty unless the
+  /// kernel makes pointers from integers.
+  std::vector<ArgRecord> allocations;
   Specialization specialization;
   std::vector<std::string> stack;  // Python stack of the launch, "file:line in func", innermost last
 };
@@ -75,10 +80,10 @@ nlohmann::json to_json(const LaunchRecord& r, bool with_ttir = true);
 /// Read what to_json wrote. Throws tilescope::Error naming the field when `j` is malformed.
 LaunchRecord record_from_json(const nlohmann::json& j);
 
-/// A record bound to a kernel: its buffers registered in `memory`, its scalars converted to the TTIR
-/// argument types (integers must fit the width, signed or unsigned, as Triton's launcher requires;
-/// floats are rounded to the argument's format), descriptors built from their shape/stride arguments.
-/// Throws tilescope::Error naming the argument for a count, kind or range mismatch.
+/// A record bound to a kernel: its buffers registered in `memory` (arguments, then allocations), its scalars
+/// converted to the TTIR argument types (integers must fit the width, signed or unsigned, as Triton's
+/// launcher requires; floats are rounded to the argument's format), descriptors built from their shape/stride
+/// arguments. Throws tilescope::Error naming the argument for a count, kind or range mismatch.
 std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, exec::Memory& memory);
 
 }  // namespace tilescope::launch
