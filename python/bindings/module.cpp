@@ -200,7 +200,9 @@ NB_MODULE(_native, m) {
       .def_ro("name", &launch::ArgRecord::name)
       .def_ro("nbytes", &launch::ArgRecord::bytes)
       .def_ro("shape", &launch::ArgRecord::shape)
-      .def_ro("strides", &launch::ArgRecord::strides);
+      .def_ro("strides", &launch::ArgRecord::strides)
+      .def_rw("padding", &launch::ArgRecord::padding,
+              "for the base of a host-side tensor descriptor: 1 zero padding, 2 NaN padding");
 
   nb::class_<launch::Kernel>(m, "Kernel")
       .def_prop_ro("name", [](const launch::Kernel& k) { return k.function("").name; })

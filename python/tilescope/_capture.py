@@ -438,8 +438,19 @@ def run(jitfn, args, grid, warmup, kwargs):
             _alloc.note(value.array if isinstance(value, NumpyArg) else value,
                         f"'{name}' of a launch of {kernel.name}")
         elif isinstance(ty, str) and ty.startswith("tensordesc"):
-            raise LaunchError(f"kernel '{kernel.name}': argument '{name}': host-side tensor descriptors are not "
-                              f"supported yet")
+            # A host-side TensorDescriptor: the TTIR takes the descriptor, then its shape (i32 each)
+            # and strides (i64 each) as separate arguments, as Triton's frontend decomposes it.
+            base = getattr(value, "base", None)
+            if base is None or not hasattr(base, "data_ptr"):
+                raise LaunchError(f"kernel '{kernel.name}': argument '{name}' is a tensor descriptor ({ty}) "
+                                  f"but got {value!r}")
+            base = _wrap(base)
+            buf = _describe_buffer(base, name, staged)
+            buf.padding = 2 if getattr(value, "padding", "zero") == "nan" else 1
+            native_args.append(buf)
+            _alloc.note(base.array if isinstance(base, NumpyArg) else base, f"'{name}' of a launch of {kernel.name}")
+            native_args.extend(int(n) for n in value.shape)
+            native_args.extend(int(s) for s in value.strides)
         else:
             if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
                 value = value.item()

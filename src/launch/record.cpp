@@ -104,6 +104,11 @@ ArgRecord arg_from_json(const json& j, size_t i) {
     if (b.is_number_integer() && b.get<int64_t>() < 0)
       throw Error(fmt::format("launch record: {}bytes is negative", where));
     a.bytes = b.get<uint64_t>();
+    if (auto p = j.find("padding"); p != j.end()) {
+      if (*p != "nan" && *p != "zero")
+        throw Error(fmt::format("launch record: {}padding must be \"zero\" or \"nan\"", where));
+      a.padding = *p == "nan" ? 2 : 1;
+    }
   } else if (kind == "scalar") {
     a.kind = ArgRecord::Kind::scalar;
     auto it = j.find("value");
@@ -133,6 +138,7 @@ json arg_json(const ArgRecord& a) {
     x["shape"] = a.shape;
     x["strides"] = a.strides;
     x["bytes"] = a.bytes;
+    if (a.padding == 2) x["padding"] = "nan";
   } else if (a.kind == ArgRecord::Kind::scalar) {
     x["value"] = scalar_json(a.value);
   }
@@ -298,7 +304,9 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
         if (!wants_memory)
           throw Error(
               fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", name, t.str()));
-        out.push_back(exec::Arg::buf(memory.add(buffer_of(a, name, "argument"))));
+        exec::Arg arg = exec::Arg::buf(memory.add(buffer_of(a, name, "argument")));
+        if (t.elem == ir::Elem::tensordesc) arg.bits = static_cast<uint64_t>(a.padding);
+        out.push_back(arg);
         break;
       }
       case ArgRecord::Kind::scalar:

@@ -42,6 +42,9 @@ struct ArgRecord {
   std::vector<int64_t> shape, strides;  // the view's shape and strides, in elements (for reports)
   uint64_t bytes = 0;                   // every byte the view can reach, from its first element
   std::byte* host = nullptr;            // the memory during a launch (never serialized)
+  /// For a host-side tensor descriptor (the buffer is its base): what its loads give outside the
+  /// tensor, 1 zero or 2 NaN (TensorDescriptor.padding; JSON "padding": "nan" when 2).
+  int padding = 1;
 
   // kind == scalar
   Scalar value = int64_t{0};

@@ -272,5 +272,18 @@ TEST(Runner, AWildPointerIsReportedAndNeverDereferenced) {
   EXPECT_EQ(r2.findings[0].lanes, 32);
 }
 
+TEST(Runner, DescriptorPaddingRoundTripsThroughJson) {
+  std::vector<float> x(4);
+  LaunchRecord r;
+  r.args = {ArgRecord::buffer("d", ir::Elem::f32, reinterpret_cast<std::byte*>(x.data()), 16, {4}, {1})};
+  EXPECT_FALSE(to_json(r)["args"][0].contains("padding"));
+  r.args[0].padding = 2;
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["args"][0]["padding"], "nan");
+  EXPECT_EQ(record_from_json(j).args[0].padding, 2);
+  j["args"][0]["padding"] = "inf";
+  EXPECT_THROW(record_from_json(j), Error);
+}
+
 }  // namespace
 }  // namespace tilescope::launch
