@@ -94,3 +94,22 @@ def test_descriptor_of_a_strided_view():
     big = torch.randn(32, 128)
     x = big[:, 32:96]  # row stride 128, 64 columns
     torch.testing.assert_close(run_add_one(x), x + 1)
+
+
+@tilescope.trace("sanitizer")
+@triton.jit
+def device_desc_add_one(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # A device-side descriptor (tt.make_tensor_descriptor) of an unsigned tensor: `ui8` in TTIR too.
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    m = tl.program_id(0) * BM
+    dst.store([m, 0], src.load([m, 0]) + 1)
+
+
+def test_device_side_descriptor_of_uint8():
+    x = torch.randint(0, 256, (40, 32), dtype=torch.uint8)
+    out = torch.zeros_like(x)
+    tilescope.clear_findings()
+    device_desc_add_one[(3,)](x, out, 40, 32, BM=16, BN=32)
+    assert tilescope.findings() == []
+    torch.testing.assert_close(out, (x.to(torch.int32) + 1).to(torch.uint8))
