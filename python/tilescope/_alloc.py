@@ -55,8 +55,12 @@ _SKIP_DIRS: tuple[str, ...] = ()
 
 
 def raw_data_ptr(t) -> int:
-    """``t.data_ptr()`` without registering ``t`` (for tilescope's own use)."""
-    return (_original_data_ptr or type(t).data_ptr)(t)
+    """``t.data_ptr()`` without registering ``t`` (for tilescope's own use; ``t`` may also be a storage
+    or any object with ``data_ptr()``)."""
+    torch = sys.modules.get("torch")
+    if _original_data_ptr is not None and torch is not None and isinstance(t, torch.Tensor):
+        return _original_data_ptr(t)
+    return t.data_ptr()
 
 
 def _dtype_name(dtype) -> str:
