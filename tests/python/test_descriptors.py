@@ -113,3 +113,31 @@ def test_device_side_descriptor_of_uint8():
     device_desc_add_one[(3,)](x, out, 40, 32, BM=16, BN=32)
     assert tilescope.findings() == []
     torch.testing.assert_close(out, (x.to(torch.int32) + 1).to(torch.uint8))
+
+
+@tilescope.trace("sanitizer")
+@triton.jit
+def matmul_tma(a_desc, b_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # As tutorial 09's matmul_kernel_tma: host descriptors for A [M, K], B^T [N, K] and C [M, N].
+    m = tl.program_id(0) * BM
+    n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([m, k * BK])
+        b = b_desc.load([n, k * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([m, n], acc.to(tl.float16))
+
+
+def test_matmul_through_host_descriptors():
+    M, N, K = 80, 64, 72  # not multiples of the blocks: the descriptors pad and clip
+    a = torch.randn(M, K).half()
+    b = torch.randn(N, K).half()
+    c = torch.zeros(M, N).half()
+    BM, BN, BK = 32, 32, 32
+    tilescope.clear_findings()
+    matmul_tma[(triton.cdiv(M, BM), triton.cdiv(N, BN))](
+        TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BN, BK]),
+        TensorDescriptor.from_tensor(c, [BM, BN]), K, BM=BM, BN=BN, BK=BK)
+    assert tilescope.findings() == []
+    torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=2e-2, rtol=2e-2)
