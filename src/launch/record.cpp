@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -318,9 +319,14 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
     }
   }
   // Allocations that have no memory (a record read back without its data) are left out: nothing
-  // can point into them.
+  // can point into them. In host order, so that each joins Memory's host index at its end (a program
+  // can have thousands of live tensors).
+  std::vector<const ArgRecord*> allocs;
   for (const ArgRecord& a : r.allocations)
-    if (a.host || a.bytes == 0) memory.add(buffer_of(a, a.name, "allocation"));
+    if (a.host || a.bytes == 0) allocs.push_back(&a);
+  std::stable_sort(allocs.begin(), allocs.end(),
+                   [](const ArgRecord* x, const ArgRecord* y) { return x->host < y->host; });
+  for (const ArgRecord* a : allocs) memory.add(buffer_of(*a, a->name, "allocation"));
   return out;
 }
 
