@@ -18,6 +18,7 @@
 
 #include "taint.h"
 #include "tilescope/exec/memory.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::analysis {
 
@@ -475,6 +476,39 @@ struct Sanitizer::Impl {
     finalize(st, idx, e.pid);
   }
 
+  /// For tt.descriptor_store / tt.descriptor_reduce (operands: the descriptor, one index per dim,
+  /// the value tile): 1 for each lane of the tile inside the descriptor's shape, in `buf`; null for
+  /// other ops (every lane is consumed).
+  static const uint8_t* desc_store_lanes(const exec::OpEvent& e, std::vector<uint8_t>& buf) {
+    const ir::Opcode c = e.op->code();
+    if (c != ir::Opcode::tt_descriptor_store && c != ir::Opcode::tt_descriptor_reduce) return nullptr;
+    const auto& d = *static_cast<const exec::TensorDesc*>(e.operands[0]);
+    const ir::Type& tile = *e.op->operands.back()->type;
+    const int rank = d.rank;
+    if (rank < 1 || static_cast<int>(tile.shape.size()) != rank || e.op->operands.size() != size_t(rank) + 2)
+      return nullptr;
+    int64_t n = 1;
+    for (int64_t x : tile.shape) n *= x;
+    buf.assign(static_cast<size_t>(n), 1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i;
+      for (int k = rank - 1; k >= 0; --k) {
+        const int64_t extent = tile.shape[static_cast<size_t>(k)];
+        const void* idx = e.operands[1 + k];
+        const int64_t start = ir::elem_bytes(e.op->operands[1 + k]->type->elem) == 8
+                                  ? *static_cast<const int64_t*>(idx)
+                                  : *static_cast<const int32_t*>(idx);
+        const int64_t at = start + rest % extent;
+        rest /= extent;
+        if (at < 0 || at >= d.shape[k]) {
+          buf[static_cast<size_t>(i)] = 0;
+          break;
+        }
+      }
+    }
+    return buf.data();
+  }
+
   void store_like(const exec::OpEvent& e, const OpInfo& o, State& st) {
     const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
     using ir::Taint;
@@ -499,10 +533,17 @@ struct Sanitizer::Impl {
         sink_operand(st, o, 0, mask, true);
         if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, true);
         break;
-      case Taint::desc_access:
-        for (size_t k = 0; k < o.in.size(); ++k)
-          sink_operand(st, o, k, nullptr, e.op->operands[k]->type->is_tensor);
+      case Taint::desc_access: {
+        // A descriptor store (or reduce) drops the lanes outside the tensor's shape (TMA clips them),
+        // so undefined values there are not consumed; other descriptor ops consume every lane.
+        std::vector<uint8_t> inside;
+        const uint8_t* stored = desc_store_lanes(e, inside);
+        for (size_t k = 0; k < o.in.size(); ++k) {
+          const bool value = e.op->operands[k]->type->is_tensor;
+          sink_operand(st, o, k, value ? stored : nullptr, value);
+        }
         break;
+      }
       case Taint::cond:
       case Taint::assert_: sink_operand(st, o, 0, nullptr, true); break;
       case Taint::for_bounds:

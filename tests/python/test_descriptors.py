@@ -141,3 +141,27 @@ def test_matmul_through_host_descriptors():
         TensorDescriptor.from_tensor(c, [BM, BN]), K, BM=BM, BN=BN, BK=BK)
     assert tilescope.findings() == []
     torch.testing.assert_close(c.float(), a.float() @ b.float().T, atol=2e-2, rtol=2e-2)
+
+
+@tilescope.trace("sanitizer")
+@triton.jit
+def masked_copy_to_desc(out_ptr, a_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # As Triton's test_tensor_descriptor_store3d: lanes outside the tensor are masked off in the load
+    # (no `other`, so undefined there) and clipped by the descriptor store, so they are never used.
+    desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    m = tl.program_id(0) * BM
+    rows = m + tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    mask = (rows < M) & (cols < N)
+    block = tl.load(a_ptr + rows * N + cols, mask)
+    desc.store([m, 0], block)
+
+
+def test_descriptor_store_clips_undefined_lanes():
+    M, N = 20, 24
+    a = torch.randn(M, N)
+    out = torch.zeros(M, N)
+    tilescope.clear_findings()
+    masked_copy_to_desc[(triton.cdiv(M, 16),)](out, a, M, N, BM=16, BN=32)
+    assert tilescope.findings() == []
+    torch.testing.assert_close(out, a)
