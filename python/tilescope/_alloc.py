@@ -48,7 +48,7 @@ class Allocation:
     owner: object
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a weakref callback may run (GC) while it is held
 _entries: dict[int, tuple] = {}  # id(owner) -> (weakref, host, nbytes, dtype, itemsize, name)
 _original_data_ptr = None
 _SKIP_DIRS: tuple[str, ...] = ()
