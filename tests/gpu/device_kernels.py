@@ -97,3 +97,16 @@ CASES = {
     "matmul": (matmul_kernel, _matmul_args, {"num_warps": 8, "num_stages": 3}),
     "sort": (sort_kernel, _sort_args, {"num_warps": 1}),
 }
+
+
+def normalized(ext: str, text: str, kernel_dir: str) -> str:
+    """The text of a compiled form without what depends on where files lie: the kernels' directory
+    and Triton's installation in TTIR / TTGIR locations; PTX without its `.file` lines and its DWARF
+    sections (which encode the same paths as bytes)."""
+    import re
+
+    text = text.replace(kernel_dir.rstrip("/") + "/", "")
+    if ext == "ptx":
+        text = text.split("\t.section\t.debug_", 1)[0]
+        return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(".file"))
+    return re.sub(r'"[^"]*/triton/language/', '"triton/language/', text)

@@ -9,7 +9,7 @@ field of get_device_properties(0)); Triton's driver's (current target, utils.get
 active torch device); for each kernel of device_kernels.CASES compiled by `kernel.warmup` with Triton's
 defaults: asm keys, metadata, n_regs / n_spills / n_max_threads (from the CUDA driver, after
 _init_handles()), the TTIR, TTGIR and PTX text (with
-sha256 of each, the kernel file's directory removed), and what the bundled `cuobjdump -res-usage` says of the cubin.
+sha256 of each as device_kernels.normalized gives it), and what the bundled `cuobjdump -res-usage` says of the cubin.
 tests/python/test_device.py compares tilescope's emulated sm_90 device and its lazily compiled asm with
 this file.
 """
@@ -85,8 +85,8 @@ def main() -> int:
         "kernels": {},
         "kernel_dir": HERE,
         "note": ("Recorded by tests/gpu/record_device.py; texts of kernels whose PTX is over "
-                 f"{MAX_TEXT} characters are kept only as sha256 of the text with 'kernel_dir/' removed (as for "
-                 "the others: *_normalized_sha256)"),
+                 f"{MAX_TEXT} characters are kept only as sha256 of device_kernels.normalized(text) (as for "
+                 "the others: *_sha256)"),
     }
     for name, (kernel, make_args, opts) in device_kernels.CASES.items():
         args, consts = make_args(torch, "cuda")
@@ -105,7 +105,7 @@ def main() -> int:
             text = k.asm[ext]
             rec = out["kernels"][name]
             rec[ext + "_chars"] = len(text)
-            rec[ext + "_normalized_sha256"] = hashlib.sha256(text.replace(HERE + "/", "").encode()).hexdigest()
+            rec[ext + "_sha256"] = hashlib.sha256(device_kernels.normalized(ext, text, HERE).encode()).hexdigest()
             if len(k.asm["ptx"]) <= MAX_TEXT:
                 rec[ext] = text
         print(name, "regs", k.n_regs, "spills", k.n_spills, "max_threads", k.n_max_threads, "shared", md["shared"])
