@@ -218,6 +218,7 @@ def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
 def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     global _CONTEXT
     from triton._C.libtriton import ir
+    from triton.backends.compiler import Language
     from triton.compiler.compiler import ASTSource
 
     from . import _cache
@@ -237,7 +238,9 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
         st.backend.load_dialects(_CONTEXT)
     codegen = st.backend.get_codegen_implementation(options)
     mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
-    mod = st.backend.make_ttir(mod, {}, options, st.target.arch)
+    stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
+    st.backend.add_stages(stages, options, Language.TRITON)
+    mod = stages["ttir"](mod, {})
     text = str(mod)
     if entry is not None:
         entry.store(text)

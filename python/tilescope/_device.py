@@ -148,19 +148,17 @@ class DeviceProperties:
 def _index(device) -> int:
     """The device index of a torch.cuda ``device`` argument (None, int, "cuda", "cuda:0", torch.device);
     only device 0 exists."""
-    idx = 0
     if device is None:
         return 0
-    if isinstance(device, int):
+    if isinstance(device, str):
+        kind, _, index = device.partition(":")
+        if kind not in ("cuda", "") or (index and not index.isdigit()):
+            raise ValueError(f"invalid CUDA device {device!r}")
+        idx = int(index or 0)
+    elif isinstance(device, int):
         idx = device
-    else:
-        index = getattr(device, "index", None)
-        if index is None and isinstance(device, str) and ":" in device:
-            index = device.split(":", 1)[1]
-        try:
-            idx = int(index) if index is not None else 0
-        except ValueError:
-            raise ValueError(f"invalid device {device!r}") from None
+    else:  # torch.device
+        idx = device.index or 0
     if idx != 0:
         raise ValueError(f"tilescope emulates one GPU (device 0); the program asked for device {device!r}")
     return 0
