@@ -383,7 +383,8 @@ def run(jitfn, args, grid, warmup, kwargs):
     from triton.runtime.jit import compute_cache_key
 
     with _compile_lock:
-        key = compute_cache_key(st.key_cache, specialization, options)
+        # The program's own options are part of the key: Triton's later stages are made for them.
+        key = (compute_cache_key(st.key_cache, specialization, options), tuple(sorted(user_options.items())))
         kernel = st.kernels.get(key)
         if kernel is None:
             kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options, user_options)

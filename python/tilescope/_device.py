@@ -10,9 +10,10 @@ target, as the GPU would (README, "The emulated GPU"):
   events, memory statistics): ``install_torch``. ``torch.cuda.is_available()`` and ``device_count()``
   keep torch's answer (False, 0), since torch cannot make a "cuda" tensor; with ``--cuda-on-cpu``
   (``TILESCOPE_CUDA_ON_CPU=1``) "cuda" tensors are made on the CPU and they answer True, 1.
-- ``triton.testing.do_bench`` / ``do_bench_cudagraph`` (and so ``perf_report``): the function runs
-  once, sanitized like any launch, and the time returned is NaN: there is no GPU to time, and a CPU
-  time is no measure of one.
+- ``triton.testing.do_bench`` / ``do_bench_cudagraph``: the time returned is NaN (there is no GPU to
+  time, and a CPU time is no measure of one) and the function is not run; ``perf_report`` benchmarks
+  run at their first x value only. ``--bench-all`` (TILESCOPE_BENCH_ALL=1) runs every x value and each
+  benchmarked function once, sanitized like any launch.
 
 Numbers: sm_90 is the NVIDIA H200 that tests/gpu/data/device_h200.json was recorded on (torch's and
 Triton's answers there); sm_80 (A100-SXM4-80GB), sm_100 (B200) and gfx942 (AMD Instinct MI300X) are
@@ -410,16 +411,18 @@ def _note_once(key: str, text: str) -> None:
 
 
 def _note_no_timing() -> None:
-    _note_once("timing", "tilescope: GPU times are NaN here (there is no GPU to time): triton.testing.do_bench runs "
-               "the function once, sanitized, and returns NaN; torch.cuda.Event.elapsed_time is NaN\n")
+    _note_once("timing", "tilescope: GPU times are NaN here (there is no GPU to time): triton.testing.do_bench "
+               "returns NaN without running the function (--bench-all runs it once, sanitized); "
+               "torch.cuda.Event.elapsed_time is NaN\n")
 
 
 def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-    """``triton.testing.do_bench`` under tilescope: runs ``fn`` once (its launches run on the engine and
-    are sanitized) and returns NaN where Triton returns milliseconds, in the same shape (a list per
-    quantile, one value when there is one; a list for return_mode "all")."""
+    """``triton.testing.do_bench`` under tilescope: NaN where Triton returns milliseconds, in the same
+    shape (a list per quantile, one value when there is one; a list for return_mode "all"). ``fn`` is
+    not run, unless bench_all(): then once (its launches run on the engine and are sanitized)."""
     assert return_mode in ["min", "max", "mean", "median", "all"]
-    fn()
+    if bench_all():
+        fn()
     _note_no_timing()
     nan = float("nan")
     if quantiles is not None:
@@ -435,7 +438,8 @@ def do_bench_cudagraph(fn, rep=20, grad_to_none=None, quantiles=None, return_mod
 
 
 def bench_all() -> bool:
-    """Whether perf_report benchmarks run at every x value (TILESCOPE_BENCH_ALL=1), not the first only."""
+    """Whether benchmarks run in full (``--bench-all``, TILESCOPE_BENCH_ALL=1): perf_report at every x
+    value, not the first only, and do_bench running its function once, not never."""
     return os.environ.get("TILESCOPE_BENCH_ALL", "") not in ("", "0")
 
 

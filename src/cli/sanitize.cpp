@@ -283,8 +283,10 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_flag(
       "--cuda-on-cpu", o.cuda_on_cpu,
       "make tensors the program puts on \"cuda\" on the CPU (torch.cuda.is_available() is then true)");
-  s->add_flag("--bench-all", o.bench_all,
-              "run triton.testing.perf_report benchmarks at every x value (default: the first only)");
+  s->add_flag(
+      "--bench-all", o.bench_all,
+      "run perf_report benchmarks at every x value and do_bench's function once (default: the first x "
+      "value, the function not run)");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
