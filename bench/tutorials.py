@@ -118,12 +118,17 @@ def cause_of(out: str) -> str:
     return f"unclassified: {tb[-1][:300]}" if tb else "unclassified"
 
 
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
 def run_one(rid: str, directory: str, timeout: float) -> dict:
     prefix, options, selection, kind, why = RUNS[rid]
     path = tutorial_file(directory, prefix)
     with tempfile.TemporaryDirectory(prefix=f"tutorial-{rid}-") as work:
         findings_json = os.path.join(work, "findings.json")
-        cmd = [sys.executable, "-m", "tilescope", "sanitize", "--color", "never", "--json", findings_json, *options, "--"]
+        cmd = [sys.executable, "-m", "tilescope", "sanitize", "--color", "never", "--json", findings_json, *options,
+               "--"]
         if selection is None:
             cmd += [sys.executable, path]
         else:
@@ -134,10 +139,8 @@ def run_one(rid: str, directory: str, timeout: float) -> dict:
         try:
             p = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
             status, out = p.returncode, p.stdout + p.stderr
-        except subprocess.TimeoutExpired as e:
-            status = None
-            out = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")) + \
-                  ((e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""))
+        except subprocess.TimeoutExpired as e:  # its output so far (bytes, whatever text= said)
+            status, out = None, _text(e.stdout) + _text(e.stderr)
         wall = time.monotonic() - t0
         try:
             with open(findings_json) as f:
