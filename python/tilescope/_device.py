@@ -352,7 +352,7 @@ def install_torch() -> None:
     # Programs reach the device module as getattr(torch, DEVICE.type): with DEVICE the CPU that is
     # torch.cpu, which lacks set_stream (tutorial 02's benchmark).
     if not hasattr(torch.cpu, "set_stream"):
-        torch.cpu.set_stream = lambda stream: None
+        torch.cpu.set_stream = _nothing
     if on_cpu:
         _install_cuda_on_cpu(torch)
 
@@ -361,32 +361,31 @@ def install_torch() -> None:
 # --cuda-on-cpu: "cuda" tensors are made on the CPU
 
 
-def _is_cuda_device(x) -> bool:
-    if isinstance(x, str):
-        return x == "cuda" or x.startswith("cuda:")
-    return type(x).__name__ == "device" and getattr(x, "type", None) == "cuda"
-
-
 def _install_cuda_on_cpu(torch) -> None:
     from torch.overrides import TorchFunctionMode
 
     tensor_cuda = torch.Tensor.cuda
 
+    def is_cuda(x) -> bool:
+        if isinstance(x, str):
+            return x == "cuda" or x.startswith("cuda:")
+        return isinstance(x, torch.device) and x.type == "cuda"
+
     class CudaOnCpu(TorchFunctionMode):
-        """Every torch function given a "cuda" device (keyword or, for ``Tensor.to``, positional)
-        gets the CPU instead; ``Tensor.cuda()`` is the tensor itself; ``pin_memory`` is dropped."""
+        """Every torch function given a "cuda" device (the ``device`` keyword, or an argument after the
+        first, as ``x.to("cuda")`` passes it) gets the CPU instead; ``Tensor.cuda()`` is the tensor
+        itself; ``pin_memory`` is dropped."""
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = dict(kwargs or {})
             if func is tensor_cuda:
                 return args[0]
-            dev = kwargs.get("device")
-            if dev is not None and _is_cuda_device(dev):
+            if is_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"
             if kwargs.get("pin_memory"):
                 kwargs["pin_memory"] = False
-            if args and any(_is_cuda_device(a) for a in args[1:]):
-                args = tuple("cpu" if i and _is_cuda_device(a) else a for i, a in enumerate(args))
+            if any(is_cuda(a) for a in args[1:]):
+                args = tuple("cpu" if i and is_cuda(a) else a for i, a in enumerate(args))
             return func(*args, **kwargs)
 
     # The mode stays on for the life of the program (this thread: torch keeps modes per thread).
@@ -465,7 +464,7 @@ def install_bench() -> None:
         xs = list(bench.x_vals)
         if not bench_all() and len(xs) > 1:
             _note_once(f"bench-{id(bench)}", f"tilescope: benchmark '{bench.plot_name}' runs at the first of its "
-                       f"{len(xs)} x values only ({', '.join(bench.x_names)} = {xs[0]!r}); TILESCOPE_BENCH_ALL=1 runs "
+                       f"{len(xs)} x values only ({', '.join(bench.x_names)} = {xs[0]!r}); --bench-all runs "
                        "them all\n")
             bench = copy.copy(bench)
             bench.x_vals = xs[:1]
