@@ -255,9 +255,12 @@ def _compile(jitfn, st, kwargs, bound_args, specialization, options, user_option
     ttir = _make_ttir(jitfn, st, signature, constexprs, attrs, options)
     dump = os.environ.get("TILESCOPE_DUMP_TTIR")
     if dump:
-        os.makedirs(dump, exist_ok=True)
-        with open(os.path.join(dump, f"{name}-{abs(hash(ttir)) & 0xffffffff:08x}.ttir"), "w") as f:
-            f.write(ttir)
+        path = os.path.join(dump, f"{name}-{abs(hash(ttir)) & 0xffffffff:08x}.ttir")
+        try:
+            os.makedirs(dump, exist_ok=True)
+            _state._write_atomically(path, ttir.encode())
+        except OSError as e:  # tilescope's own output: never the program's exception
+            _state._warn(f"TILESCOPE_DUMP_TTIR: cannot write {path} ({e.strerror or e})")
     try:
         native = _native.compile(ttir, f"{name}.ttir")
     except _native.TilescopeError as e:
@@ -408,7 +411,12 @@ def run(jitfn, args, grid, warmup, kwargs):
         raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
     if not 1 <= len(grid) <= 3:
         raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
-    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError.
+    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError;
+    # only a size that does not even fit the engine's 64-bit grid is refused here.
+    for d, g in enumerate(grid):
+        if not -2**63 <= g < 2**63:
+            raise LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: grid dimension {'xyz'[d]} is {g}, "
+                              f"past CUDA's limits (x < 2^31, y and z <= 65535)")
     if any(g == 0 for g in grid) and all(g >= 0 for g in grid):
         return kernel  # an empty grid launches nothing, as on the GPU
 
@@ -443,11 +451,14 @@ def run(jitfn, args, grid, warmup, kwargs):
         for s in staged:
             s.copy_back()
     # The engine writes nothing itself: tl.device_print text goes through sys.stdout, so redirections
-    # and pytest's capture see it.
-    if res["stdout"]:
-        sys.stdout.write(res["stdout"])
-    if res["stderr"]:
-        sys.stderr.write(res["stderr"])
+    # and pytest's capture see it. A stream that fails loses the text, as a GPU's printf buffer would,
+    # without an exception in the program.
+    for stream, text in ((sys.stdout, res["stdout"]), (sys.stderr, res["stderr"])):
+        if text:
+            try:
+                stream.write(text)
+            except (OSError, ValueError):
+                pass
     _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack)
     return kernel
@@ -479,9 +490,9 @@ def install():
     original_autotune_run = autotuner.Autotuner.run
 
     def autotune_run(self, *args, **kwargs):
-        # One configuration, no benchmarking: pick the first configuration left after the
-        # user's pruning, as if it had won; then Triton's own run applies it (and runs its
-        # pre_hook and the autotuner's reset hook as after a real tuning).
+        # No benchmarking: the first configuration left after the user's pruning that compiles wins,
+        # as if it had been the fastest; then Triton's own run applies it (and runs its pre_hook and
+        # the autotuner's reset hook as after a real tuning).
         base = _base_jit(self)
         if base is not None and _handles(base) and len(self.configs) > 1:
             self.nargs = dict(zip(self.arg_names, args))
@@ -493,13 +504,52 @@ def install():
                     key.append(str(arg.dtype))
             key = tuple(key)
             if key not in self.cache:
-                config = self.prune_configs(kwargs)[0]
+                config = _first_compiling_config(self, base, args, kwargs, self.prune_configs(kwargs))
                 self.cache[key] = config
                 full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
                 self.pre_hook(full_nargs, reset_only=True)
         return original_autotune_run(self, *args, **kwargs)
 
     autotuner.Autotuner.run = autotune_run
+
+
+def _first_compiling_config(tuner, base, args, kwargs, configs):
+    """The first of `configs` whose kernel compiles, as Triton's autotuner would pick among timings
+    where a configuration that fails to compile counts as infinitely slow (``Autotuner._bench``
+    catches OutOfResources, CompileTimeAssertionFailure and PTXASError). Each skipped configuration
+    is said on stderr and noted for the report. When every one fails, the first is returned (Triton's
+    ``min`` over equal timings) and its launch raises the error, as in Triton.
+
+    Only TTIR is made here, so what only Triton's later stages check (shared memory and registers:
+    OutOfResources, PTXASError) is not known: such a configuration runs on the CPU."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    skipped = []
+    chosen = None
+    for config in configs:
+        conflicts = kwargs.keys() & config.kwargs.keys()
+        if conflicts:  # as Autotuner._bench says it
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}."
+                             " Make sure that you don't re-define auto-tuned symbols.")
+        try:
+            tuner.fn.run(*args, **{**kwargs, **config.all_kwargs(), "warmup": True})
+        except (OutOfResources, CompileTimeAssertionFailure, PTXASError) as e:
+            skipped.append((config, e))
+            continue
+        chosen = config
+        break
+    if chosen is None:
+        return configs[0]
+    name = base.fn.__name__
+    for config, e in skipped:
+        reason = getattr(e, "error_message", None) or str(e)
+        reason = " ".join(str(reason).split())  # one line
+        text = (f"autotune of kernel '{name}': skipped the configuration {{{config}}}, which does not "
+                f"compile ({type(e).__name__}: {reason}), as Triton's autotuner does")
+        _state.note(text)
+        _state._warn(text)
+    return chosen
 
 
 def _base_jit(fn):
