@@ -320,7 +320,7 @@ std::string known_targets() {
 // --target, else TILESCOPE_TARGET, else sm_90; an unknown name is a usage error.
 std::string resolve_target(const std::string& option) {
   const char* env = std::getenv("TILESCOPE_TARGET");
-  const std::string target = !option.empty() ? option : (env && *env) ? env : "sm_90";
+  std::string target = !option.empty() ? option : (env && *env) ? env : "sm_90";
   if (std::find(std::begin(kTargets), std::end(kTargets), target) == std::end(kTargets))
     throw Error(fmt::format("sanitize: unknown target '{}'{} (known: {})", target,
                             option.empty() ? " in TILESCOPE_TARGET" : "", known_targets()));
