@@ -21,6 +21,7 @@ import sysconfig
 import threading
 
 from . import _alloc, _state
+from ._compiled import Compiled  # noqa: F401  (launches return it)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -187,24 +188,6 @@ class _KernelState:
         self.key_cache = {}
 
 
-class Compiled:
-    """One specialization: its TTIR and the engine's kernel. Returned by a launch, as Triton
-    returns its CompiledKernel."""
-
-    def __init__(self, name, ttir, native, signature, constexprs, specialization="{}"):
-        self.name = name
-        self.asm = {"ttir": ttir}
-        self.native = native
-        self.signature = signature
-        self.constants = constexprs
-        self.specialization = specialization  # JSON for the launch record (README, "Launch record")
-        # Pointers made from integers resolve against the program's live allocations (_alloc).
-        self.makes_pointers = "tt.int_to_ptr" in ttir
-
-    def __repr__(self):
-        return f"<tilescope kernel {self.name}>"
-
-
 def _state_of(jitfn) -> _KernelState:
     st = jitfn.__dict__.get("_tilescope_state")
     if st is None:
@@ -235,6 +218,7 @@ def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
 def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     global _CONTEXT
     from triton._C.libtriton import ir
+    from triton.backends.compiler import Language
     from triton.compiler.compiler import ASTSource
 
     from . import _cache
@@ -254,14 +238,16 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
         st.backend.load_dialects(_CONTEXT)
     codegen = st.backend.get_codegen_implementation(options)
     mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
-    mod = st.backend.make_ttir(mod, {}, options, st.target.arch)
+    stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
+    st.backend.add_stages(stages, options, Language.TRITON)
+    mod = stages["ttir"](mod, {})
     text = str(mod)
     if entry is not None:
         entry.store(text)
     return text
 
 
-def _compile(jitfn, st, kwargs, bound_args, specialization, options):
+def _compile(jitfn, st, kwargs, bound_args, specialization, options, user_options):
     from . import _native
 
     options, signature, constexprs, attrs = jitfn._pack_args(st.backend, kwargs, bound_args, specialization, options)
@@ -279,7 +265,12 @@ def _compile(jitfn, st, kwargs, bound_args, specialization, options):
         native = _native.compile(ttir, f"{name}.ttir")
     except _native.TilescopeError as e:
         raise _with_diagnostic(CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}"), e) from None
-    return Compiled(name, ttir, native, signature, constexprs, _specialization_json(jitfn, constexprs, attrs))
+    from . import _compiled
+
+    stages = _compiled.stages_for(jitfn, st.target, st.backend, signature, constexprs, attrs, options, user_options)
+    launch = {**{k: v for k, v in kwargs.items() if k not in jitfn.arg_names}, **user_options}
+    return Compiled(name, ttir, native, signature, constexprs, _specialization_json(jitfn, constexprs, attrs), stages,
+                    (jitfn, launch))
 
 
 def _specialization_json(jitfn, constexprs, attrs) -> str:
@@ -376,6 +367,9 @@ def _handles(jitfn) -> bool:
 def run(jitfn, args, grid, warmup, kwargs):
     from triton import knobs
 
+    # The program's own options, for the compiled forms Triton makes of the kernel (_compiled.py).
+    user_options = {"debug": bool(kwargs.get("debug", jitfn.debug) or knobs.runtime.debug),
+                    "sanitize_overflow": kwargs.get("sanitize_overflow", True)}
     kwargs["debug"] = True  # keep tl.device_assert (the sanitizer reports failed asserts)
     kwargs.setdefault("sanitize_overflow", False)  # the sanitizer finds int32 overflow itself
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
@@ -392,10 +386,11 @@ def run(jitfn, args, grid, warmup, kwargs):
     from triton.runtime.jit import compute_cache_key
 
     with _compile_lock:
-        key = compute_cache_key(st.key_cache, specialization, options)
+        # The program's own options are part of the key: Triton's later stages are made for them.
+        key = (compute_cache_key(st.key_cache, specialization, options), tuple(sorted(user_options.items())))
         kernel = st.kernels.get(key)
         if kernel is None:
-            kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options)
+            kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options, user_options)
             st.kernels[key] = kernel
 
     not_present = object()

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -306,6 +307,26 @@ void read_findings(const fs::path& dir, Collected& c) {
   }
 }
 
+// The emulated devices: the names of python/tilescope/_device.py's TARGETS (tests/python/test_device.py
+// checks that they agree).
+constexpr const char* kTargets[] = {"sm_80", "sm_90", "sm_100", "gfx942"};
+
+std::string known_targets() {
+  std::string s;
+  for (const char* t : kTargets) s += (s.empty() ? "" : ", ") + std::string(t);
+  return s;
+}
+
+// --target, else TILESCOPE_TARGET, else sm_90; an unknown name is a usage error.
+std::string resolve_target(const std::string& option) {
+  const char* env = std::getenv("TILESCOPE_TARGET");
+  std::string target = !option.empty() ? option : (env && *env) ? env : "sm_90";
+  if (std::find(std::begin(kTargets), std::end(kTargets), target) == std::end(kTargets))
+    throw Error(fmt::format("sanitize: unknown target '{}'{} (known: {})", target,
+                            option.empty() ? " in TILESCOPE_TARGET" : "", known_targets()));
+  return target;
+}
+
 bool use_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -323,6 +344,17 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
   s->add_flag("--abort-on-first", o.abort_on_first, "stop the program at the first finding");
   s->add_option("--threads", o.threads, "engine worker threads (default: all cores)");
+  s->add_option("--target", o.target,
+                fmt::format("the GPU the program sees and kernels are compiled for: {} (default: "
+                            "TILESCOPE_TARGET, else sm_90)",
+                            known_targets()));
+  s->add_flag(
+      "--cuda-on-cpu", o.cuda_on_cpu,
+      "make tensors the program puts on \"cuda\" on the CPU (torch.cuda.is_available() is then true)");
+  s->add_flag(
+      "--bench-all", o.bench_all,
+      "run perf_report benchmarks at every x value and do_bench's function once (default: the first x "
+      "value, the function not run)");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -334,8 +366,8 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads",
-                                                   "--color"};
+  static const std::set<std::string> with_value = {"--json",    "--sarif", "--exit-code",
+                                                   "--threads", "--color", "--target"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -367,6 +399,7 @@ int sanitize_main(int argc, char** argv) {
 
 int sanitize_command(const SanitizeOptions& o) {
   if (o.command.empty()) throw Error("sanitize: no command given (tilescope sanitize -- python script.py)");
+  const std::string target = resolve_target(o.target);
   ForwardSignals forwarding;
   TempDir dir;
 
@@ -376,6 +409,9 @@ int sanitize_command(const SanitizeOptions& o) {
   setenv("TILESCOPE_EXIT_CODE", std::to_string(o.exit_code).c_str(), 1);
   if (o.threads > 0) setenv("TILESCOPE_THREADS", std::to_string(o.threads).c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
+  setenv("TILESCOPE_TARGET", target.c_str(), 1);
+  if (o.cuda_on_cpu) setenv("TILESCOPE_CUDA_ON_CPU", "1", 1);
+  if (o.bench_all) setenv("TILESCOPE_BENCH_ALL", "1", 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);
 

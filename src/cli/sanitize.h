@@ -13,6 +13,9 @@ struct SanitizeOptions {
   int exit_code = 1;       // --exit-code: the status when there are findings
   bool abort_on_first = false;
   int threads = 0;
+  std::string target;                // --target: the emulated device; "": TILESCOPE_TARGET, else sm_90
+  bool cuda_on_cpu = false;          // --cuda-on-cpu: "cuda" tensors are made on the CPU
+  bool bench_all = false;            // --bench-all: perf_report benchmarks at every x value
   std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };
