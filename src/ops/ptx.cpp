@@ -756,12 +756,17 @@ void step(const Vm& vm, const Instr& in) {
       }
       return;
     }
-    case Opc::neg:  // §9.7.1.10 / §9.7.3.9: floats flip the sign bit
-      vm.set(in.ops[0], is_f ? g(1) ^ (uint64_t{1} << (w - 1)) : ~g(1) + 1, w);
-      return;
-    case Opc::abs: {
-      uint64_t a = g(1);
-      vm.set(in.ops[0], is_f ? a & mask(w - 1) : (sext(a, w) < 0 ? ~a + 1 : a), w);
+    case Opc::neg:    // §9.7.1.10 / §9.7.3.9: floats flip the sign bit; a NaN gives the canonical NaN
+    case Opc::abs: {  // (measured on an H200: tests/gpu/data/ptx_truth.json, neg_f32 / abs_f32)
+      const uint64_t a = g(1);
+      uint64_t v;
+      if (is_f)
+        v = std::isnan(to_double(a, w)) ? from_double(std::numeric_limits<double>::quiet_NaN(), w)
+            : in.opc == Opc::neg        ? a ^ (uint64_t{1} << (w - 1))
+                                        : a & mask(w - 1);
+      else
+        v = in.opc == Opc::neg || sext(a, w) < 0 ? ~a + 1 : a;
+      vm.set(in.ops[0], v, w);
       return;
     }
     case Opc::setp: vm.set(in.ops[0], compare(in.cmp, t, g(1), g(2), in.ftz) ? 1 : 0, 1); return;

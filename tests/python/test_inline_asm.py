@@ -208,3 +208,25 @@ def test_unsupported_instruction_is_a_located_error():
     with pytest.raises(Exception, match=r"unsupported PTX instruction 'ld.global.b8'") as e:
         unsupported_kernel[(1, )](x, BLOCK=8)
     assert "test_inline_asm.py" in str(e.value) or "ttir" in str(e.value)
+
+
+def test_gpu_ptx_truth():
+    """Every case of tests/gpu/ptx_truth.py, bit for bit against the H200's outputs (ptx_truth.json)."""
+    import json
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "gpu"))
+    import ptx_truth
+    with open(os.path.join(here, "..", "gpu", "data", "ptx_truth.json")) as f:
+        truth = json.load(f)
+    assert set(truth["cases"]) == set(ptx_truth.CASES)
+    k = tilescope.trace("sanitizer")(ptx_truth.kernel())
+    bad = {}
+    for name, case in truth["cases"].items():
+        assert "out" in case, (name, case.get("error"))
+        assert case["asm"] == ptx_truth.CASES[name][1]
+        got = ptx_truth.run_case(k, case["asm"], truth["inputs"][case["set"]], "cpu")
+        if got != case["out"]:
+            bad[name] = [(i, hex(g), hex(w)) for i, (g, w) in enumerate(zip(got, case["out"])) if g != w]
+    assert not bad, bad

@@ -173,6 +173,9 @@ TEST(Ptx, FloatArithmetic) {
   EXPECT_EQ(run32("add.sat.f32 $0, $1, $2;", {f32(0.75f), f32(0.5f)}), f32(1.0f));
   EXPECT_EQ(run32("neg.f32 $0, $1;", {f32(2.0f)}), f32(-2.0f));
   EXPECT_EQ(run32("abs.f32 $0, $1;", {f32(-2.0f)}), f32(2.0f));
+  // a NaN operand gives the canonical NaN, not a sign flip (measured: tests/gpu/data/ptx_truth.json)
+  EXPECT_EQ(run32("neg.f32 $0, $1;", {0x7FC00000u}), 0x7FFFFFFFu);
+  EXPECT_EQ(run32("abs.f32 $0, $1;", {0xFFC00000u}), 0x7FFFFFFFu);
 }
 
 TEST(Ptx, SetpSelpAndGuards) {
