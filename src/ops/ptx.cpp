@@ -221,11 +221,12 @@ struct Parser {
       pos = d + 1;
     }
     static const std::map<std::string_view, Opc, std::less<>> kOps = {
-        {"mov", Opc::mov},   {"cvt", Opc::cvt},   {"and", Opc::and_},  {"or", Opc::or_},  {"xor", Opc::xor_},
-        {"not", Opc::not_},  {"cnot", Opc::cnot}, {"shl", Opc::shl},   {"shr", Opc::shr}, {"shf", Opc::shf},
-        {"add", Opc::add},   {"sub", Opc::sub},   {"mul", Opc::mul},   {"mad", Opc::mad}, {"fma", Opc::fma},
-        {"min", Opc::min},   {"max", Opc::max},   {"neg", Opc::neg},   {"abs", Opc::abs}, {"setp", Opc::setp},
-        {"selp", Opc::selp}, {"prmt", Opc::prmt}, {"lop3", Opc::lop3},
+        {"mov", Opc::mov},   {"cvt", Opc::cvt},   {"and", Opc::and_},  {"or", Opc::or_},
+        {"xor", Opc::xor_},  {"not", Opc::not_},  {"cnot", Opc::cnot}, {"shl", Opc::shl},
+        {"shr", Opc::shr},   {"shf", Opc::shf},   {"add", Opc::add},   {"sub", Opc::sub},
+        {"mul", Opc::mul},   {"mad", Opc::mad},   {"fma", Opc::fma},   {"div", Opc::div},
+        {"min", Opc::min},   {"max", Opc::max},   {"neg", Opc::neg},   {"abs", Opc::abs},
+        {"setp", Opc::setp}, {"selp", Opc::selp}, {"prmt", Opc::prmt}, {"lop3", Opc::lop3},
     };
     auto op = kOps.find(mods[0]);
     if (op == kOps.end()) unsupported(name);
@@ -330,6 +331,9 @@ struct Parser {
       case Opc::fma:
         need(scalar_float && in.rnd_set && !in.relu && !in.satfinite, "fma.rn.f32 / fma.rn.f64");
         break;
+      case Opc::div:
+        need(scalar_float && in.rnd_set && !in.sat && !in.relu && !in.satfinite, "div.rn.f32 / div.rn.f64");
+        break;
       case Opc::min:
       case Opc::max: need((integer && t.kind != Kind::b && t.bits >= 16) || scalar_float, "type"); break;
       case Opc::neg:
@@ -406,6 +410,7 @@ struct Parser {
       case Opc::mul:
       case Opc::min:
       case Opc::max:
+      case Opc::div:
       case Opc::setp: count(3); break;
       case Opc::mad:
       case Opc::fma:
@@ -585,6 +590,9 @@ void float_arith(const Vm& vm, const Instr& in) {
     case Opc::mul:
       v = w == 64 ? a * b : static_cast<double>(static_cast<float>(a) * static_cast<float>(b));
       break;
+    case Opc::div:  // §9.7.3.8 div.rn: IEEE 754 division, rounded to nearest even
+      v = w == 64 ? a / b : static_cast<double>(static_cast<float>(a) / static_cast<float>(b));
+      break;
     default: {  // fma, mad.f32 (= fma.rn.f32 on sm_20+, §9.7.3.5): one rounding
       double c = arg(3);
       v = w == 64 ? std::fma(a, b, c)
@@ -741,7 +749,8 @@ void step(const Vm& vm, const Instr& in) {
       vm.set(in.ops[0], v, dw);
       return;
     }
-    case Opc::fma: float_arith(vm, in); return;
+    case Opc::fma:
+    case Opc::div: float_arith(vm, in); return;
     case Opc::min:
     case Opc::max: {
       const bool is_max = in.opc == Opc::max;

@@ -54,6 +54,7 @@ enum class Opc : uint8_t {
   mul,
   mad,
   fma,
+  div,
   min,
   max,
   neg,

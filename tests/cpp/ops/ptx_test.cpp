@@ -163,6 +163,10 @@ TEST(Ptx, FloatArithmetic) {
   // fma rounds once: (1+2^-12)^2 - 1 = 2^-11 + 2^-24 exactly (0x3a000400); mul then add gives 2^-11
   EXPECT_EQ(run32("fma.rn.f32 $0, $1, $1, $2;", {0x3F800800u, f32(-1.0f)}), 0x3A000400u);
   EXPECT_EQ(run32("mul.rn.f32 $0, $1, $1; add.rn.f32 $0, $0, $2;", {0x3F800800u, f32(-1.0f)}), 0x3A000000u);
+  // div.rn is IEEE division: 1/3 = 0x3eaaaaab (RTNE of 0.3333...), 1/0 = +inf; div.approx is refused
+  EXPECT_EQ(run32("div.rn.f32 $0, $1, $2;", {f32(1.0f), f32(3.0f)}), 0x3EAAAAABu);
+  EXPECT_EQ(run32("div.rn.f32 $0, $1, $2;", {f32(1.0f), f32(0.0f)}), f32(kInf));
+  EXPECT_NE(error_of("div.approx.f32 $0, $1, $1;").find("modifier '.approx'"), std::string::npos);
   // §9.7.3.10-11: a NaN operand gives the other; -0 < +0
   EXPECT_EQ(run32("min.f32 $0, $1, $2;", {f32(kNaN), f32(1.0f)}), f32(1.0f));
   EXPECT_EQ(run32("max.f32 $0, $1, $2;", {f32(2.0f), f32(kNaN)}), f32(2.0f));
