@@ -31,7 +31,13 @@ I_A = [int(v) for v in _rs.randint(0, 2**32, size=16, dtype=np.uint64)]
 I_B = [int(v) for v in _rs.randint(0, 2**32, size=16, dtype=np.uint64)]
 I_C = [0, 1, 3, 7, 15, 16, 17, 31, 32, 33, 40, 63, 64, 0x7654, 0x3210, 0xB0A1]
 
+# signed zeros and NaNs with sign and payload (0xffc00001, 0x7f800001 signalling) against each other
+Z_A = f32_bits([0.0, -0.0, 0.0, -0.0, 1.0, -1.0]) + [0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FC00000] + \
+    f32_bits([-0.0, 0.0, 2.0, -0.0, 1e-40, -1e-40])
+Z_B = f32_bits([-0.0, 0.0, 0.0, -0.0]) + [0xFFC00001, 0x7F800001] + f32_bits([1.0, -1.0, 2.0, math.nan]) + \
+    f32_bits([-1e-40, 1e-40, -0.0, 0.0, -0.0, 0.0])
 INPUTS = {
+    "z": [Z_A, Z_B, Z_A],
     "f": [F, F[5:] + F[:5], F[11:] + F[:11]],
     "i": [I_A, I_B, I_C],
 }
@@ -74,6 +80,16 @@ CASES = {
     "setp_nan_f32": ("f", ".reg .pred p; setp.nan.f32 p, $1, $2; selp.u32 $0, 1, 0, p;"),
     "fp8_roundtrip": ("f", ".reg .b16 t; .reg .b32 h; cvt.rn.satfinite.e4m3x2.f32 t, $1, $2; "
                            "cvt.rn.f16x2.e4m3x2 h, t; mov.b32 $0, h;"),
+    # signed zeros and NaN payloads (z set)
+    "min_f32_z": ("z", "min.f32 $0, $1, $2;"),
+    "max_f32_z": ("z", "max.f32 $0, $1, $2;"),
+    "add_f32_z": ("z", "add.f32 $0, $1, $2;"),
+    "mul_f32_z": ("z", "mul.rn.f32 $0, $1, $2;"),
+    "fma_f32_z": ("z", "fma.rn.f32 $0, $1, $2, $3;"),
+    "div_rn_f32_z": ("z", "div.rn.f32 $0, $1, $2;"),
+    "div_rn_f32": ("f", "div.rn.f32 $0, $1, $2;"),
+    "cvt_bf16x2_z": ("z", "cvt.rn.bf16x2.f32 $0, $1, $2;"),
+    "cvt_f32_f16_z": ("z", ".reg .b16 h; cvt.u16.u32 h, $1; cvt.f32.f16 $0, h;"),
     # integers (i set; $3 holds small counts and selectors)
     "shl_b32": ("i", "shl.b32 $0, $1, $3;"),
     "shr_s32": ("i", "shr.s32 $0, $1, $3;"),
