@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -76,6 +77,13 @@ std::optional<Type> type_named(std::string_view m) {
   return it->second;
 }
 
+// A decimal count or operand number (0 .. 100000), or -1.
+int small_int(std::string_view s) {
+  int v = -1;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc{} && end == s.data() + s.size() && v >= 0 && v <= 100000 ? v : -1;
+}
+
 struct Parser {
   Program prog;
   std::map<std::string, int, std::less<>> names;
@@ -111,7 +119,7 @@ struct Parser {
       if (lt != std::string_view::npos) {
         if (item.back() != '>') throw Error(fmt::format("malformed PTX declaration '{}'", st));
         std::string base(trim(item.substr(0, lt)));
-        int n = std::atoi(std::string(item.substr(lt + 1, item.size() - lt - 2)).c_str());
+        int n = small_int(item.substr(lt + 1, item.size() - lt - 2));
         if (n <= 0 || n > 256) throw Error(fmt::format("malformed PTX declaration '{}'", st));
         for (int i = 0; i < n; ++i) add_reg(base + std::to_string(i), t->total_bits());
       } else if (!item.empty()) {
@@ -124,8 +132,8 @@ struct Parser {
 
   int reg(std::string_view name, std::string_view instr) {
     if (!name.empty() && name[0] == '$') {
-      int i = std::atoi(std::string(name.substr(1)).c_str());
-      if (name.size() < 2 || !std::isdigit(static_cast<unsigned char>(name[1])) || i >= prog.num_operands)
+      int i = small_int(name.substr(1));
+      if (i < 0 || i >= prog.num_operands)
         throw Error(fmt::format("PTX operand '{}' in '{}' is not one of the {} operands of the op", name,
                                 instr, prog.num_operands));
       return i;
@@ -783,9 +791,7 @@ void step(const Vm& vm, const Instr& in) {
   }
 }
 
-}  // namespace
-
-Program parse(std::string_view asm_text, const std::vector<int>& operand_bits) {
+Program parse_text(std::string_view asm_text, const std::vector<int>& operand_bits) {
   Parser p;
   p.prog.num_operands = static_cast<int>(operand_bits.size());
   p.prog.num_regs = p.prog.num_operands;
@@ -810,6 +816,18 @@ Program parse(std::string_view asm_text, const std::vector<int>& operand_bits) {
     }
   }
   return p.prog;
+}
+
+}  // namespace
+
+Program parse(std::string_view asm_text, const std::vector<int>& operand_bits) {
+  try {
+    return parse_text(asm_text, operand_bits);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // std::stoull / std::stod on a malformed or huge immediate
+    throw Error(fmt::format("malformed PTX immediate ({})", e.what()));
+  }
 }
 
 void run(const Program& p, uint64_t* regs) {

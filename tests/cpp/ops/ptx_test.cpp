@@ -225,6 +225,16 @@ TEST(Ptx, UnsupportedInstructionsNameThemselves) {
             "PTX operand '$5' in 'mov.b32 $0, $5' is not one of the 2 operands of the op");
   EXPECT_EQ(error_of("mov.b32 $0, $1"), "PTX statement 'mov.b32 $0, $1' does not end with ';'");
   EXPECT_EQ(error_of("add.u32 $0, $1;"), "PTX instruction 'add.u32 $0, $1' takes 3 operands, not 2");
+  // malformed numbers are errors, never std exceptions or undefined behaviour
+  EXPECT_EQ(error_of("mov.b32 $0, $99999999999999999999;"),
+            "PTX operand '$99999999999999999999' in 'mov.b32 $0, $99999999999999999999' is not one of the 2 "
+            "operands "
+            "of the op");
+  EXPECT_NE(error_of("mov.b32 $0, 0fZZ;").find("malformed PTX immediate"), std::string::npos);
+  EXPECT_NE(error_of("mov.b32 $0, 0f1234567890ABCDEF1234;").find("malformed PTX immediate"),
+            std::string::npos);
+  EXPECT_NE(error_of("mov.f32 $0, 1e99999;").find("malformed PTX immediate"), std::string::npos);
+  EXPECT_NE(error_of(".reg .b32 r<99999999999>;").find("malformed PTX declaration"), std::string::npos);
 }
 
 }  // namespace
