@@ -246,8 +246,10 @@ struct Parser {
       std::string_view m = mods[i];
       if (auto t = type_named(m)) {
         types.push_back(*t);
-      } else if (in.opc == Opc::setp && in.cmp.empty() &&
-                 std::find(std::begin(kCmp), std::end(kCmp), m) != std::end(kCmp)) {
+      } else if ((in.opc == Opc::setp && in.cmp.empty() &&
+                  std::find(std::begin(kCmp), std::end(kCmp), m) != std::end(kCmp)) ||
+                 (in.opc == Opc::shf && in.cmp.empty() &&
+                  (m == "l" || m == "r"))) {  // comparison / direction
         in.cmp = std::string(m);
       } else if (m == "rn" || m == "rz" || m == "rm" || m == "rp") {
         in.rnd_set = true, in.rnd = m[1];
@@ -263,8 +265,6 @@ struct Parser {
         in.ftz = true;
       } else if ((in.opc == Opc::mul || in.opc == Opc::mad) && (m == "lo" || m == "hi" || m == "wide")) {
         in.mode = m == "wide" ? 'w' : m[0];
-      } else if (in.opc == Opc::shf && (m == "l" || m == "r")) {
-        in.cmp = std::string(m);
       } else if (in.opc == Opc::shf && (m == "wrap" || m == "clamp")) {
         in.wrap = m == "wrap";
       } else {
