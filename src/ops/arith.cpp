@@ -1250,8 +1250,4 @@ void lower_poison(const Op& op, Planner& p, Step& s) {
   s.fn = zero_kernel;
 }
 
-void lower_inline_asm(const Op& op, Planner& p, Step&) {
-  p.unsupported(op, "inline PTX cannot run on the CPU");
-}
-
 }  // namespace tilescope::ops

@@ -660,7 +660,7 @@ def test_read_only_arrays_are_never_written_and_grid_limits_hold(tmp_path):
 
 
 def test_errors_carry_a_structured_diagnostic(tmp_path):
-    # Inline PTX cannot run on the CPU: the launch raises LaunchError whose `diagnostic` names the op,
+    # PTX outside tilescope's subset (a load) cannot run: the launch raises LaunchError whose `diagnostic` names the op,
     # its TTIR position and its Python line (found by searching the script, independently of tilescope).
     s = write(tmp_path, "asm.py", """
         import json
@@ -669,7 +669,7 @@ def test_errors_carry_a_structured_diagnostic(tmp_path):
         @triton.jit
         def k(x_ptr):
             x = tl.load(x_ptr + tl.arange(0, 4))
-            y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+            y = tl.inline_asm_elementwise("ld.global.b32 $0, [$1];", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
             tl.store(x_ptr + tl.arange(0, 4), y)
 
         try:
@@ -684,6 +684,7 @@ def test_errors_carry_a_structured_diagnostic(tmp_path):
     assert d["severity"] == "error"
     assert d["op"] == "tt.elementwise_inline_asm"
     assert "unsupported op" in d["message"]
+    assert "unsupported PTX instruction 'ld.global.b32'" in d["message"]
     assert d["ttir"]["line"] > 0 and d["ttir"]["file"].endswith(".ttir")
     assert d["python"]["file"].endswith("asm.py") and d["python"]["line"] == line
 
