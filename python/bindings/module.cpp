@@ -130,8 +130,9 @@ class InterruptGuard {
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, int64_t max_steps,
                        const std::string& analyses, const std::vector<std::string>& stack,
-                       const std::string& specialization) {
+                       const std::string& specialization, const std::vector<launch::ArgRecord>& allocations) {
   launch::LaunchRecord rec;
+  rec.allocations = allocations;
   rec.ttir_file = k->module().filename;
   const auto& params = k->function("").args();
   for (size_t i = 0; i < nb::len(args); ++i)
@@ -227,7 +228,9 @@ NB_MODULE(_native, m) {
       .def_ro("name", &launch::ArgRecord::name)
       .def_ro("nbytes", &launch::ArgRecord::bytes)
       .def_ro("shape", &launch::ArgRecord::shape)
-      .def_ro("strides", &launch::ArgRecord::strides);
+      .def_ro("strides", &launch::ArgRecord::strides)
+      .def_rw("padding", &launch::ArgRecord::padding,
+              "for the base of a host-side tensor descriptor: 1 zero padding, 2 NaN padding");
 
   nb::class_<launch::Kernel>(m, "Kernel")
       .def_prop_ro("name", [](const launch::Kernel& k) { return k.function("").name; })
@@ -253,9 +256,11 @@ NB_MODULE(_native, m) {
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
         nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
         nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
+        nb::arg("allocations") = std::vector<launch::ArgRecord>{},
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
-        "on `threads` worker threads (0: all cores), each program running at most `max_steps` operations "
-        "(0: no limit; more is a TilescopeError located at the loop) "
+        "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
+        "into), on `threads` worker threads (0: all cores), each program running at most `max_steps` "
+        "operations (0: no limit; more is a TilescopeError located at the loop), "
         "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Ctrl-C "
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "

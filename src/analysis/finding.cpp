@@ -14,8 +14,7 @@ constexpr KindInfo kKinds[] = {
      "A store writes outside the buffer its pointer was derived from."},
     {Kind::oob_atomic, "out-of-bounds-atomic",
      "An atomic accesses memory outside the buffer its pointer was derived from."},
-    {Kind::null_pointer, "null-pointer",
-     "An access through a null pointer or an address made from an integer."},
+    {Kind::null_pointer, "null-pointer", "An access through a null pointer (an address below 64 KiB)."},
     {Kind::assert_failed, "assert-failed", "A tl.device_assert condition is false."},
     {Kind::undefined_value, "undefined-value",
      "A value that a masked tl.load without `other` leaves undefined in masked-off lanes is used."},
@@ -23,6 +22,9 @@ constexpr KindInfo kKinds[] = {
      "32-bit integer arithmetic overflows and the wrapped value is used in an address."},
     {Kind::division_by_zero, "division-by-zero",
      "An integer division or remainder by zero, whose result is used."},
+    {Kind::wild_pointer, "wild-pointer",
+     "An access through an address made from an integer that lies in no live allocation (freed or "
+     "unknown memory)."},
 };
 static_assert(std::size(kKinds) == kNumKinds, "one row per finding kind");
 

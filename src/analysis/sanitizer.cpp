@@ -18,6 +18,7 @@
 
 #include "taint.h"
 #include "tilescope/exec/memory.h"
+#include "tilescope/exec/value.h"
 
 namespace tilescope::analysis {
 
@@ -475,6 +476,39 @@ struct Sanitizer::Impl {
     finalize(st, idx, e.pid);
   }
 
+  /// For tt.descriptor_store / tt.descriptor_reduce (operands: the descriptor, one index per dim,
+  /// the value tile): 1 for each lane of the tile inside the descriptor's shape, in `buf`; null for
+  /// other ops (every lane is consumed).
+  static const uint8_t* desc_store_lanes(const exec::OpEvent& e, std::vector<uint8_t>& buf) {
+    const ir::Opcode c = e.op->code();
+    if (c != ir::Opcode::tt_descriptor_store && c != ir::Opcode::tt_descriptor_reduce) return nullptr;
+    const auto& d = *static_cast<const exec::TensorDesc*>(e.operands[0]);
+    const ir::Type& tile = *e.op->operands.back()->type;
+    const int rank = d.rank;
+    if (rank < 1 || static_cast<int>(tile.shape.size()) != rank || e.op->operands.size() != size_t(rank) + 2)
+      return nullptr;
+    int64_t n = 1;
+    for (int64_t x : tile.shape) n *= x;
+    buf.assign(static_cast<size_t>(n), 1);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i;
+      for (int k = rank - 1; k >= 0; --k) {
+        const int64_t extent = tile.shape[static_cast<size_t>(k)];
+        const void* idx = e.operands[1 + k];
+        const int64_t start = ir::elem_bytes(e.op->operands[1 + k]->type->elem) == 8
+                                  ? *static_cast<const int64_t*>(idx)
+                                  : *static_cast<const int32_t*>(idx);
+        const int64_t at = start + rest % extent;
+        rest /= extent;
+        if (at < 0 || at >= d.shape[k]) {
+          buf[static_cast<size_t>(i)] = 0;
+          break;
+        }
+      }
+    }
+    return buf.data();
+  }
+
   void store_like(const exec::OpEvent& e, const OpInfo& o, State& st) {
     const uint8_t* mask = o.mask >= 0 ? static_cast<const uint8_t*>(e.operands[o.mask]) : nullptr;
     using ir::Taint;
@@ -499,10 +533,17 @@ struct Sanitizer::Impl {
         sink_operand(st, o, 0, mask, true);
         if (o.mask >= 0) sink_operand(st, o, static_cast<size_t>(o.mask), nullptr, true);
         break;
-      case Taint::desc_access:
-        for (size_t k = 0; k < o.in.size(); ++k)
-          sink_operand(st, o, k, nullptr, e.op->operands[k]->type->is_tensor);
+      case Taint::desc_access: {
+        // A descriptor store (or reduce) drops the lanes outside the tensor's shape (TMA clips them),
+        // so undefined values there are not consumed; other descriptor ops consume every lane.
+        std::vector<uint8_t> inside;
+        const uint8_t* stored = desc_store_lanes(e, inside);
+        for (size_t k = 0; k < o.in.size(); ++k) {
+          const bool value = e.op->operands[k]->type->is_tensor;
+          sink_operand(st, o, k, value ? stored : nullptr, value);
+        }
         break;
+      }
       case Taint::cond:
       case Taint::assert_: sink_operand(st, o, 0, nullptr, true); break;
       case Taint::for_bounds:
@@ -874,19 +915,22 @@ struct Sanitizer::Impl {
     if (!recording()) return;
     {
       Agg* oob = nullptr;
-      Agg* null = nullptr;
+      Agg* null = nullptr;  // below exec::Memory::kNullPage
+      Agg* wild = nullptr;  // anywhere else outside every buffer
       for (int64_t i = 0; i < e.lanes; ++i) {
         if (!e.mask[i]) continue;
         exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
         if (w.in_bounds) continue;
         Agg* a;
         if (!w.buffer) {
-          if (!null) {
-            null = &agg(Kind::null_pointer, e.op, nullptr);
-            note_pid(*null, e.pid);
-            null->occurrences++;
+          const bool is_null = exec::Memory::is_null(e.addrs[i]);
+          Agg*& slot = is_null ? null : wild;
+          if (!slot) {
+            slot = &agg(is_null ? Kind::null_pointer : Kind::wild_pointer, e.op, nullptr);
+            note_pid(*slot, e.pid);
+            slot->occurrences++;
           }
-          a = null;
+          a = slot;
           a->has_addr = true;
           a->addr_min = std::min(a->addr_min, e.addrs[i]);
           a->addr_max = std::max(a->addr_max, e.addrs[i]);
@@ -915,7 +959,7 @@ struct Sanitizer::Impl {
         a->lanes++;
         keep_first<int64_t>(a->first_lanes, i, static_cast<size_t>(opts.max_first), i64_less);
       }
-      if (oob || null) recorded();
+      if (oob || null || wild) recorded();
     }
   }
 
@@ -996,8 +1040,13 @@ struct Sanitizer::Impl {
                            f.offset_max, far, counts);
       }
       case Kind::null_pointer:
-        return fmt::format("access through a null or integer-made pointer (addresses 0x{:x}..0x{:x}); {}",
-                           f.address_min, f.address_max, counts);
+        return fmt::format("access through a null pointer (addresses 0x{:x}..0x{:x}); {}", f.address_min,
+                           f.address_max, counts);
+      case Kind::wild_pointer:
+        return fmt::format(
+            "access through a wild pointer: addresses 0x{:x}..0x{:x} lie in no live allocation (freed or "
+            "unknown memory), nothing was read or written; {}",
+            f.address_min, f.address_max, counts);
       case Kind::assert_failed: return fmt::format("device assert failed: `{}`; {}", f.message, counts);
       case Kind::undefined_value:
         return fmt::format(

@@ -1081,6 +1081,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
       TensorDesc d;
       d.base = memory.vaddr(a.buffer);
       d.rank = rank;
+      d.padding = a.bits == 2 ? 2 : 1;
       for (int k = 0; k < rank; ++k) {
         d.shape[k] = static_cast<int32_t>(args.at(i + 1 + k).bits);
         d.strides[k] = static_cast<int64_t>(args.at(i + 1 + rank + k).bits);

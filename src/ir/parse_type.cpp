@@ -116,6 +116,11 @@ const Type* builtin_type(Parser& p, size_t s) {
     return tt;
   }
   if (auto e = elem_from_mlir(n)) return p.m.scalar(*e);
+  // MLIR's signed / unsigned integer types (`si8`, `ui8`, `si32`, ...): Triton prints them as the
+  // element type of a tensor descriptor or block pointer made from a signed or unsigned tensor.
+  // Integers are signless on the engine (the ops say how to read them, as in TTIR), so `ui8` is i8.
+  if (n.size() > 2 && (n[0] == 's' || n[0] == 'u') && n[1] == 'i')
+    if (auto e = elem_from_mlir(std::string_view(n).substr(1)); e && ir::is_int(*e)) return p.m.scalar(*e);
   p.fail(s, fmt::format("unsupported type '{}'", n));
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -66,8 +67,9 @@ const json& field(const json& j, const char* key, json::value_t type, const std:
 std::vector<int64_t> int_list(const json& j, const char* key, const std::string& where) {
   std::vector<int64_t> out;
   for (const json& x : field(j, key, json::value_t::array, where)) {
-    if (!x.is_number_integer())
-      throw Error(fmt::format("launch record: {}'{}' must hold integers", where, key));
+    // nlohmann keeps integers past INT64_MAX as unsigned: get<int64_t> would wrap them negative.
+    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t{INT64_MAX}))
+      throw Error(fmt::format("launch record: {}'{}' must hold integers of 64 bits", where, key));
     out.push_back(x.get<int64_t>());
   }
   return out;
@@ -103,6 +105,11 @@ ArgRecord arg_from_json(const json& j, size_t i) {
     if (b.is_number_integer() && b.get<int64_t>() < 0)
       throw Error(fmt::format("launch record: {}bytes is negative", where));
     a.bytes = b.get<uint64_t>();
+    if (auto p = j.find("padding"); p != j.end()) {
+      if (*p != "nan" && *p != "zero")
+        throw Error(fmt::format("launch record: {}padding must be \"zero\" or \"nan\"", where));
+      a.padding = *p == "nan" ? 2 : 1;
+    }
   } else if (kind == "scalar") {
     a.kind = ArgRecord::Kind::scalar;
     auto it = j.find("value");
@@ -125,22 +132,25 @@ ArgRecord arg_from_json(const json& j, size_t i) {
   return a;
 }
 
+json arg_json(const ArgRecord& a) {
+  json x = {{"name", a.name}, {"kind", kind_name(a.kind)}};
+  if (a.kind == ArgRecord::Kind::buffer) {
+    x["dtype"] = ir::elem_name(a.dtype);
+    x["shape"] = a.shape;
+    x["strides"] = a.strides;
+    x["bytes"] = a.bytes;
+    if (a.padding == 2) x["padding"] = "nan";
+  } else if (a.kind == ArgRecord::Kind::scalar) {
+    x["value"] = scalar_json(a.value);
+  }
+  return x;
+}
+
 }  // namespace
 
 json to_json(const LaunchRecord& r, bool with_ttir) {
   json args = json::array();
-  for (const ArgRecord& a : r.args) {
-    json x = {{"name", a.name}, {"kind", kind_name(a.kind)}};
-    if (a.kind == ArgRecord::Kind::buffer) {
-      x["dtype"] = ir::elem_name(a.dtype);
-      x["shape"] = a.shape;
-      x["strides"] = a.strides;
-      x["bytes"] = a.bytes;
-    } else if (a.kind == ArgRecord::Kind::scalar) {
-      x["value"] = scalar_json(a.value);
-    }
-    args.push_back(std::move(x));
-  }
+  for (const ArgRecord& a : r.args) args.push_back(arg_json(a));
   json constexprs = json::object();
   for (auto& [k, v] : r.specialization.constexprs) constexprs[k] = v;
   json j = {{"kernel", r.kernel},
@@ -152,6 +162,11 @@ json to_json(const LaunchRecord& r, bool with_ttir) {
               {"divisible_by_16", r.specialization.divisible_by_16},
               {"equal_to_1", r.specialization.equal_to_1}}},
             {"stack", r.stack}};
+  if (!r.allocations.empty()) {
+    json allocs = json::array();
+    for (const ArgRecord& a : r.allocations) allocs.push_back(arg_json(a));
+    j["allocations"] = std::move(allocs);
+  }
   if (with_ttir) j["ttir"] = r.ttir;
   return j;
 }
@@ -169,8 +184,22 @@ LaunchRecord record_from_json(const json& j) {
   if (grid.empty() || grid.size() > 3)
     throw Error(fmt::format("launch record: the grid must have 1 to 3 dimensions, not {}", grid.size()));
   for (size_t d = 0; d < grid.size(); ++d) r.grid[d] = grid[d];
+  try {
+    exec::check_grid(r.grid);  // the same check as every launch (run_launch checks again)
+  } catch (const Error& e) {
+    throw Error(fmt::format("launch record: {}", e.what()));
+  }
   const json& args = field(j, "args", json::value_t::array, "");
   for (size_t i = 0; i < args.size(); ++i) r.args.push_back(arg_from_json(args[i], i));
+  if (auto it = j.find("allocations"); it != j.end()) {
+    if (!it->is_array()) throw Error("launch record: 'allocations' must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      ArgRecord a = arg_from_json((*it)[i], i);
+      if (a.kind != ArgRecord::Kind::buffer)
+        throw Error(fmt::format("launch record: allocations[{}] is not a buffer", i));
+      r.allocations.push_back(std::move(a));
+    }
+  }
   if (auto it = j.find("specialization"); it != j.end()) {
     if (!it->is_object()) throw Error("launch record: 'specialization' must be an object");
     if (auto c = it->find("constexprs"); c != it->end()) {
@@ -241,6 +270,20 @@ uint64_t scalar_bits(const ArgRecord& a, const ir::Type& t) {
   return raw;
 }
 
+exec::Buffer buffer_of(const ArgRecord& a, const std::string& name, const char* what) {
+  exec::Buffer b;
+  b.name = name;
+  b.dtype = a.dtype;
+  b.host = a.host;
+  b.bytes = a.bytes;
+  b.shape = a.shape;
+  b.strides = a.strides;
+  if (!b.host && b.bytes > 0)
+    throw Error(
+        fmt::format("{} '{}': the buffer has no memory (a record read back without its data)", what, name));
+  return b;
+}
+
 }  // namespace
 
 std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, exec::Memory& memory) {
@@ -262,17 +305,9 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
         if (!wants_memory)
           throw Error(
               fmt::format("argument '{}' is {} in the kernel, but a tensor was passed", name, t.str()));
-        exec::Buffer b;
-        b.name = name;
-        b.dtype = a.dtype;
-        b.host = a.host;
-        b.bytes = a.bytes;
-        b.shape = a.shape;
-        b.strides = a.strides;
-        if (!b.host && b.bytes > 0)
-          throw Error(fmt::format(
-              "argument '{}': the buffer has no memory (a record read back without its data)", name));
-        out.push_back(exec::Arg::buf(memory.add(std::move(b))));
+        exec::Arg arg = exec::Arg::buf(memory.add(buffer_of(a, name, "argument")));
+        if (t.elem == ir::Elem::tensordesc) arg.bits = static_cast<uint64_t>(a.padding);
+        out.push_back(arg);
         break;
       }
       case ArgRecord::Kind::scalar:
@@ -283,6 +318,15 @@ std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, e
         break;
     }
   }
+  // Allocations that have no memory (a record read back without its data) are left out: nothing
+  // can point into them. In host order, so that each joins Memory's host index at its end (a program
+  // can have thousands of live tensors).
+  std::vector<const ArgRecord*> allocs;
+  for (const ArgRecord& a : r.allocations)
+    if (a.host || a.bytes == 0) allocs.push_back(&a);
+  std::stable_sort(allocs.begin(), allocs.end(),
+                   [](const ArgRecord* x, const ArgRecord* y) { return x->host < y->host; });
+  for (const ArgRecord* a : allocs) memory.add(buffer_of(*a, a->name, "allocation"));
   return out;
 }
 

@@ -827,12 +827,21 @@ void copy_kernel(Program& p, const exec::Step& s) {
   std::memcpy(p.at<std::byte>(s.out[0]), p.at<std::byte>(s.in[0]), s.data<SelectBytes>().bytes);
 }
 
-// tt.int_to_ptr / ptr_to_int between 64-bit pointers and a narrower integer: zero-extend / truncate.
-template <class From, class To>
-void int_ptr_kernel(Program& p, const exec::Step& s) {
+// tt.int_to_ptr: integers are host addresses; one inside a registered buffer becomes a pointer into
+// it (exec::Memory::from_host), any other stays a null or wild pointer. An i32 is zero-extended.
+template <class From>
+void int_to_ptr_kernel(Program& p, const exec::Step& s) {
   const From* a = p.at<From>(s.in[0]);
+  auto* o = p.at<uint64_t>(s.out[0]);
+  for (int64_t i = 0; i < s.n; ++i) o[i] = p.memory->from_host(static_cast<uint64_t>(a[i]));
+}
+
+// tt.ptr_to_int: the pointer's host address (exec::Memory::to_host), truncated to an i32 if asked.
+template <class To>
+void ptr_to_int_kernel(Program& p, const exec::Step& s) {
+  const auto* a = p.at<uint64_t>(s.in[0]);
   To* o = p.at<To>(s.out[0]);
-  for (int64_t i = 0; i < s.n; ++i) o[i] = static_cast<To>(a[i]);
+  for (int64_t i = 0; i < s.n; ++i) o[i] = static_cast<To>(p.memory->to_host(a[i]));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1219,15 +1228,16 @@ void lower_clampf(const Op& op, Planner& p, Step& s) {
 void lower_ptr_int(const Op& op, Planner& p, Step& s) {
   expect_operands(op, p, s, 1);
   const int from = ir::elem_bytes(s.in_types[0]->elem), to = ir::elem_bytes(s.out_types[0]->elem);
+  const bool to_ptr = s.out_types[0]->elem == Elem::ptr;
   KernelFn fn = nullptr;
-  if (from == 8 && to == 8) {
-    s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(*s.out_types[0])});
-    fn = copy_kernel;
-  } else if (from == 4 && to == 8) {
-    fn = int_ptr_kernel<uint32_t, uint64_t>;  // an i32 address: zero-extended
-  } else if (from == 8 && to == 4) {
-    fn = int_ptr_kernel<uint64_t, uint32_t>;
-  }
+  if (to_ptr && from == 8)
+    fn = int_to_ptr_kernel<uint64_t>;
+  else if (to_ptr && from == 4)
+    fn = int_to_ptr_kernel<uint32_t>;  // an i32 address: zero-extended
+  else if (!to_ptr && to == 8)
+    fn = ptr_to_int_kernel<uint64_t>;
+  else if (!to_ptr && to == 4)
+    fn = ptr_to_int_kernel<uint32_t>;
   if (!fn)
     p.unsupported(op, fmt::format("{} from {} to {}", op.name, s.in_types[0]->str(), s.out_types[0]->str()));
   s.fn = fn;
@@ -1238,10 +1248,6 @@ void lower_poison(const Op& op, Planner& p, Step& s) {
   // Poison may be anything; zeros keep runs deterministic.
   s.aux = std::make_shared<SelectBytes>(SelectBytes{exec::storage_bytes(*s.out_types[0])});
   s.fn = zero_kernel;
-}
-
-void lower_inline_asm(const Op& op, Planner& p, Step&) {
-  p.unsupported(op, "inline PTX cannot run on the CPU");
 }
 
 }  // namespace tilescope::ops

@@ -39,7 +39,9 @@ void lower_clampf(const Op&, Planner&, Step&);
 void lower_ptr_int(const Op&, Planner&, Step&);  // tt.int_to_ptr, tt.ptr_to_int
 void lower_extern(const Op&, Planner&, Step&);   // tt.extern_elementwise (libdevice __nv_*)
 void lower_poison(const Op&, Planner&, Step&);
-void lower_inline_asm(const Op&, Planner&, Step&);  // always an error: PTX cannot run here
+
+// inline_asm.cpp: tt.elementwise_inline_asm through the PTX evaluator (ptx.h)
+void lower_inline_asm(const Op&, Planner&, Step&);
 
 // shape.cpp (reference §1.4, §1.5)
 void lower_splat(const Op&, Planner&, Step&);

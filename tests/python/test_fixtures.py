@@ -153,12 +153,11 @@ def test_device_assert_fails_cleanly(tmp_path, version):
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: v or "3.6")
-def test_inline_asm_is_a_located_error(tmp_path, version):
+def test_inline_asm_runs_its_ptx(tmp_path, version):
+    """`mov.b32 $0, $1;` copies x (arange) to y: inline PTX runs through tilescope's PTX subset."""
     res = _run_version("inline_asm", version, tmp_path)
-    assert res.returncode > 0, res.describe()
-    assert "elementwise_inline_asm" in res.stderr, res.describe()
-    assert re.search(r"inline_asm\.ttir:\d+:\d+", res.stderr), "message must give the TTIR position\n" + res.describe()
-    assert "kernels.py:" in res.stderr, "message must give the Python position\n" + res.describe()
+    assert res.returncode == 0, res.describe()
+    np.testing.assert_equal(res.outputs["y_ptr"], np.arange(32, dtype=np.int32))
 
 
 def test_atomic_poll_is_a_located_error(tmp_path):

@@ -27,9 +27,9 @@ EXPECTED = {
     "edge_int": {("division-by-zero", "arith.divsi"), ("division-by-zero", "arith.remsi"),
                  ("division-by-zero", "arith.divui"), ("division-by-zero", "arith.remui")},
 }
-# Fixtures the engine refuses with a located "unsupported op" error (inline PTX; Triton 3.9's
-# tt.atomic_poll): not sanitizer cases; test_fixtures.py checks their errors.
-UNSUPPORTED = {"inline_asm", "atomic_poll"}
+# Fixtures the engine refuses with a located "unsupported op" error (Triton 3.9's tt.atomic_poll): not
+# sanitizer cases; test_fixtures.py checks their errors.
+UNSUPPORTED = {"atomic_poll"}
 
 
 def all_cases():

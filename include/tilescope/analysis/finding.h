@@ -25,9 +25,10 @@ enum class Kind : uint8_t {
   undefined_value,
   int32_overflow,
   division_by_zero,
+  wild_pointer,
 };
 
-inline constexpr int kNumKinds = static_cast<int>(Kind::division_by_zero) + 1;
+inline constexpr int kNumKinds = static_cast<int>(Kind::wild_pointer) + 1;
 
 /// One row of the table of finding kinds (finding.cpp; a static_assert checks it covers the enum).
 struct KindInfo {

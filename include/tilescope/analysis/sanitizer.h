@@ -2,13 +2,14 @@
 //
 // Kinds (ARCHITECTURE "Findings", issue 3 item 4; the JSON `kind` strings):
 //   out-of-bounds-load / -store / -atomic  an active lane outside the buffer its pointer was derived from
-//   null-pointer                           an active lane in region 0 (null, or an address made from an
-//   integer) assert-failed                          a tt.assert with failing lanes undefined-value a
-//   masked-off lane of a tt.load without `other` that reaches a use int32-overflow i32 addi/subi/muli/shli
-//   whose exact result does not fit, reaching an
-//                                          address (reported at the arithmetic, even if the wrapped address
-//                                          is inside a buffer)
-//   division-by-zero                       an integer div/rem lane with a zero divisor that reaches a use
+//   null-pointer      an active lane in no buffer, below 64 KiB (null plus an offset)
+//   wild-pointer      an active lane in no buffer elsewhere: an integer made into a pointer that lies in
+//                     no live allocation (exec/memory.h); it is never dereferenced
+//   assert-failed     a tt.assert with failing lanes
+//   undefined-value   a masked-off lane of a tt.load without `other` that reaches a use
+//   int32-overflow    i32 addi/subi/muli/shli whose exact result does not fit, reaching an address
+//                     (reported at the arithmetic, even if the wrapped address is inside a buffer)
+//   division-by-zero  an integer div/rem lane with a zero divisor that reaches a use
 //
 // The last three share one mechanism: per program instance, a shadow lane per tracked SSA value holds 0
 // (clean) or a cause id. Sources create poison, elementwise / shape / control-flow transfers carry it, and

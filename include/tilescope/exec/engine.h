@@ -27,7 +27,8 @@ namespace tilescope::exec {
 struct Arg {
   enum class Kind { buffer, scalar } kind = Kind::scalar;
   int buffer = -1;    // Memory buffer id (kind == buffer): the pointer is its byte 0
-  uint64_t bits = 0;  // scalar value as raw bits of the argument's TTIR type (sign-extended ints)
+  uint64_t bits = 0;  // scalar value as raw bits of the argument's TTIR type (sign-extended ints);
+                      // for a buffer bound to a !tt.tensordesc: its padding (0 or 1 zero, 2 NaN)
 
   static Arg buf(int id) { return Arg{Kind::buffer, id, 0}; }
   static Arg i64(int64_t v) { return Arg{Kind::scalar, -1, static_cast<uint64_t>(v)}; }

@@ -42,6 +42,9 @@ struct ArgRecord {
   std::vector<int64_t> shape, strides;  // the view's shape and strides, in elements (for reports)
   uint64_t bytes = 0;                   // every byte the view can reach, from its first element
   std::byte* host = nullptr;            // the memory during a launch (never serialized)
+  /// For a host-side tensor descriptor (the buffer is its base): what its loads give outside the
+  /// tensor, 1 zero or 2 NaN (TensorDescriptor.padding; JSON "padding": "nan" when 2).
+  int padding = 1;
 
   // kind == scalar
   Scalar value = int64_t{0};
@@ -65,6 +68,11 @@ struct LaunchRecord {
   std::string ttir_file;  // what diagnostics call the text ("add_kernel.ttir")
   std::array<int64_t, 3> grid{1, 1, 1};
   std::vector<ArgRecord> args;  // in TTIR argument order
+  /// The program's other live allocations (kind buffer, named by the front end), registered after the
+  /// arguments so that a pointer the kernel makes from an integer (a data_ptr() in a pointer array,
+  /// tt.int_to_ptr) resolves to the tensor it lies in (exec::Memory::from_host). Empty unless the
+  /// kernel makes pointers from integers.
+  std::vector<ArgRecord> allocations;
   Specialization specialization;
   std::vector<std::string> stack;  // Python stack of the launch, "file:line in func", innermost last
 };
@@ -75,10 +83,10 @@ nlohmann::json to_json(const LaunchRecord& r, bool with_ttir = true);
 /// Read what to_json wrote. Throws tilescope::Error naming the field when `j` is malformed.
 LaunchRecord record_from_json(const nlohmann::json& j);
 
-/// A record bound to a kernel: its buffers registered in `memory`, its scalars converted to the TTIR
-/// argument types (integers must fit the width, signed or unsigned, as Triton's launcher requires;
-/// floats are rounded to the argument's format), descriptors built from their shape/stride arguments.
-/// Throws tilescope::Error naming the argument for a count, kind or range mismatch.
+/// A record bound to a kernel: its buffers registered in `memory` (arguments, then allocations), its scalars
+/// converted to the TTIR argument types (integers must fit the width, signed or unsigned, as Triton's
+/// launcher requires; floats are rounded to the argument's format), descriptors built from their shape/stride
+/// arguments. Throws tilescope::Error naming the argument for a count, kind or range mismatch.
 std::vector<exec::Arg> bind(const LaunchRecord& r, const ir::Function& kernel, exec::Memory& memory);
 
 }  // namespace tilescope::launch

@@ -131,6 +131,28 @@ TEST(ReaderForms, EveryTypeSpelling) {
   EXPECT_EQ(a[15]->type->shape, (std::vector<int64_t>{2, 2}));
 }
 
+// Signed / unsigned integer types as Triton prints them for descriptors of signed or unsigned tensors
+// (issue 9 item 3: `unsupported type 'ui8'`): signless on the engine, so a descriptor of `ui8` and its
+// `tensor<...xi8>` loads have one element type.
+TEST(ReaderForms, SignedAndUnsignedIntegerTypes) {
+  std::string t = kernel(
+      "%a: !tt.tensordesc<tensor<16x32xui8>>, %b: !tt.tensordesc<tensor<8xsi32>>, %c: si8, %d: ui16, "
+      "%e: !tt.ptr<ui64>, %f: si1",
+      "");
+  Module m = read(t, "t.ttir");
+  const auto& a = m.entry()->args();
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a[0]->type->pointee->str(), "tensor<16x32xi8>");
+  EXPECT_EQ(a[1]->type->pointee->elem, Elem::i32);
+  EXPECT_EQ(a[2]->type->elem, Elem::i8);
+  EXPECT_EQ(a[3]->type->elem, Elem::i16);
+  EXPECT_EQ(a[4]->type->pointee->elem, Elem::i64);
+  EXPECT_EQ(a[5]->type->elem, Elem::i1);
+  // Only integer widths: `uf32` and `si7` stay errors.
+  EXPECT_NE(read_error(kernel("%a: uf32", "")).find("unsupported type 'uf32'"), std::string::npos);
+  EXPECT_NE(read_error(kernel("%a: si7", "")).find("unsupported type 'si7'"), std::string::npos);
+}
+
 TEST(ReaderForms, SsaNameGrammar) {
   std::string t = kernel("%foo.x: i32, %arg3: i32",
                          R"(    %c-1_i32 = arith.constant -1 : i32

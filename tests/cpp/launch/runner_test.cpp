@@ -168,5 +168,122 @@ TEST(Runner, KernelsAreReadOncePerText) {
   EXPECT_THROW(a->function("nope"), Error);
 }
 
+// A pointer array (issue 9 item 4): program p loads the address ptrs[p] (an integer, as
+// torch.tensor([a.data_ptr(), ...]) holds), makes a pointer of it and copies 16 floats from there to
+// out[16p..16p+16).
+const char* kGather = R"(module {
+  tt.func public @gather_kernel(%ptrs: !tt.ptr<i64>, %out_ptr: !tt.ptr<f32>) attributes {noinline = false} {
+    %c16_i32 = arith.constant 16 : i32
+    %pid = tt.get_program_id x : i32
+    %pp = tt.addptr %ptrs, %pid : !tt.ptr<i64>, i32
+    %addr = tt.load %pp : !tt.ptr<i64>
+    %base = tt.int_to_ptr %addr : i64 -> !tt.ptr<f32>
+    %offs = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %bs = tt.splat %base : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %src = tt.addptr %bs, %offs : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %x = tt.load %src : tensor<16x!tt.ptr<f32>>
+    %o0 = arith.muli %pid, %c16_i32 : i32
+    %os = tt.splat %o0 : i32 -> tensor<16xi32>
+    %oo = arith.addi %os, %offs : tensor<16xi32>
+    %ob = tt.splat %out_ptr : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %dst = tt.addptr %ob, %oo : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    tt.store %dst, %x : tensor<16x!tt.ptr<f32>>
+    %back = tt.ptr_to_int %base : !tt.ptr<f32> -> i64
+    %same = arith.cmpi eq, %back, %addr : i64
+    tt.assert %same, "ptr_to_int(int_to_ptr(a)) == a" : i1
+    tt.return
+  }
+})";
+
+struct Gather {
+  std::vector<float> a, b, out;
+  std::vector<int64_t> ptrs;
+  LaunchRecord rec;
+  Gather(size_t b_size, uint64_t second) : a(16), b(b_size), out(32, -1.0f) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = 100.0f + static_cast<float>(i);
+    ptrs = {static_cast<int64_t>(reinterpret_cast<uint64_t>(a.data())), static_cast<int64_t>(second)};
+    rec.ttir = kGather;
+    rec.ttir_file = "gather.ttir";
+    rec.grid = {2, 1, 1};
+    rec.args = {
+        ArgRecord::buffer("ptrs", ir::Elem::i64, reinterpret_cast<std::byte*>(ptrs.data()), 16, {2}, {1}),
+        ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()), 128, {32},
+                          {1})};
+    auto n = static_cast<int64_t>(b.size());
+    rec.allocations = {
+        ArgRecord::buffer("tensor a", ir::Elem::f32, reinterpret_cast<std::byte*>(a.data()), 64, {16}, {1}),
+        ArgRecord::buffer("tensor b", ir::Elem::f32, reinterpret_cast<std::byte*>(b.data()), n * 4, {n},
+                          {1})};
+  }
+  uint64_t b_host() const { return reinterpret_cast<uint64_t>(b.data()); }
+};
+
+TEST(Runner, PointersMadeFromIntegersResolveToLiveAllocations) {
+  Gather g(16, 0);
+  g.ptrs[1] = static_cast<int64_t>(g.b_host());
+  RunResult r = run_launch(g.rec, sanitize());
+  EXPECT_TRUE(r.findings.empty()) << r.findings.size() << " " << r.findings[0].message;
+  EXPECT_TRUE(r.failed_asserts.empty()) << r.failed_asserts;
+  for (size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(g.out[i], g.a[i]) << i;
+    EXPECT_EQ(g.out[16 + i], g.b[i]) << i;
+  }
+  // The record's JSON keeps the allocations.
+  LaunchRecord back = record_from_json(to_json(g.rec));
+  ASSERT_EQ(back.allocations.size(), 2u);
+  EXPECT_EQ(back.allocations[1].name, "tensor b");
+  EXPECT_EQ(back.allocations[1].bytes, 64u);
+}
+
+TEST(Runner, APointerArrayPastItsTensorIsOutOfBoundsOfThatTensor) {
+  Gather g(12, 0);  // b has 12 elements; the kernel reads 16
+  g.ptrs[1] = static_cast<int64_t>(g.b_host());
+  RunResult r = run_launch(g.rec, sanitize());
+  ASSERT_EQ(r.findings.size(), 1u);
+  const analysis::Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, analysis::Kind::oob_load);
+  ASSERT_TRUE(f.buffer);
+  EXPECT_EQ(f.buffer->name, "tensor b");
+  EXPECT_EQ(f.lanes, 4);
+  EXPECT_EQ(f.offset_min, 12);
+  EXPECT_EQ(f.offset_max, 15);
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(g.out[16 + i], g.b[i]) << i;
+}
+
+TEST(Runner, AWildPointerIsReportedAndNeverDereferenced) {
+  // An address in no allocation, far from any mapping (dereferencing it would crash the process).
+  const uint64_t wild = 0x7ff0'0000'0000;
+  Gather g(16, wild);
+  RunResult r = run_launch(g.rec, sanitize());
+  ASSERT_EQ(r.findings.size(), 1u);
+  const analysis::Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, analysis::Kind::wild_pointer);
+  EXPECT_EQ(f.lanes, 16);
+  EXPECT_EQ(f.address_min, wild);
+  EXPECT_EQ(f.address_max, wild + 60);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(g.out[i], g.a[i]) << i;
+  // Without the allocations, a's address is wild too: provenance comes only from the registry.
+  Gather none(16, wild);
+  none.rec.allocations.clear();
+  RunResult r2 = run_launch(none.rec, sanitize());
+  ASSERT_EQ(r2.findings.size(), 1u);
+  EXPECT_EQ(r2.findings[0].kind, analysis::Kind::wild_pointer);
+  EXPECT_EQ(r2.findings[0].lanes, 32);
+}
+
+TEST(Runner, DescriptorPaddingRoundTripsThroughJson) {
+  std::vector<float> x(4);
+  LaunchRecord r;
+  r.args = {ArgRecord::buffer("d", ir::Elem::f32, reinterpret_cast<std::byte*>(x.data()), 16, {4}, {1})};
+  EXPECT_FALSE(to_json(r)["args"][0].contains("padding"));
+  r.args[0].padding = 2;
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["args"][0]["padding"], "nan");
+  EXPECT_EQ(record_from_json(j).args[0].padding, 2);
+  j["args"][0]["padding"] = "inf";
+  EXPECT_THROW(record_from_json(j), Error);
+}
+
 }  // namespace
 }  // namespace tilescope::launch

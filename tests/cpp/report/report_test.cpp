@@ -166,7 +166,7 @@ TEST(ReportSarif, Shape) {
   const auto& run = s["runs"][0];
   EXPECT_EQ(run["tool"]["driver"]["name"], "tilescope");
   const auto& rules = run["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), 8u);  // one per kind
+  ASSERT_EQ(rules.size(), 9u);  // one per kind
   ASSERT_EQ(run["results"].size(), 2u);
   const auto& r0 = run["results"][0];
   EXPECT_EQ(r0["ruleId"], "out-of-bounds-store");
