@@ -103,7 +103,8 @@ class InterruptGuard {
 
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, const std::string& analyses,
-                       const std::vector<std::string>& stack, const std::string& specialization) {
+                       const std::vector<std::string>& stack, const std::string& specialization,
+                       int64_t max_memory) {
   launch::LaunchRecord rec;
   rec.ttir_file = k->module().filename;
   const auto& params = k->function("").args();
@@ -123,6 +124,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
 
   launch::RunOptions opts;
   opts.threads = threads;
+  opts.max_memory = max_memory;
   nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
   if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
   for (const auto& r : requests) {
@@ -215,9 +217,10 @@ NB_MODULE(_native, m) {
         "Read and verify TTIR text and plan it on the engine; cached by text. Raises TilescopeError.");
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
         nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>{},
-        nb::arg("specialization") = "{}",
+        nb::arg("specialization") = "{}", nb::arg("max_memory") = 0,
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
-        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Returns "
+        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'), in at "
+        "most `max_memory` bytes of program frames (0: half the physical memory). Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "
         "launch record as JSON text, without the TTIR}; the caller writes the text. The GIL is released "

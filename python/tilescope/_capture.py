@@ -439,7 +439,7 @@ def run(jitfn, args, grid, warmup, kwargs):
     try:
         res = _native.launch(kernel.native, native_args, grid, threads=_state.threads,
                              analyses=_state.analyses_json(), stack=stack,
-                             specialization=kernel.specialization)
+                             specialization=kernel.specialization, max_memory=_state.max_memory)
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:

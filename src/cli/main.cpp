@@ -272,7 +272,7 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
-                uint64_t seed, bool time, const RunReport& rep) {
+                int64_t max_memory, uint64_t seed, bool time, const RunReport& rep) {
   launch::LaunchRecord rec;
   rec.ttir = read_text_file(ttir);
   rec.ttir_file = ttir;
@@ -333,6 +333,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   launch::RunOptions opts;
   opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
   opts.threads = threads;
+  opts.max_memory = max_memory;
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
   launch::RunResult r = launch::run_launch(*k, rec, opts);
   if (r.stats.stopped) std::cerr << "tilescope: stopped at the first finding (--abort-on-first)\n";
@@ -364,6 +365,7 @@ int main(int argc, char** argv) {
   std::string ttir, kernel, grid = "1";
   std::vector<std::string> args, saves;
   int threads = 0;
+  int64_t max_memory = 0;
   uint64_t seed = 0;
   bool time = false;
   run->add_option("ttir", ttir, "TTIR file (kernel.asm[\"ttir\"] as Triton prints it)")->required();
@@ -377,6 +379,7 @@ int main(int argc, char** argv) {
   run->add_option("--save", saves,
                   "NAME=PATH.npy: write a pointer argument's buffer after the run (bf16 as uint16 bits)");
   run->add_option("--threads", threads, "worker threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  tilescope::cli::add_max_memory(*run, max_memory);
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
   tilescope::cli::RunReport run_report;
@@ -410,7 +413,8 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
-    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, seed, time, run_report);
+    return tilescope::cli::run_command(ttir, kernel, grid, args, saves, threads, max_memory, seed, time,
+                                       run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));

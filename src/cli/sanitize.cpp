@@ -28,6 +28,7 @@
 #include <set>
 #include <sstream>
 
+#include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
 
@@ -246,6 +247,16 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes) {
+  return cmd
+      .add_option("--max-memory", bytes,
+                  fmt::format("most memory a launch may take for the values of its programs, e.g. 16G (K, M, "
+                              "G, T: powers of 1024; default: half the physical memory, {}M here)",
+                              exec::default_max_memory() >> 20))
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::PositiveNumber);
+}
+
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   auto* s = app.add_subcommand(
       "sanitize",
@@ -255,6 +266,7 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
   s->add_flag("--abort-on-first", o.abort_on_first, "stop the program at the first finding");
   s->add_option("--threads", o.threads, "engine worker threads (default: all cores)");
+  add_max_memory(*s, o.max_memory);
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -266,8 +278,8 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json", "--sarif", "--exit-code", "--threads",
-                                                   "--color"};
+  static const std::set<std::string> with_value = {"--json",    "--sarif",      "--exit-code",
+                                                   "--threads", "--max-memory", "--color"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -307,6 +319,7 @@ int sanitize_command(const SanitizeOptions& o) {
   setenv("TILESCOPE_BIN", self_exe().c_str(), 1);
   setenv("TILESCOPE_EXIT_CODE", std::to_string(o.exit_code).c_str(), 1);
   if (o.threads > 0) setenv("TILESCOPE_THREADS", std::to_string(o.threads).c_str(), 1);
+  if (o.max_memory > 0) setenv("TILESCOPE_MAX_MEMORY", std::to_string(o.max_memory).c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,9 +14,14 @@ struct SanitizeOptions {
   int exit_code = 1;       // --exit-code: the status when there are findings
   bool abort_on_first = false;
   int threads = 0;
+  int64_t max_memory = 0;            // --max-memory: bytes of program frames per launch; 0: the default
   std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };
+
+/// Register `--max-memory SIZE` on `cmd`: the most bytes a launch may take for the values of its
+/// programs (exec::LaunchOptions::max_memory); SIZE in bytes or with a unit K, M, G, T (powers of 1024).
+CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes);
 
 /// Register `sanitize` on `app`; returns the subcommand (check it with `*sub` after parsing).
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);

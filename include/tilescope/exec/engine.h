@@ -38,7 +38,16 @@ struct LaunchOptions {
   std::vector<Observer*> observers;  // the analyses, in call order (exec/events.h)
   /// When set (e.g. by a SIGINT handler), the launch stops starting programs and throws Interrupted.
   const std::atomic<bool>* cancel = nullptr;
+  /// The most bytes the launch may take for the frames of its programs (the values of every program
+  /// in flight: one frame per worker thread, and one per program parked while it waits on another
+  /// through atomics); 0: default_max_memory(). A launch that needs more fails with an Error that says
+  /// how much it needs, before allocating it.
+  int64_t max_memory = 0;
 };
+
+/// The default LaunchOptions::max_memory: half of the machine's physical memory, or of the cgroup
+/// memory limit (cgroup v2 `memory.max`) when that is lower.
+int64_t default_max_memory();
 
 /// Thrown by Engine::launch when LaunchOptions::cancel was set during the launch.
 class Interrupted : public Error {

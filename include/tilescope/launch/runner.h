@@ -52,6 +52,7 @@ struct AnalysisRequest {
 struct RunOptions {
   std::vector<AnalysisRequest> analyses;  // none: just run the kernel
   int threads = 0;                        // 0: the engine's default (exec::LaunchOptions::threads)
+  int64_t max_memory = 0;                 // bytes of program frames; 0: exec::default_max_memory()
   const std::atomic<bool>* cancel =
       nullptr;  // set it (e.g. on SIGINT) to stop; run_launch throws exec::Interrupted
   /// Where tt.print text goes as programs print it (calls are serialized). Null: RunResult::prints.
