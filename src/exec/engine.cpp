@@ -744,9 +744,13 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     threads =
         static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
-  // Every worker takes a frame: fail now, before allocating any, when they do not fit.
-  L.threads = threads;
+  // Every worker takes a frame: by default no more workers than there are frames that fit the memory
+  // limit; fail now, before allocating any, when the frames of the threads asked for do not fit.
   L.max_memory = opts.max_memory > 0 ? opts.max_memory : default_max_memory();
+  if (opts.threads <= 0)
+    threads = static_cast<int>(
+        std::max<int64_t>(1, std::min<int64_t>(threads, L.max_memory / (L.plan->frame_bytes + 64))));
+  L.threads = threads;
   check_frames(L, threads);
 
   LaunchContext ctx(L.stop);

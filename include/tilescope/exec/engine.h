@@ -34,7 +34,8 @@ struct Arg {
 
 struct LaunchOptions {
   std::array<int64_t, 3> grid{1, 1, 1};
-  int threads = 0;                   // 0: all cores (fewer for small grids: at least 8 programs per thread)
+  int threads = 0;  // 0: all cores (fewer for small grids: at least 8 programs per thread; and no more
+                    // than the program frames that fit max_memory)
   std::vector<Observer*> observers;  // the analyses, in call order (exec/events.h)
   /// When set (e.g. by a SIGINT handler), the launch stops starting programs and throws Interrupted.
   const std::atomic<bool>* cancel = nullptr;

@@ -237,6 +237,12 @@ TEST(PlanStorage, AFrameLargerThanTheLimitIsAClearErrorBeforeTheLaunch) {
   EXPECT_EQ(launch_error(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {4, 1, 1}, 4, 4 * frame), "(no error)");
   EXPECT_EQ(out[0], 4.0f);
   EXPECT_NE(launch_error(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {4, 1, 1}, 4, 4 * frame - 1), "(no error)");
+  // The default thread count is cut to the frames that fit; only a frame larger than the limit fails.
+  out.assign(n, 0.0f);
+  EXPECT_EQ(launch_error(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {64, 1, 1}, 0, frame), "(no error)");
+  EXPECT_EQ(out[0], 4.0f);
+  e = launch_error(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {64, 1, 1}, 0, frame - 1);
+  EXPECT_NE(e.find("x 1 worker thread)"), std::string::npos) << e;
 }
 
 TEST(PlanStorage, ProgramsParkedOnAtomicsCountAgainstTheLimit) {
