@@ -46,7 +46,7 @@ int Planner::slot(const ir::Value* v) {
 //   worker (Engine::launch) and must hold for every program it runs.
 // - In a region of several blocks (cf.br / cf.cond_br: branches may go backwards) every value defined
 //   in the region lives from the region's start to its end.
-// Values then take the storage of a value of the same size (64-byte rounded) whose interval ended
+// Values then take the storage of a value of the same size (64-byte lines) whose interval ended
 // before theirs starts, most recently freed first, or new bytes at the end of the function's storage.
 
 namespace {
@@ -150,7 +150,8 @@ class Liveness {
 void Planner::assign_storage(const FunctionPlan& fp) {
   Liveness live(plan_.slots.size());
   live.function(fp.body);
-  auto rounded = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  // Sizes in whole 64-byte lines, at least one: a value of no bytes still has an offset of its own.
+  auto rounded = [](int64_t bytes) { return std::max<int64_t>(64, (bytes + 63) / 64 * 64); };
   // Intervals still holding their storage, soonest end first; free storage by size, last freed last.
   using Held = std::pair<int64_t, int>;  // end, slot
   std::priority_queue<Held, std::vector<Held>, std::greater<Held>> held;
@@ -176,6 +177,17 @@ void Planner::assign_storage(const FunctionPlan& fp) {
     assert(plan_.slot_offset[s] % 64 == 0 && plan_.slot_offset[s] >= base && live.start(s) <= live.end(s));
   }
   plan_.frame_bytes = top;
+#ifndef NDEBUG
+  // Slots that share bytes have the same size and disjoint intervals (checked in assert builds: ASan,
+  // TSan, the fuzzer).
+  std::map<int64_t, std::vector<int>> by_offset;
+  for (int s : live.slots()) by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
+  for (const auto& [off, group] : by_offset)
+    for (size_t i = 1; i < group.size(); ++i) {
+      assert(rounded(plan_.slots[group[i]].bytes) == rounded(plan_.slots[group[0]].bytes));
+      assert(live.end(group[i - 1]) < live.start(group[i]));
+    }
+#endif
 }
 
 void Planner::unsupported(const ir::Op& op, const std::string& why) const {

@@ -74,7 +74,8 @@ class Sanitizer : public Analysis {
   /// (counts, the first few program ids and lanes, the last program id, offset and address ranges)
   /// and, per program state, a flag per site that counts each program once there. It grows with the
   /// number of sites and of concurrently running programs, never with the grid (issue 8, item 4).
-  /// Shadow lanes of the poison analyses are not included.
+  /// Shadow lanes of the poison analyses are not included. Call it between launches (or after one
+  /// and before finish()), not while programs run.
   size_t retained_bytes() const;
 
   /// Analysis: finish() and append this launch's findings to `out`.
