@@ -10,7 +10,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip build demo test test-cpp test-python test-peers bench bench-peers clean \
+.PHONY: setup setup-apt setup-pip build demo test test-cpp test-python test-peers test-tutorials bench bench-peers clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip
@@ -63,6 +63,12 @@ test-peers: setup build
 	@$(PY) -m pip install -q --disable-pip-version-check pytest-timeout transformers
 	@$(PY) -m pip install -q --disable-pip-version-check --no-deps liger-kernel==0.8.5
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/peer_suite.py $(PEER_ARGS)
+
+# Triton's own tutorials, unmodified (from TRITON_SRC or ../shared/third_party/triton-3.6), under
+# `tilescope sanitize`: result, findings, own checks and wall time of each in bench/TUTORIALS.md.
+test-tutorials: setup build
+	@$(PY) -m pip install -q --disable-pip-version-check tabulate
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/tutorials.py $(TUTORIAL_ARGS)
 
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py

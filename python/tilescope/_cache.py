@@ -1,7 +1,10 @@
 """The TTIR disk cache: Triton's TTIR of each kernel specialization, kept across processes.
 
-Where: ``TILESCOPE_CACHE_DIR``, default ``~/.cache/tilescope/ttir``; an empty ``TILESCOPE_CACHE_DIR``
-turns the cache off. Size: ``TILESCOPE_CACHE_MAX_SIZE`` bytes (a K, M or G suffix multiplies by 1024,
+Where: ``TILESCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tilescope/ttir`` (an absolute XDG_CACHE_HOME,
+as the XDG base directory spec says), else ``~/.cache/tilescope/ttir`` when the home directory exists;
+an empty ``TILESCOPE_CACHE_DIR`` turns the cache off, and so does a home directory that does not exist
+(HOME=/nonexistent, as service accounts have: tilescope never creates a home directory), with one
+warning per process. Size: ``TILESCOPE_CACHE_MAX_SIZE`` bytes (a K, M or G suffix multiplies by 1024,
 1024**2, 1024**3; default 256M); when the entries grow past it, the least recently used ones are
 removed until they take at most 80% of it. ``tilescope cache clear`` (src/cli/cache.cpp) empties it.
 
@@ -33,6 +36,7 @@ _TEMP = re.compile(r"^\.[0-9a-f]{64}\.ttir\..+\.tmp$")
 _STALE_TEMP_S = 3600  # a temporary file this old belongs to a writer that was killed
 
 _warned_write = False
+_warned_home = False
 _written_since_scan = None  # bytes this process wrote since its last eviction scan; None: no scan yet
 
 
@@ -42,11 +46,22 @@ def _warn(msg: str) -> None:
 
 
 def directory() -> str | None:
-    """The cache directory, or None when the cache is off (TILESCOPE_CACHE_DIR set and empty)."""
+    """The cache directory (see the module docstring), or None when the cache is off."""
+    global _warned_home
     root = os.environ.get("TILESCOPE_CACHE_DIR")
-    if root is None:
-        return os.path.join(os.path.expanduser("~"), ".cache", "tilescope", "ttir")
-    return root or None
+    if root is not None:
+        return root or None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, "tilescope", "ttir")
+    home = os.path.expanduser("~")
+    if home != "~" and os.path.isdir(home):
+        return os.path.join(home, ".cache", "tilescope", "ttir")
+    if not _warned_home:
+        _warned_home = True
+        _warn(f"the home directory {home!r} does not exist, so the TTIR cache is off (set TILESCOPE_CACHE_DIR "
+              f"or XDG_CACHE_HOME to keep it elsewhere)")
+    return None
 
 
 def max_size() -> int:

@@ -21,6 +21,7 @@ import sysconfig
 import threading
 
 from . import _state
+from ._compiled import Compiled  # noqa: F401  (launches return it)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -187,22 +188,6 @@ class _KernelState:
         self.key_cache = {}
 
 
-class Compiled:
-    """One specialization: its TTIR and the engine's kernel. Returned by a launch, as Triton
-    returns its CompiledKernel."""
-
-    def __init__(self, name, ttir, native, signature, constexprs, specialization="{}"):
-        self.name = name
-        self.asm = {"ttir": ttir}
-        self.native = native
-        self.signature = signature
-        self.constants = constexprs
-        self.specialization = specialization  # JSON for the launch record (README, "Launch record")
-
-    def __repr__(self):
-        return f"<tilescope kernel {self.name}>"
-
-
 def _state_of(jitfn) -> _KernelState:
     st = jitfn.__dict__.get("_tilescope_state")
     if st is None:
@@ -233,6 +218,7 @@ def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
 def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     global _CONTEXT
     from triton._C.libtriton import ir
+    from triton.backends.compiler import Language
     from triton.compiler.compiler import ASTSource
 
     from . import _cache
@@ -252,14 +238,16 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
         st.backend.load_dialects(_CONTEXT)
     codegen = st.backend.get_codegen_implementation(options)
     mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
-    mod = st.backend.make_ttir(mod, {}, options, st.target.arch)
+    stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
+    st.backend.add_stages(stages, options, Language.TRITON)
+    mod = stages["ttir"](mod, {})
     text = str(mod)
     if entry is not None:
         entry.store(text)
     return text
 
 
-def _compile(jitfn, st, kwargs, bound_args, specialization, options):
+def _compile(jitfn, st, kwargs, bound_args, specialization, options, user_options):
     from . import _native
 
     options, signature, constexprs, attrs = jitfn._pack_args(st.backend, kwargs, bound_args, specialization, options)
@@ -267,14 +255,22 @@ def _compile(jitfn, st, kwargs, bound_args, specialization, options):
     ttir = _make_ttir(jitfn, st, signature, constexprs, attrs, options)
     dump = os.environ.get("TILESCOPE_DUMP_TTIR")
     if dump:
-        os.makedirs(dump, exist_ok=True)
-        with open(os.path.join(dump, f"{name}-{abs(hash(ttir)) & 0xffffffff:08x}.ttir"), "w") as f:
-            f.write(ttir)
+        path = os.path.join(dump, f"{name}-{abs(hash(ttir)) & 0xffffffff:08x}.ttir")
+        try:
+            os.makedirs(dump, exist_ok=True)
+            _state._write_atomically(path, ttir.encode())
+        except OSError as e:  # tilescope's own output: never the program's exception
+            _state._warn(f"TILESCOPE_DUMP_TTIR: cannot write {path} ({e.strerror or e})")
     try:
         native = _native.compile(ttir, f"{name}.ttir")
     except _native.TilescopeError as e:
         raise _with_diagnostic(CompileError(f"tilescope cannot run kernel '{name}' ({_where(jitfn)}): {e}"), e) from None
-    return Compiled(name, ttir, native, signature, constexprs, _specialization_json(jitfn, constexprs, attrs))
+    from . import _compiled
+
+    stages = _compiled.stages_for(jitfn, st.target, st.backend, signature, constexprs, attrs, options, user_options)
+    launch = {**{k: v for k, v in kwargs.items() if k not in jitfn.arg_names}, **user_options}
+    return Compiled(name, ttir, native, signature, constexprs, _specialization_json(jitfn, constexprs, attrs), stages,
+                    (jitfn, launch))
 
 
 def _specialization_json(jitfn, constexprs, attrs) -> str:
@@ -371,6 +367,9 @@ def _handles(jitfn) -> bool:
 def run(jitfn, args, grid, warmup, kwargs):
     from triton import knobs
 
+    # The program's own options, for the compiled forms Triton makes of the kernel (_compiled.py).
+    user_options = {"debug": bool(kwargs.get("debug", jitfn.debug) or knobs.runtime.debug),
+                    "sanitize_overflow": kwargs.get("sanitize_overflow", True)}
     kwargs["debug"] = True  # keep tl.device_assert (the sanitizer reports failed asserts)
     kwargs.setdefault("sanitize_overflow", False)  # the sanitizer finds int32 overflow itself
     kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
@@ -387,10 +386,11 @@ def run(jitfn, args, grid, warmup, kwargs):
     from triton.runtime.jit import compute_cache_key
 
     with _compile_lock:
-        key = compute_cache_key(st.key_cache, specialization, options)
+        # The program's own options are part of the key: Triton's later stages are made for them.
+        key = (compute_cache_key(st.key_cache, specialization, options), tuple(sorted(user_options.items())))
         kernel = st.kernels.get(key)
         if kernel is None:
-            kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options)
+            kernel = _compile(jitfn, st, wkwargs, bound_args, specialization, options, user_options)
             st.kernels[key] = kernel
 
     not_present = object()
@@ -411,7 +411,12 @@ def run(jitfn, args, grid, warmup, kwargs):
         raise LaunchError(f"kernel '{kernel.name}': the grid must be 1 to 3 integers, got {grid!r}") from None
     if not 1 <= len(grid) <= 3:
         raise LaunchError(f"kernel '{kernel.name}': the grid must have 1 to 3 dimensions, got {grid!r}")
-    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError.
+    # The engine checks the grid against CUDA's limits (exec::check_grid) and raises LaunchError;
+    # only a size that does not even fit the engine's 64-bit grid is refused here.
+    for d, g in enumerate(grid):
+        if not -2**63 <= g < 2**63:
+            raise LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: grid dimension {'xyz'[d]} is {g}, "
+                              f"past CUDA's limits (x < 2^31, y and z <= 65535)")
     if any(g == 0 for g in grid) and all(g >= 0 for g in grid):
         return kernel  # an empty grid launches nothing, as on the GPU
 
@@ -446,11 +451,14 @@ def run(jitfn, args, grid, warmup, kwargs):
         for s in staged:
             s.copy_back()
     # The engine writes nothing itself: tl.device_print text goes through sys.stdout, so redirections
-    # and pytest's capture see it.
-    if res["stdout"]:
-        sys.stdout.write(res["stdout"])
-    if res["stderr"]:
-        sys.stderr.write(res["stderr"])
+    # and pytest's capture see it. A stream that fails loses the text, as a GPU's printf buffer would,
+    # without an exception in the program.
+    for stream, text in ((sys.stdout, res["stdout"]), (sys.stderr, res["stderr"])):
+        if text:
+            try:
+                stream.write(text)
+            except (OSError, ValueError):
+                pass
     _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack)
     return kernel
@@ -482,9 +490,9 @@ def install():
     original_autotune_run = autotuner.Autotuner.run
 
     def autotune_run(self, *args, **kwargs):
-        # One configuration, no benchmarking: pick the first configuration left after the
-        # user's pruning, as if it had won; then Triton's own run applies it (and runs its
-        # pre_hook and the autotuner's reset hook as after a real tuning).
+        # No benchmarking: the first configuration left after the user's pruning that compiles wins,
+        # as if it had been the fastest; then Triton's own run applies it (and runs its pre_hook and
+        # the autotuner's reset hook as after a real tuning).
         base = _base_jit(self)
         if base is not None and _handles(base) and len(self.configs) > 1:
             self.nargs = dict(zip(self.arg_names, args))
@@ -496,13 +504,52 @@ def install():
                     key.append(str(arg.dtype))
             key = tuple(key)
             if key not in self.cache:
-                config = self.prune_configs(kwargs)[0]
+                config = _first_compiling_config(self, base, args, kwargs, self.prune_configs(kwargs))
                 self.cache[key] = config
                 full_nargs = {**self.nargs, **kwargs, **config.all_kwargs()}
                 self.pre_hook(full_nargs, reset_only=True)
         return original_autotune_run(self, *args, **kwargs)
 
     autotuner.Autotuner.run = autotune_run
+
+
+def _first_compiling_config(tuner, base, args, kwargs, configs):
+    """The first of `configs` whose kernel compiles, as Triton's autotuner would pick among timings
+    where a configuration that fails to compile counts as infinitely slow (``Autotuner._bench``
+    catches OutOfResources, CompileTimeAssertionFailure and PTXASError). Each skipped configuration
+    is said on stderr and noted for the report. When every one fails, the first is returned (Triton's
+    ``min`` over equal timings) and its launch raises the error, as in Triton.
+
+    Only TTIR is made here, so what only Triton's later stages check (shared memory and registers:
+    OutOfResources, PTXASError) is not known: such a configuration runs on the CPU."""
+    from triton.compiler.errors import CompileTimeAssertionFailure
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    skipped = []
+    chosen = None
+    for config in configs:
+        conflicts = kwargs.keys() & config.kwargs.keys()
+        if conflicts:  # as Autotuner._bench says it
+            raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}."
+                             " Make sure that you don't re-define auto-tuned symbols.")
+        try:
+            tuner.fn.run(*args, **{**kwargs, **config.all_kwargs(), "warmup": True})
+        except (OutOfResources, CompileTimeAssertionFailure, PTXASError) as e:
+            skipped.append((config, e))
+            continue
+        chosen = config
+        break
+    if chosen is None:
+        return configs[0]
+    name = base.fn.__name__
+    for config, e in skipped:
+        reason = getattr(e, "error_message", None) or str(e)
+        reason = " ".join(str(reason).split())  # one line
+        text = (f"autotune of kernel '{name}': skipped the configuration {{{config}}}, which does not "
+                f"compile ({type(e).__name__}: {reason}), as Triton's autotuner does")
+        _state.note(text)
+        _state._warn(text)
+    return chosen
 
 
 def _base_jit(fn):

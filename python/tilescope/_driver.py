@@ -1,47 +1,44 @@
 """Make Triton usable on a machine without a GPU.
 
 Triton's launch path asks ``driver.active`` for the current device, stream and target; on a machine
-without CUDA no driver is active and that raises. tilescope never runs Triton's launcher (launches go
-to the CPU engine), but programs and libraries still touch the driver (``get_current_device``,
-``get_active_torch_device``, autotuner benchmarkers, device properties). When no real driver is
-active, this installs a small stand-in that answers for a CUDA sm_90 device whose tensors live on
-the CPU.
+without a GPU no driver is active and that raises. tilescope never runs Triton's launcher (launches go
+to the CPU engine), but programs and libraries still ask the driver (``get_current_target``,
+``get_active_torch_device``, ``utils.get_device_properties``, autotuner benchmarkers). When no real
+driver is active, this installs a stand-in that answers for the emulated device (``_device``: the
+``--target``, default sm_90) whose tensors live on the CPU, and the rest of the emulated device
+(torch.cuda's queries, the benchmarks).
 """
 from __future__ import annotations
 
 import os
 
-# The fixed target Triton compiles for (reference §4.2): sm_90 keeps block pointers and
-# descriptors as ops, which the engine runs.
-TARGET_ARCH = 90
-WARP_SIZE = 32
+from . import _device
+
+try:
+    from triton.backends.driver import DriverBase as _DriverBase
+except ImportError:  # only the annotations need it; Triton is checked where it is used
+    _DriverBase = object
 
 
 def target():
-    from triton.backends.compiler import GPUTarget
-
-    return GPUTarget("cuda", TARGET_ARCH, WARP_SIZE)
-
-
-class _DeviceProperties(dict):
-    pass
+    """The GPUTarget every kernel is compiled for (``_device.selected()``)."""
+    return _device.gpu_target()
 
 
 class _Utils:
+
     def get_device_properties(self, device=0):
-        # H100/H200-like numbers: libraries size grids and blocks from these.
-        return _DeviceProperties(max_shared_mem=232448, max_num_regs=65536, multiprocessor_count=132,
-                                 warpSize=WARP_SIZE, sm_clock_rate=1980000, mem_clock_rate=2619000,
-                                 mem_bus_width=5120)
+        return _device.triton_device_properties(_device.selected())
 
 
-class CpuDriver:
+class CpuDriver(_DriverBase):
     """The stand-in ``driver.active`` when no GPU driver is available."""
 
     def __init__(self):
         self.utils = _Utils()
 
-    def is_active(self):
+    @staticmethod
+    def is_active():
         return True
 
     def get_current_device(self):
@@ -62,7 +59,7 @@ class CpuDriver:
         return torch.device("cpu")
 
     def get_device_capability(self, device=0):
-        return (TARGET_ARCH // 10, TARGET_ARCH % 10)
+        return _device.selected().capability
 
     def get_device_interface(self):
         import torch
@@ -70,13 +67,7 @@ class CpuDriver:
         return torch.cuda
 
     def get_benchmarker(self):
-        # Autotuning is short-circuited (one configuration, no timing); anything else that asks
-        # for a benchmark gets one run and zero times.
-        def bench(kernel_call, quantiles=None, **kwargs):
-            kernel_call()
-            return [0.0] * len(quantiles) if quantiles else 0.0
-
-        return bench
+        return _device.do_bench
 
     def get_empty_cache_for_benchmark(self):
         import torch
@@ -94,12 +85,13 @@ _installed = False
 
 
 def install():
-    """Install the stand-in driver unless a real one is active. Idempotent."""
+    """Install the stand-in driver and the emulated device unless a real driver is active. Idempotent."""
     global _installed
     if _installed:
         return
     _installed = True
     os.environ.setdefault("TRITON_MOCK_PTX_VERSION", "8.7")
+    _device.selected()  # a bad TILESCOPE_TARGET fails here, before anything is patched
     import importlib
 
     driver_mod = importlib.import_module("triton.runtime.driver")
@@ -112,3 +104,4 @@ def install():
     except Exception:
         cfg._default = CpuDriver()
         cfg._active = cfg._default
+        _device.install()

@@ -5,6 +5,15 @@ TILESCOPE_SANITIZE=1 (capture every launch), TILESCOPE_FINDINGS=<dir> (where thi
 its findings, as JSON, for the parent to merge), TILESCOPE_THREADS=N, TILESCOPE_ABORT_ON_FIRST=1,
 TILESCOPE_MAX_MEMORY=SIZE (the most memory a launch may take for the values of its programs: bytes, or
 a number with K, M, G or T, powers of 1024; `tilescope sanitize --max-memory` sets it).
+
+The findings file of a process is ``<dir>/findings-<pid>-<random>.json``: ``{"pid", "argv",
+"launches", "findings": [the JSON schema's objects], "notes": [lines for the report]}``, written to a
+temporary file and renamed over it. When it cannot be written (a full or read-only TMPDIR), nothing
+is raised in the program: the process says so once on stderr, prints its own report on stderr at
+exit, and tells the parent through the FIFO ``<dir>/failures`` (made by src/cli/sanitize.cpp): one
+line of JSON ``{"pid", "findings", "launches", "error"}`` when its file goes missing or stale, and
+``{"pid", "ok": true}`` once a later write succeeds, so that the parent's report never says "no
+findings" for findings it did not receive. Change both sides together.
 """
 from __future__ import annotations
 
@@ -39,8 +48,10 @@ findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
 _lock = threading.Lock()
 _findings: list[dict] = []
 _launches = 0
+_notes: list[str] = []
 _exit_registered = False
 _file = None
+_write_error = None  # why the last write of the findings file failed (None: it succeeded, or none yet)
 
 
 def findings() -> list[dict]:
@@ -52,6 +63,7 @@ def findings() -> list[dict]:
 def clear() -> None:
     with _lock:
         _findings.clear()
+        _notes.clear()
     try:
         from . import _native
 
@@ -65,30 +77,101 @@ def _findings_path() -> str:
     global _file
     pid = os.getpid()
     if _file is None or _file[0] != pid:
-        os.makedirs(findings_dir, exist_ok=True)
         _file = (pid, os.path.join(findings_dir, f"findings-{pid}-{os.urandom(4).hex()}.json"))
     return _file[1]
 
 
-def write_findings() -> None:
-    """Write this process's findings where the `tilescope sanitize` parent reads them."""
-    if not findings_dir:
-        return
-    with _lock:
-        doc = {"pid": os.getpid(), "argv": sys.argv, "launches": _launches, "findings": _findings}
-        path = _findings_path()
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f)
+def _write_atomically(path: str, data: bytes) -> None:
+    """`data` as the whole content of `path`: a temporary file in the same directory, every write
+    checked, renamed over `path`; raises OSError and leaves no temporary file on failure."""
+    tmp = f"{path}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _tell_parent(message: dict) -> None:
+    """One line of JSON to the parent's failures FIFO (see the module docstring); never blocks, never
+    raises: a line under PIPE_BUF bytes is written whole or not at all."""
+    try:
+        fd = os.open(os.path.join(findings_dir, "failures"), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.write(fd, (json.dumps(message)[:3000] + "\n").encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _warn(message: str) -> None:
+    try:
+        sys.stderr.write(f"tilescope: warning: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or failing stderr: nowhere left to say it
+        pass
+
+
+def write_findings() -> bool:
+    """Write this process's findings where the `tilescope sanitize` parent reads them. Never raises:
+    a failure is reported (see the module docstring) and the findings stay in memory. Returns whether
+    the file now holds them."""
+    global _write_error
+    if not findings_dir:
+        return True
+    with _lock:
+        doc = {"pid": os.getpid(), "argv": sys.argv, "launches": _launches, "findings": _findings,
+               "notes": _notes}
+        try:
+            data = json.dumps(doc).encode()
+            os.makedirs(findings_dir, exist_ok=True)
+            _write_atomically(_findings_path(), data)
+        except (OSError, ValueError, TypeError) as e:
+            reason = getattr(e, "strerror", None) or str(e)
+            if _write_error is None:
+                _warn(f"cannot write this process's findings to {findings_dir} ({reason}); they are printed "
+                      f"on stderr when it exits")
+                _tell_parent({"pid": os.getpid(), "findings": len(_findings), "launches": _launches,
+                              "error": reason})
+            _write_error = reason
+            return False
+        if _write_error is not None:
+            _tell_parent({"pid": os.getpid(), "ok": True})
+            _write_error = None
+        return True
+
+
+def note(text: str) -> None:
+    """A line for the end-of-run report (once per distinct text): the process's report at exit, or the
+    `tilescope sanitize` parent's report. The caller also says it on stderr when it happens."""
+    with _lock:
+        if text in _notes:
+            return
+        _notes.append(text)
+    _ensure_exit_hook()
 
 
 def _after_fork_in_child() -> None:
     # The parent reports its own findings; the child reports only what it finds itself.
-    global _launches, _lock
+    global _launches, _lock, _write_error
     _lock = threading.Lock()
     _findings.clear()
+    _notes.clear()
     _launches = 0
+    _write_error = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -112,12 +195,13 @@ def record(findings_json: str, kernel: str, stack: list[str]) -> None:
         # (os._exit, a crash, a killed test worker) still reports what was found.
         write_findings()
     if new and abort_on_first:
-        if findings_dir:
-            write_findings()
-        else:
+        if not findings_dir or not write_findings():
             print_report()
-        sys.stdout.flush()  # os._exit does not flush: the program's output so far (device prints too)
-        sys.stderr.flush()
+        try:
+            sys.stdout.flush()  # os._exit does not flush: the program's output so far (device prints too)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
         os._exit(int(os.environ.get("TILESCOPE_EXIT_CODE") or 1))
 
 
@@ -130,9 +214,14 @@ def _ensure_exit_hook() -> None:
 
 def _at_exit() -> None:
     if findings_dir:
-        write_findings()
-    elif _findings:
-        print_report()
+        if not write_findings():
+            # The parent cannot read them: this process's report goes on stderr instead.
+            print_report(with_notes=True)
+            if _write_error is not None:
+                _tell_parent({"pid": os.getpid(), "findings": len(_findings), "launches": _launches,
+                              "error": _write_error})
+    elif _findings or _notes:
+        print_report(with_notes=True)
 
 
 def report_text(color: bool | None = None) -> str:
@@ -144,6 +233,12 @@ def report_text(color: bool | None = None) -> str:
     return _native.report_text(color)
 
 
-def print_report() -> None:
-    sys.stderr.write(report_text())
-    sys.stderr.flush()
+def print_report(with_notes: bool = False) -> None:
+    try:
+        text = report_text()
+        if with_notes:
+            text += "".join(f"tilescope: note: {n}\n" for n in _notes)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or failing stderr
+        pass

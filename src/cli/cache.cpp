@@ -18,6 +18,8 @@ std::optional<fs::path> ttir_cache_dir() {
     if (!*dir) return std::nullopt;
     return fs::path(dir);
   }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
+    return fs::path(xdg) / "tilescope" / "ttir";
   const char* home = std::getenv("HOME");
   if (!home || !*home) {
     const passwd* pw = ::getpwuid(::getuid());

@@ -10,8 +10,10 @@
 namespace tilescope::cli {
 
 /// The cache directory as the front door finds it: TILESCOPE_CACHE_DIR, else
-/// $HOME/.cache/tilescope/ttir (the password database's home when HOME is unset); nullopt when the
-/// cache is off (TILESCOPE_CACHE_DIR set and empty).
+/// $XDG_CACHE_HOME/tilescope/ttir (an absolute XDG_CACHE_HOME), else $HOME/.cache/tilescope/ttir (the
+/// password database's home when HOME is unset); nullopt when the cache is off (TILESCOPE_CACHE_DIR
+/// set and empty). (The front door also leaves the cache off when the home directory does not exist;
+/// clearing that path then finds nothing.)
 std::optional<std::filesystem::path> ttir_cache_dir();
 
 struct Cleared {

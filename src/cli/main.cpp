@@ -6,27 +6,26 @@
 // The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
 // input error (a located message on stderr).
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cassert>
+#include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <random>
 #include <regex>
-#include <sstream>
 
+#include "args.h"
 #include "cache.h"
 #include "npy.h"
+#include "output_file.h"
 #include "sanitize.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/launch/record.h"
@@ -38,183 +37,6 @@ namespace {
 
 using ir::Elem;
 
-struct HostBuffer {
-  Elem elem;
-  std::vector<int64_t> shape;
-  std::vector<std::byte> data;
-};
-
-void store_double(std::byte* p, Elem e, double v) {
-  switch (e) {
-    case Elem::f32: {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case Elem::f64: std::memcpy(p, &v, 8); break;
-    case Elem::f16:
-    case Elem::bf16: {
-      uint16_t b = static_cast<uint16_t>(ir::float_to_bits(e, v));
-      std::memcpy(p, &b, 2);
-      break;
-    }
-    case Elem::f8e4m3fn:
-    case Elem::f8e5m2:
-    case Elem::f8e4m3fnuz:
-    case Elem::f8e5m2fnuz: {
-      uint8_t b = static_cast<uint8_t>(ir::float_to_bits(e, v));
-      std::memcpy(p, &b, 1);
-      break;
-    }
-    case Elem::i1:
-    case Elem::i8:
-    case Elem::i16:
-    case Elem::i32:
-    case Elem::i64:
-    case Elem::ptr: {  // a pointer-to-pointer buffer holds integer addresses
-      int64_t i = static_cast<int64_t>(v);
-      if (e == Elem::i1) i = i != 0;
-      std::memcpy(p, &i, static_cast<size_t>(ir::elem_bytes(e)));
-      break;
-    }
-    case Elem::tensordesc:
-    case Elem::none:  // no storage: run() rejects `none` pointees, the reader pointers to descriptors
-      assert(false && "a buffer's elements have storage");
-      break;
-  }
-}
-
-// `[DTYPE][SHAPE]:GEN`, GEN = zeros | ones | randn | rand | arange | full=V
-HostBuffer generate(const std::string& name, const std::string& spec, Elem pointee, std::mt19937_64& rng) {
-  static const std::regex re(R"(^([A-Za-z0-9]*)\[([0-9x, ]*)\]:([a-z]+)(=(.*))?$)");
-  std::smatch m;
-  if (!std::regex_match(spec, m, re))
-    throw Error(fmt::format(
-        "--arg {}={}: expected DTYPE[SHAPE]:GEN (e.g. f32[64x32]:randn), a .npy path, or TYPE:VALUE", name,
-        spec));
-  HostBuffer b;
-  b.elem = pointee;
-  if (!m[1].str().empty()) {
-    auto e = ir::elem_from_name(m[1].str());
-    if (!e)
-      throw Error(fmt::format("--arg {}: unknown dtype '{}' ({})", name, m[1].str(), ir::elem_names_help()));
-    if (ir::elem_bytes(*e) != ir::elem_bytes(pointee))
-      throw Error(fmt::format("--arg {}: dtype {} does not match the kernel's pointer type {}", name,
-                              m[1].str(), ir::elem_name(pointee)));
-    b.elem = *e;
-  }
-  std::string dims = m[2];
-  static const std::regex shape_re(R"(^[0-9]+([x,][0-9]+)*$)");
-  if (!std::regex_match(dims, shape_re))
-    throw Error(
-        fmt::format("--arg {}: shape '[{}]' must be sizes separated by 'x' (e.g. [64x32])", name, dims));
-  int64_t n = 1;
-  bool overflow = false;
-  std::regex num("[0-9]+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
-    int64_t d = 0;
-    try {
-      d = std::stoll(it->str());
-    } catch (const std::logic_error&) {
-      overflow = true;
-    }
-    b.shape.push_back(d);
-    overflow |= __builtin_mul_overflow(n, d, &n);
-  }
-  int eb = ir::elem_bytes(b.elem);
-  constexpr int64_t kMaxBytes = int64_t{1} << 36;  // 64 GiB: a typo, not a buffer
-  if (overflow || n <= 0 || n > kMaxBytes / eb)
-    throw Error(
-        fmt::format("--arg {}: shape {} has {} elements, more than a host buffer can hold", name, dims, n));
-  b.data.assign(static_cast<size_t>(n * eb), std::byte{0});
-  std::string gen = m[3];
-  double full = 0;
-  if (gen == "full") {
-    if (!m[5].matched) throw Error(fmt::format("--arg {}: full needs a value (full=1.5)", name));
-    try {
-      size_t used = 0;
-      full = std::stod(m[5], &used);
-      if (static_cast<std::ptrdiff_t>(used) != m[5].length()) throw std::invalid_argument(m[5]);
-    } catch (const std::logic_error&) {
-      throw Error(fmt::format("--arg {}: full={} is not a number", name, m[5].str()));
-    }
-  }
-  std::normal_distribution<double> normal;
-  std::uniform_real_distribution<double> uniform;
-  bool fl = ir::is_float(b.elem);
-  std::function<double(int64_t)> value;
-  if (gen == "zeros")
-    value = [](int64_t) { return 0.0; };
-  else if (gen == "ones")
-    value = [](int64_t) { return 1.0; };
-  else if (gen == "full")
-    value = [full](int64_t) { return full; };
-  else if (gen == "arange")
-    value = [](int64_t i) { return static_cast<double>(i); };
-  else if (gen == "randn")
-    value = [&](int64_t) { return fl ? normal(rng) : std::round(normal(rng) * 10); };
-  else if (gen == "rand")
-    value = [&](int64_t) { return fl ? uniform(rng) : std::floor(uniform(rng) * 100); };
-  else
-    throw Error(fmt::format("--arg {}: unknown generator '{}' (zeros, ones, randn, rand, arange, full=V)",
-                            name, gen));
-  if (gen != "zeros")  // the buffer starts zeroed
-    for (int64_t i = 0; i < n; ++i) store_double(b.data.data() + i * eb, b.elem, value(i));
-  return b;
-}
-
-HostBuffer from_npy(const std::string& name, const std::string& path, Elem pointee) {
-  NpyArray a = read_npy(path);
-  if (a.item_bytes() != ir::elem_bytes(pointee))
-    throw Error(
-        fmt::format("--arg {}: {} holds {}-byte '{}' elements, but the kernel's pointer is to {} ({} bytes)",
-                    name, path, a.item_bytes(), a.descr, ir::elem_name(pointee), ir::elem_bytes(pointee)));
-  bool float_file = a.descr[1] == 'f', float_ptr = ir::is_float(pointee);
-  bool bits_ok = (pointee == Elem::bf16 || pointee == Elem::f8e4m3fn || pointee == Elem::f8e5m2 ||
-                  pointee == Elem::f8e4m3fnuz || pointee == Elem::f8e5m2fnuz) &&
-                 !float_file;
-  if (float_file != float_ptr && !bits_ok && !(pointee == Elem::i8 && a.descr == "|b1"))
-    throw Error(fmt::format("--arg {}: {} holds '{}' but the kernel's pointer is to {}", name, path, a.descr,
-                            ir::elem_name(pointee)));
-  return HostBuffer{pointee, a.shape.empty() ? std::vector<int64_t>{1} : a.shape, std::move(a.data)};
-}
-
-// `[TYPE:]VALUE` for a scalar argument of TTIR type `t`: the value as written (range checks and the
-// conversion to `t` happen when the launch record is bound, launch::bind).
-launch::Scalar parse_scalar(const std::string& name, const std::string& spec, const ir::Type& t) {
-  auto colon = spec.find(':');
-  std::string ty = colon == std::string::npos ? "" : spec.substr(0, colon);
-  std::string val = colon == std::string::npos ? spec : spec.substr(colon + 1);
-  if (!ty.empty()) {
-    auto e = ir::elem_from_name(ty);
-    if (!e) throw Error(fmt::format("--arg {}: unknown type '{}' ({})", name, ty, ir::elem_names_help()));
-    if (ir::elem_bytes(*e) != ir::elem_bytes(t.elem) || ir::is_float(*e) != ir::is_float(t.elem))
-      throw Error(fmt::format("--arg {}: {} given, but the kernel's argument is {}", name, ty, t.str()));
-  }
-  try {
-    size_t used = 0;
-    if (ir::is_float(t.elem)) {
-      double v = std::stod(val, &used);
-      if (used != val.size()) throw std::invalid_argument(val);
-      return v;
-    }
-    if (val == "true") return true;
-    if (val == "false") return false;
-    if (ir::is_unsigned_name(ty)) {
-      uint64_t u = std::stoull(val, &used, 0);
-      if (used != val.size() || val[0] == '-') throw std::invalid_argument(val);
-      return u;
-    }
-    int64_t v = std::stoll(val, &used, 0);
-    if (used != val.size()) throw std::invalid_argument(val);
-    return v;
-  } catch (const std::out_of_range&) {
-    throw Error(fmt::format("--arg {}: {} does not fit in {}", name, val, t.str()));
-  } catch (const std::logic_error&) {
-    throw Error(fmt::format("--arg {}: cannot read '{}' as {}", name, val, t.str()));
-  }
-}
-
 struct RunReport {
   std::string json_path, sarif_path;  // --json / --sarif
   bool abort_on_first = false;
@@ -225,16 +47,35 @@ struct RunReport {
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
 /// printf output reaches the terminal while it runs).
 
+// The TTIR text of `path`. A directory, a file over 1 GiB (or an endless device such as /dev/zero)
+// and a read error are tilescope::Errors naming the file and the reason.
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw Error(fmt::format("{}: is a directory, not a TTIR file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(fmt::format("{}: cannot read file", path));
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  constexpr size_t kMaxBytes = size_t{1} << 30;
+  std::string text;
+  int err = 0;
+  size_t chunk = size_t{1} << 16;
+  for (;;) {
+    const size_t used = text.size();
+    text.resize(used + chunk);
+    const ssize_t n = ::read(fd, text.data() + used, chunk);
+    text.resize(used + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    if (text.size() > kMaxBytes) {
+      ::close(fd);
+      throw Error(fmt::format("{}: more than 1 GiB, not a TTIR file", path));
+    }
+    chunk = std::clamp(text.size(), size_t{1} << 16, size_t{1} << 24);  // reads grow with the text
+  }
+  ::close(fd);
+  if (err) throw Error(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+  return text;
 }
 
 // `X[,Y[,Z]]` (or `XxYxZ`), checked against CUDA's limits (exec::check_grid).
@@ -262,12 +103,6 @@ std::array<int64_t, 3> parse_grid(const std::string& grid_s) {
   for (int64_t g : grid)
     if (g == 0) throw Error(fmt::format("--grid {}: every dimension must be at least 1", grid_s));
   return grid;
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write {}", path));
-  out << text;
 }
 
 int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
@@ -303,8 +138,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
                                          : t.pointee->elem;
       if (pointee == Elem::none)
         throw Error(fmt::format("argument '{}' has type {}, which a launch cannot pass", a->name, t.str()));
-      bool npy = spec.size() > 4 && spec.compare(spec.size() - 4, 4, ".npy") == 0;
-      hosts.push_back(npy ? from_npy(a->name, spec, pointee) : generate(a->name, spec, pointee, rng));
+      hosts.push_back(buffer_from_spec(a->name, spec, pointee, rng));
       HostBuffer& h = hosts.back();
       std::vector<int64_t> strides(h.shape.size(), 1);
       for (int d = static_cast<int>(h.shape.size()) - 2; d >= 0; --d)
@@ -343,12 +177,31 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   bool color = rep.color == "always" || (rep.color == "auto" && isatty(STDERR_FILENO));
   if (!findings.empty())
     std::cerr << report::to_text(findings, color) << "tilescope: " << report::summary_line(findings) << "\n";
-  if (!rep.json_path.empty()) write_text_file(rep.json_path, report::to_json(findings).dump(2) + "\n");
-  if (!rep.sarif_path.empty()) write_text_file(rep.sarif_path, report::to_sarif(findings).dump(2) + "\n");
-  for (auto& [name, path] : save_list) {
-    HostBuffer& h = hosts[buffer_of[name]];
-    write_npy(path, NpyArray{ir::elem_info(h.elem).npy, h.shape, h.data});
+  // Every output is attempted even after one fails, so that a full disk loses only what it must;
+  // any failure is exit status 2, after the findings (status 1) have been printed.
+  bool failed = false;
+  auto attempt = [&](const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  };
+  if (!rep.json_path.empty())
+    attempt([&] { write_file_atomically(rep.json_path, {report::to_json(findings).dump(2), "\n"}); });
+  if (!rep.sarif_path.empty())
+    attempt([&] { write_file_atomically(rep.sarif_path, {report::to_sarif(findings).dump(2), "\n"}); });
+  for (const auto& save : save_list) {  // (clang 14 cannot capture structured bindings)
+    const HostBuffer& h = hosts[buffer_of[save.first]];
+    attempt([&] { write_npy(save.second, NpyArray{ir::elem_info(h.elem).npy, h.shape, h.data}); });
   }
+  if (!(std::cout << std::flush)) {
+    std::cerr << "tilescope: error: cannot write the kernel's tt.print output to stdout\n";
+    failed = true;
+  }
+  if (!(std::cerr << std::flush)) failed = true;  // the report was lost: nowhere left to say so
+  if (failed) return 2;
   return findings.empty() ? 0 : 1;
 }
 

@@ -5,16 +5,23 @@
 // .pth file then imports tilescope._autoload at interpreter start-up, which routes every Triton
 // launch to the engine under the sanitizer. Each process writes its findings as JSON into the
 // directory named by TILESCOPE_FINDINGS; when the command ends, this merges them, prints the report,
-// writes --json / --sarif, and exits with the command's own status when it failed, else with
-// --exit-code (default 1) when there were findings, else 0.
+// writes --json / --sarif, and exits with the command's own status when it failed, else with 2 when
+// a report was lost (a process could not write its findings, or --json / --sarif could not be
+// written), else with --exit-code (default 1) when there were findings, else 0.
+//
+// A process that cannot write its findings file (a full TMPDIR) says so through the FIFO
+// TILESCOPE_FINDINGS/failures, which needs no disk space: python/tilescope/_state.py documents its
+// lines. That process prints its own report on stderr instead.
 #include "sanitize.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -28,6 +35,7 @@
 #include <set>
 #include <sstream>
 
+#include "output_file.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
@@ -206,43 +214,124 @@ class TempDir {
   fs::path path_;
 };
 
+// What the command's processes reported: their findings, the lines they left for the report, and
+// the processes that could not write their findings file.
+struct Collected {
+  json findings = json::array();
+  std::vector<std::string> notes;  // distinct, in the order read
+  int processes = 0;
+  int64_t launches = 0;
+  struct Lost {
+    int64_t findings = 0, launches = 0;
+    std::string error;
+  };
+  std::map<int64_t, Lost> lost;         // by pid
+  std::map<int64_t, int64_t> received;  // findings read from each pid's file
+};
+
+// The FIFO that processes report their write failures through (see the file comment). Made and
+// opened for reading (non-blocking) before the command starts, so that a writer's non-blocking open
+// succeeds; read once the command has ended.
+class FailureChannel {
+ public:
+  explicit FailureChannel(const fs::path& dir) {
+    fs::path fifo = dir / "failures";
+    if (::mkfifo(fifo.c_str(), 0600) == 0) fd_ = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  }
+  ~FailureChannel() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FailureChannel(const FailureChannel&) = delete;
+  FailureChannel& operator=(const FailureChannel&) = delete;
+  // Every line written so far, applied in order: a failure line marks its pid's findings lost, an
+  // "ok" line (a later write succeeded) clears it.
+  void read_into(Collected& c) const {
+    if (fd_ < 0) return;
+    std::string text;
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // 0: no writer left; EAGAIN: a writer still has it open, nothing more now
+      text.append(buf, static_cast<size_t>(n));
+    }
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      json m = json::parse(line, nullptr, false);
+      if (!m.is_object() || !m.contains("pid") || !m["pid"].is_number_integer()) continue;
+      int64_t pid = m["pid"].get<int64_t>();
+      if (m.value("ok", false)) {
+        c.lost.erase(pid);
+        continue;
+      }
+      Collected::Lost& l = c.lost[pid];
+      l.findings = m.value("findings", int64_t{0});
+      l.launches = m.value("launches", int64_t{0});
+      l.error = m.value("error", std::string("unknown error"));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // Findings of all processes, in the order the processes wrote them (by file name: pid order is not
 // meaningful, but the order is at least stable).
-json read_findings(const fs::path& dir, int& processes, int64_t& launches) {
-  json all = json::array();
+void read_findings(const fs::path& dir, Collected& c) {
   std::vector<fs::path> files;
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  if (ec)
+    std::cerr << fmt::format("tilescope: warning: cannot list the findings in {}: {}\n", dir.string(),
+                             ec.message());
   std::sort(files.begin(), files.end());
-  processes = 0;
-  launches = 0;
   for (auto& f : files) {
     std::ifstream in(f);
-    json doc;
     try {
-      in >> doc;
+      json doc;
+      in >> doc;  // value() below throws a type_error for anything but an object
+      const json found = doc.value("findings", json::array());
+      const json notes = doc.value("notes", json::array());
+      const int64_t launches = doc.value("launches", int64_t{0});
+      c.received[doc.value("pid", int64_t{-1})] += static_cast<int64_t>(found.size());
+      ++c.processes;
+      c.launches += launches;
+      for (auto& x : found) c.findings.push_back(x);
+      for (auto& n : notes)
+        if (n.is_string() && std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end())
+          c.notes.push_back(n.get<std::string>());
     } catch (const json::exception& e) {
       std::cerr << fmt::format("tilescope: warning: cannot read the findings of a child process ({}): {}\n",
                                f.string(), e.what());
-      continue;
     }
-    ++processes;
-    launches += doc.value("launches", int64_t{0});
-    for (auto& x : doc.value("findings", json::array())) all.push_back(x);
   }
-  return all;
+}
+
+// The emulated devices: the names of python/tilescope/_device.py's TARGETS (tests/python/test_device.py
+// checks that they agree).
+constexpr const char* kTargets[] = {"sm_80", "sm_90", "sm_100", "gfx942"};
+
+std::string known_targets() {
+  std::string s;
+  for (const char* t : kTargets) s += (s.empty() ? "" : ", ") + std::string(t);
+  return s;
+}
+
+// --target, else TILESCOPE_TARGET, else sm_90; an unknown name is a usage error.
+std::string resolve_target(const std::string& option) {
+  const char* env = std::getenv("TILESCOPE_TARGET");
+  std::string target = !option.empty() ? option : (env && *env) ? env : "sm_90";
+  if (std::find(std::begin(kTargets), std::end(kTargets), target) == std::end(kTargets))
+    throw Error(fmt::format("sanitize: unknown target '{}'{} (known: {})", target,
+                            option.empty() ? " in TILESCOPE_TARGET" : "", known_targets()));
+  return target;
 }
 
 bool use_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   return isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("cannot write '{}'", path));
-  out << text;
 }
 
 }  // namespace
@@ -267,6 +356,17 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_flag("--abort-on-first", o.abort_on_first, "stop the program at the first finding");
   s->add_option("--threads", o.threads, "engine worker threads (default: all cores)");
   add_max_memory(*s, o.max_memory);
+  s->add_option("--target", o.target,
+                fmt::format("the GPU the program sees and kernels are compiled for: {} (default: "
+                            "TILESCOPE_TARGET, else sm_90)",
+                            known_targets()));
+  s->add_flag(
+      "--cuda-on-cpu", o.cuda_on_cpu,
+      "make tensors the program puts on \"cuda\" on the CPU (torch.cuda.is_available() is then true)");
+  s->add_flag(
+      "--bench-all", o.bench_all,
+      "run perf_report benchmarks at every x value and do_bench's function once (default: the first x "
+      "value, the function not run)");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -278,8 +378,8 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json",    "--sarif",      "--exit-code",
-                                                   "--threads", "--max-memory", "--color"};
+  static const std::set<std::string> with_value = {"--json",       "--sarif", "--exit-code", "--threads",
+                                                   "--max-memory", "--color", "--target"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -311,6 +411,7 @@ int sanitize_main(int argc, char** argv) {
 
 int sanitize_command(const SanitizeOptions& o) {
   if (o.command.empty()) throw Error("sanitize: no command given (tilescope sanitize -- python script.py)");
+  const std::string target = resolve_target(o.target);
   ForwardSignals forwarding;
   TempDir dir;
 
@@ -321,31 +422,82 @@ int sanitize_command(const SanitizeOptions& o) {
   if (o.threads > 0) setenv("TILESCOPE_THREADS", std::to_string(o.threads).c_str(), 1);
   if (o.max_memory > 0) setenv("TILESCOPE_MAX_MEMORY", std::to_string(o.max_memory).c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
+  setenv("TILESCOPE_TARGET", target.c_str(), 1);
+  if (o.cuda_on_cpu) setenv("TILESCOPE_CUDA_ON_CPU", "1", 1);
+  if (o.bench_all) setenv("TILESCOPE_BENCH_ALL", "1", 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);
 
-  int status = run_child(o.command);
-  int processes = 0;
-  int64_t launches = 0;
-  json all = read_findings(dir.path(), processes, launches);
+  int status = 0;
+  Collected c;
+  {
+    FailureChannel failures(dir.path());
+    status = run_child(o.command);
+    read_findings(dir.path(), c);
+    failures.read_into(c);
+  }
   dir.remove();
-  std::vector<analysis::Finding> findings = report::merge(report::from_json(all));
+  std::vector<analysis::Finding> findings = report::merge(report::from_json(c.findings));
 
+  const bool color = use_color(o.color);
   if (g_received)
     std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
                              sigabbrev_np(g_received));
+  int64_t lost_findings = 0;
+  int lost_processes = 0;  // not counted yet: no file of theirs was read
+  std::vector<std::pair<int64_t, const Collected::Lost*>> losing;  // processes whose findings are missing
+  for (auto& [pid, l] : c.lost) {
+    auto got = c.received.find(pid);
+    // A process whose file holds an earlier state: what it found since is missing.
+    const int64_t missing = std::max<int64_t>(0, l.findings - (got == c.received.end() ? 0 : got->second));
+    if (missing > 0) losing.emplace_back(pid, &l);
+    lost_findings += missing;
+    if (got == c.received.end()) {
+      ++lost_processes;
+      c.launches += l.launches;
+    }
+  }
+  const int processes = c.processes + lost_processes;
   if (processes == 0)
     std::cerr << "tilescope: warning: no Python process reported to the sanitizer; is the tilescope package "
                  "installed in the Python that ran the command (pip install .)?\n";
-  std::cerr << report::to_text(findings, use_color(o.color));
+  std::cerr << report::to_text(findings, color);
+  for (const std::string& n : c.notes) std::cerr << "tilescope: note: " << n << "\n";
+  bool failed = false;
+  std::string summary = report::summary_line(findings);
+  if (lost_findings > 0) {
+    // Findings exist that this report does not hold: never say "no findings".
+    std::cerr << fmt::format(
+        "tilescope: error: {} process(es) could not write their findings to the temporary directory under "
+        "$TMPDIR (process {}: {}); they printed their reports on stderr instead: {} finding(s) are missing "
+        "from this report{}\n",
+        losing.size(), losing.front().first, losing.front().second->error, lost_findings,
+        o.json_path.empty() && o.sarif_path.empty() ? "" : " and from --json / --sarif");
+    summary = findings.empty()
+                  ? fmt::format("{} finding(s) not received (printed above by their process)", lost_findings)
+                  : fmt::format("{}, and {} more not received (printed above by their process)", summary,
+                                lost_findings);
+    failed = true;
+  }
   std::cerr << fmt::format(
-      "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n",
-      report::summary_line(findings), launches, processes, status);
-  if (!o.json_path.empty()) write_file(o.json_path, report::to_json(findings).dump(2) + "\n");
-  if (!o.sarif_path.empty()) write_file(o.sarif_path, report::to_sarif(findings).dump(2) + "\n");
-  // The program's own failure always wins; --exit-code is the status of a program that succeeded
-  // with findings.
+      "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n", summary,
+      c.launches, processes, status);
+  // Both files are attempted even after one fails; a failure is exit status 2.
+  auto attempt = [&](const std::string& path, const std::string& text) {
+    try {
+      write_file_atomically(path, {text, "\n"});
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  };
+  if (!o.json_path.empty()) attempt(o.json_path, report::to_json(findings).dump(2));
+  if (!o.sarif_path.empty()) attempt(o.sarif_path, report::to_sarif(findings).dump(2));
+  if (!(std::cerr << std::flush)) failed = true;  // the report was lost: nowhere left to say so
+  // The program's own failure always wins; then tilescope's own (a report lost); --exit-code is the
+  // status of a program that succeeded with findings.
   if (status != 0) return status;
+  if (failed) return 2;
   return findings.empty() ? 0 : o.exit_code;
 }
 

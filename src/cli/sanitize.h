@@ -15,6 +15,9 @@ struct SanitizeOptions {
   bool abort_on_first = false;
   int threads = 0;
   int64_t max_memory = 0;            // --max-memory: bytes of program frames per launch; 0: the default
+  std::string target;                // --target: the emulated device; "": TILESCOPE_TARGET, else sm_90
+  bool cuda_on_cpu = false;          // --cuda-on-cpu: "cuda" tensors are made on the CPU
+  bool bench_all = false;            // --bench-all: perf_report benchmarks at every x value
   std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };

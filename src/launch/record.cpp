@@ -66,8 +66,9 @@ const json& field(const json& j, const char* key, json::value_t type, const std:
 std::vector<int64_t> int_list(const json& j, const char* key, const std::string& where) {
   std::vector<int64_t> out;
   for (const json& x : field(j, key, json::value_t::array, where)) {
-    if (!x.is_number_integer())
-      throw Error(fmt::format("launch record: {}'{}' must hold integers", where, key));
+    // nlohmann keeps integers past INT64_MAX as unsigned: get<int64_t> would wrap them negative.
+    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t{INT64_MAX}))
+      throw Error(fmt::format("launch record: {}'{}' must hold integers of 64 bits", where, key));
     out.push_back(x.get<int64_t>());
   }
   return out;
@@ -169,6 +170,11 @@ LaunchRecord record_from_json(const json& j) {
   if (grid.empty() || grid.size() > 3)
     throw Error(fmt::format("launch record: the grid must have 1 to 3 dimensions, not {}", grid.size()));
   for (size_t d = 0; d < grid.size(); ++d) r.grid[d] = grid[d];
+  try {
+    exec::check_grid(r.grid);  // the same check as every launch (run_launch checks again)
+  } catch (const Error& e) {
+    throw Error(fmt::format("launch record: {}", e.what()));
+  }
   const json& args = field(j, "args", json::value_t::array, "");
   for (size_t i = 0; i < args.size(); ++i) r.args.push_back(arg_from_json(args[i], i));
   if (auto it = j.find("specialization"); it != j.end()) {

@@ -103,6 +103,26 @@ def scale_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr, EVEN: tl.constex
         tl.atomic_add(out_ptr + offs, x * alpha, mask=offs < n)
 
 
+# Triton's autotuner skips a configuration that fails to compile (Autotuner._bench: a
+# CompileTimeAssertionFailure counts as an infinite time); the first one here does.
+@tilescope.trace("sanitizer")
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 64}),
+                          triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK >= 64, "BLOCK must be at least 64")
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@tilescope.trace("sanitizer")
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def never_compiles_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK >= 64, "BLOCK must be at least 64")
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0, mask=tl.arange(0, BLOCK) < n)
+
+
 @triton.jit
 def untraced_kernel(x_ptr):
     tl.store(x_ptr, 1.0)
@@ -283,6 +303,39 @@ def test_bad_launch_arguments_raise():
 
 
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("grid,message", [
+    ((4194304, 2097152, 2097152), "grid dimension y is 2097152: CUDA allows 0 to 65535"),  # product past 2^63
+    ((2147483647, 2147483647, 4), "grid dimension y is 2147483647: CUDA allows 0 to 65535"),  # product 0 mod 2^64
+    ((2**31,), "grid dimension x is 2147483648: CUDA allows 0 to 2147483647"),
+    ((1, 1, 65536), "grid dimension z is 65536: CUDA allows 0 to 65535"),
+    ((-1,), "grid dimension x is -1: CUDA allows 0 to 2147483647"),
+    ((2**64,), "grid dimension x is 18446744073709551616, past CUDA's limits"),  # past the engine's int64
+])
+def test_grids_past_cuda_limits_raise_launch_errors(grid, message):
+    x = torch.zeros(4)
+    with pytest.raises(tilescope.LaunchError, match=message):
+        add_kernel[grid](x, x, x, 4, BLOCK=4)
+    assert not x.any()
+
+
+def test_autotune_skips_configurations_that_do_not_compile(capsys):
+    n = 1000
+    x = torch.randn(n)
+    out = torch.zeros(n)
+    double_kernel[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, out, n)
+    torch.testing.assert_close(out, x * 2)
+    assert double_kernel.best_config.kwargs == {"BLOCK": 64}  # the first that compiles, as Triton picks
+    err = capsys.readouterr().err
+    assert "autotune of kernel 'double_kernel': skipped the configuration {BLOCK: 16," in err, err
+    assert "CompileTimeAssertionFailure: BLOCK must be at least 64" in err, err
+    assert "BLOCK: 64" not in err and "BLOCK: 128" not in err
+    # When no configuration compiles, Triton launches the first and its error reaches the program.
+    from triton.compiler.errors import CompileTimeAssertionFailure
+
+    with pytest.raises(CompileTimeAssertionFailure, match="BLOCK must be at least 64"):
+        never_compiles_kernel[(1,)](torch.zeros(4), 4)
+
+
 # `tilescope sanitize -- ...` on unmodified programs
 
 SCRIPT_HEADER = """
@@ -376,6 +429,32 @@ def test_sanitize_abort_on_first(tmp_path):
     assert p.returncode == 1
     assert "NOT-REACHED" not in p.stdout
     assert [f["kind"] for f in json.loads(js.read_text())] == ["out-of-bounds-load"]
+
+
+def test_sanitize_notes_skipped_autotune_configurations_in_its_report(tmp_path):
+    s = write(tmp_path, "tuned.py", """
+        @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 128})], key=["n"])
+        @triton.jit
+        def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            tl.static_assert(BLOCK >= 64, "BLOCK must be at least 64")
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+        x = torch.randn(300)
+        out = torch.zeros(300)
+        copy_kernel[lambda META: (triton.cdiv(300, META["BLOCK"]),)](x, out, 300)
+        assert torch.equal(out, x)
+        print("TUNED-OK", copy_kernel.best_config.kwargs)
+    """)
+    p = sanitize(["--", sys.executable, s], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "TUNED-OK {'BLOCK': 128}" in p.stdout, p.stdout + p.stderr
+    note = ("tilescope: note: autotune of kernel 'copy_kernel': skipped the configuration {BLOCK: 16, num_warps: 4, "
+            "num_ctas: 1, num_stages: 3, maxnreg: None}, which does not compile (CompileTimeAssertionFailure: "
+            "BLOCK must be at least 64)")
+    assert note in p.stderr, p.stderr
+    # The note is part of the final report, before its summary line.
+    assert p.stderr.index(note) < p.stderr.index("tilescope: no findings"), p.stderr
 
 
 def test_sanitize_compile_error_is_a_python_exception(tmp_path):

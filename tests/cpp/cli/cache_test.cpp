@@ -52,6 +52,15 @@ TEST(CacheClear, LocationFollowsTheReadme) {
   }
   Env dir("TILESCOPE_CACHE_DIR", nullptr);
   Env home("HOME", "/home/someone");
+  {
+    Env xdg("XDG_CACHE_HOME", "/var/cache/someone");  // the XDG base directory spec's variable
+    EXPECT_EQ(ttir_cache_dir(), fs::path("/var/cache/someone/tilescope/ttir"));
+  }
+  {
+    Env xdg("XDG_CACHE_HOME", "relative/path");  // ignored, as the spec says
+    EXPECT_EQ(ttir_cache_dir(), fs::path("/home/someone/.cache/tilescope/ttir"));
+  }
+  Env xdg("XDG_CACHE_HOME", nullptr);
   EXPECT_EQ(ttir_cache_dir(), fs::path("/home/someone/.cache/tilescope/ttir"));
 }
 

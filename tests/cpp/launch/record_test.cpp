@@ -86,6 +86,18 @@ TEST(LaunchRecord, MalformedJsonNamesTheField) {
       error_of(R"({"kernel": "k", "grid": [1], "args": [{"name": "n", "kind": "tensor"}]})").find("kind"),
       std::string::npos);
   EXPECT_NE(error_of("[1, 2]").find("not a JSON object"), std::string::npos);
+  // The grid is checked as every launch checks it (exec::check_grid: CUDA's limits), so that a record
+  // whose product of dimensions overflows is refused when it is read (issue 8, item 1).
+  EXPECT_EQ(error_of(R"({"kernel": "k", "grid": [4194304, 2097152, 2097152], "args": []})"),
+            "launch record: grid dimension y is 2097152: CUDA allows 0 to 65535");
+  EXPECT_EQ(error_of(R"({"kernel": "k", "grid": [2147483648], "args": []})"),
+            "launch record: grid dimension x is 2147483648: CUDA allows 0 to 2147483647");
+  // Past INT64_MAX: refused, not wrapped to a negative size (18446744073709551615 would read as -1).
+  EXPECT_EQ(error_of(R"({"kernel": "k", "grid": [18446744073709551615], "args": []})"),
+            "launch record: 'grid' must hold integers of 64 bits");
+  EXPECT_EQ(error_of(R"({"kernel": "k", "grid": [1], "args": [{"name": "x", "kind": "buffer", "dtype": "f32",
+            "shape": [18446744073709551615], "strides": [1], "bytes": 4}]})"),
+            "launch record: args[0].'shape' must hold integers of 64 bits");
 }
 
 const char* kSignature = R"(module {
