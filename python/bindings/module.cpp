@@ -130,7 +130,8 @@ class InterruptGuard {
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, int64_t max_steps,
                        const std::string& analyses, const std::vector<std::string>& stack,
-                       const std::string& specialization, const std::vector<launch::ArgRecord>& allocations) {
+                       const std::string& specialization, const std::vector<launch::ArgRecord>& allocations,
+                       int64_t max_memory) {
   launch::LaunchRecord rec;
   rec.allocations = allocations;
   rec.ttir_file = k->module().filename;
@@ -152,6 +153,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   launch::RunOptions opts;
   opts.threads = threads;
   opts.max_steps = max_steps;
+  opts.max_memory = max_memory;
   nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
   if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
   for (const auto& r : requests) {
@@ -256,12 +258,13 @@ NB_MODULE(_native, m) {
   m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
         nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
         nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
-        nb::arg("allocations") = std::vector<launch::ArgRecord>{},
+        nb::arg("allocations") = std::vector<launch::ArgRecord>{}, nb::arg("max_memory") = 0,
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
         "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
         "into), on `threads` worker threads (0: all cores), each program running at most `max_steps` "
         "operations (0: no limit; more is a TilescopeError located at the loop), "
-        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'). Ctrl-C "
+        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'), in at "
+        "most `max_memory` bytes of program frames (0: half the physical memory). Ctrl-C "
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "

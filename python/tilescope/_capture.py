@@ -459,7 +459,8 @@ def run(jitfn, args, grid, warmup, kwargs):
         res = _native.launch(kernel.native, native_args, grid, threads=threads, max_steps=max_steps,
                              analyses=_state.analyses_json(), stack=stack,
                              specialization=kernel.specialization,
-                             allocations=_alloc.buffers() if kernel.makes_pointers else [])
+                             allocations=_alloc.buffers() if kernel.makes_pointers else [],
+                             max_memory=_state.max_memory)
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:

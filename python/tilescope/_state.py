@@ -3,8 +3,10 @@
 Options come from the environment that ``tilescope sanitize`` sets for its child processes:
 TILESCOPE_SANITIZE=1 (capture every launch), TILESCOPE_FINDINGS=<dir> (where this process writes
 its findings, as JSON, for the parent to merge), TILESCOPE_THREADS=N, TILESCOPE_MAX_STEPS=N,
-TILESCOPE_ABORT_ON_FIRST=1. TILESCOPE_THREADS and TILESCOPE_MAX_STEPS are read at each launch
-(launch_limits), so a bad value is an error of that launch, not of the program's start-up.
+TILESCOPE_ABORT_ON_FIRST=1, TILESCOPE_MAX_MEMORY=SIZE (the most memory a launch may take for the values
+of its programs: bytes, or a number with K, M, G or T, powers of 1024; `tilescope sanitize --max-memory`
+sets it). TILESCOPE_THREADS and TILESCOPE_MAX_STEPS are read at each launch (launch_limits), so a bad
+value is an error of that launch, not of the program's start-up.
 
 The findings file of a process is ``<dir>/findings-<pid>-<random>.json``: ``{"pid", "argv",
 "launches", "findings": [the JSON schema's objects], "notes": [lines for the report]}``, written to a
@@ -20,10 +22,26 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import sys
 import threading
 
+
+def _size(name: str) -> int:
+    """The size in bytes that environment variable `name` gives (K, M, G, T: powers of 1024), or 0
+    (the engine's default) when it is unset or not a size (with a warning)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return 0
+    m = re.fullmatch(r"(\d+)\s*([KMGT]?)(i?B)?", text, re.IGNORECASE)
+    if not m or int(m.group(1)) == 0:
+        sys.stderr.write(f"tilescope: warning: {name}={text!r} is not a size (such as 16G); using the default\n")
+        return 0
+    return min(int(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " "), 2**62)
+
+
 sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
+max_memory = _size("TILESCOPE_MAX_MEMORY")
 abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None

@@ -1,5 +1,7 @@
-// The table of finding kinds (see finding.h).
+// The table of finding kinds and the one-line summary of a finding (see finding.h).
 #include "tilescope/analysis/finding.h"
+
+#include <fmt/format.h>
 
 #include <cassert>
 #include <iterator>
@@ -47,6 +49,64 @@ std::optional<Kind> kind_from_name(std::string_view name) {
   for (const KindInfo& k : kKinds)
     if (name == k.name) return k.kind;
   return std::nullopt;
+}
+
+namespace {
+
+std::string where_py(const OpSite& s) {
+  return s.file.empty() ? fmt::format("{}:{}:{}", s.ttir_file, s.ttir_line, s.ttir_col)
+                        : fmt::format("{}:{}", s.file, s.line);
+}
+
+std::string plural(int64_t n, const char* w) { return fmt::format("{} {}{}", n, w, n == 1 ? "" : "s"); }
+
+std::string what_happened(const Finding& f) {
+  switch (f.kind) {
+    case Kind::oob_load:
+    case Kind::oob_store:
+    case Kind::oob_atomic: {
+      const char* what = f.kind == Kind::oob_load    ? "load from"
+                         : f.kind == Kind::oob_store ? "store to"
+                                                     : "atomic on";
+      std::string far;
+      if (f.elements_past > 0) far = fmt::format("up to {} past the end", plural(f.elements_past, "element"));
+      if (f.elements_before > 0)
+        far += fmt::format("{}up to {} before the start", far.empty() ? "" : ", ",
+                           plural(f.elements_before, "element"));
+      return fmt::format("out-of-bounds {} '{}' ({} elements): element offsets {}..{} ({})", what,
+                         f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min,
+                         f.offset_max, far);
+    }
+    case Kind::null_pointer:
+      return fmt::format("access through a null pointer (addresses 0x{:x}..0x{:x})", f.address_min,
+                         f.address_max);
+    case Kind::wild_pointer:
+      return fmt::format(
+          "access through a wild pointer: addresses 0x{:x}..0x{:x} lie in no live allocation (freed or "
+          "unknown memory), nothing was read or written",
+          f.address_min, f.address_max);
+    case Kind::assert_failed: return fmt::format("device assert failed: `{}`", f.message);
+    case Kind::undefined_value:
+      return fmt::format(
+          "{} uses values that the masked {} at {} leaves undefined in masked-off lanes (no `other`)",
+          f.site.op, f.cause ? f.cause->op : "load", f.cause ? where_py(*f.cause) : "?");
+    case Kind::int32_overflow:
+      return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}", f.site.op,
+                         f.use ? f.use->op : "a memory op");
+    case Kind::division_by_zero:
+      return fmt::format("{} divides by zero and the result is used by {}", f.site.op,
+                         f.use ? f.use->op : "a later op");
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string summarize(const Finding& f) {
+  std::string s =
+      fmt::format("{}; {} in {}", what_happened(f), plural(f.lanes, "lane"), plural(f.programs, "program"));
+  if (f.launches > 1) s += fmt::format(" over {} launches", f.launches);
+  return s;
 }
 
 }  // namespace tilescope::analysis

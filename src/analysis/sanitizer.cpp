@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <unordered_set>
 
 #include "taint.h"
 #include "tilescope/exec/memory.h"
@@ -46,12 +45,11 @@ struct State {
   // derive()'s last answer: a reduce in a loop asks the same question every iteration.
   uint32_t derive_in = 0, derive_out = 0;
   const Op* derive_via = nullptr;
+  // The sites (Agg::id) this program has already been counted at, so that a program counts once per
+  // site however often it misbehaves there: a flag per site id, and the ids set (to clear them).
+  std::vector<uint8_t> counted;
+  std::vector<uint32_t> counted_ids;
 };
-
-uint64_t pid_key(ProgramId p) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(p[0])) | (static_cast<uint64_t>(p[1] & 0xffff) << 31) |
-         (static_cast<uint64_t>(p[2] & 0xffff) << 47);
-}
 
 bool pid_less(const ProgramId& a, const ProgramId& b) {
   return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
@@ -106,13 +104,18 @@ bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
 // ---------------------------------------------------------------------------------------------
 
 struct Sanitizer::Impl {
+  // One site's findings in the launch being observed. Its size does not depend on the grid: programs
+  // are counted (each once, through State::counted), not stored; only the first few ids and the last
+  // are kept.
   struct Agg {
     Kind kind;
+    uint32_t id = 0;  // dense, in creation order: the index of State::counted
     const Op* site = nullptr;
     const Op* cause = nullptr;
     const Op* use = nullptr;
-    std::unordered_set<uint64_t> pids;
+    int64_t programs = 0;
     std::vector<ProgramId> first_pids;
+    ProgramId last_pid{0, 0, 0};
     int64_t lanes = 0;
     std::vector<int64_t> first_lanes;
     int64_t occurrences = 0;
@@ -147,8 +150,9 @@ struct Sanitizer::Impl {
   Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o) {
     if (opts.poison) plan = build_taint_plan(m);
     static_causes = static_cast<uint32_t>(plan.causes.size());
-    kinds = exec::kOutOfBounds | exec::kAssert;
-    if (!plan.tracked.empty() || !plan.ops.empty()) kinds |= exec::kOpResult | exec::kProgram;
+    // kProgram always: the per-program state counts each program once per site (note_pid).
+    kinds = exec::kOutOfBounds | exec::kAssert | exec::kProgram;
+    if (!plan.tracked.empty() || !plan.ops.empty()) kinds |= exec::kOpResult;
   }
 
   // -- per-program state -------------------------------------------------------------------------
@@ -168,6 +172,8 @@ struct Sanitizer::Impl {
     for (auto& x : st->sh) x.any = false;
     st->via_lanes.clear();
     st->derive_via = nullptr;
+    for (uint32_t id : st->counted_ids) st->counted[id] = 0;
+    st->counted_ids.clear();
     return st;
   }
 
@@ -214,15 +220,21 @@ struct Sanitizer::Impl {
     auto [it, fresh] = aggs.try_emplace(Key{static_cast<int>(k), site, cause_op});
     if (fresh) {
       it->second.kind = k;
+      it->second.id = static_cast<uint32_t>(aggs.size() - 1);
       it->second.site = site;
       it->second.cause = cause_op;
     }
     return it->second;
   }
 
-  void note_pid(Agg& a, ProgramId pid) {
-    if (a.pids.insert(pid_key(pid)).second)
-      keep_first<ProgramId>(a.first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
+  /// Count program `pid` at site `a` unless `st` (that program's state) was counted there already.
+  void note_pid(Agg& a, ProgramId pid, State& st) {
+    if (a.id >= st.counted.size()) st.counted.resize(aggs.size(), 0);
+    if (st.counted[a.id]) return;
+    st.counted[a.id] = 1;
+    st.counted_ids.push_back(a.id);
+    if (a.programs++ == 0 || pid_less(a.last_pid, pid)) a.last_pid = pid;
+    keep_first<ProgramId>(a.first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
   }
 
   /// Whether findings are still recorded (call with `mu` held): after the first one under
@@ -255,7 +267,7 @@ struct Sanitizer::Impl {
         const Op* site = c.kind == Kind::undefined_value ? (c.via ? c.via : sink) : c.origin;
         Agg& a = agg(c.kind, site, c.origin);
         if (!a.use && site != sink) a.use = sink;
-        note_pid(a, pid);
+        note_pid(a, pid, st);
         a.occurrences++;
         const std::pair<int64_t, std::vector<int64_t>>* via = nullptr;
         if (c.via)
@@ -909,7 +921,7 @@ struct Sanitizer::Impl {
     return Kind::oob_atomic;
   }
 
-  void on_access(const exec::AccessEvent& e) {
+  void on_access(const exec::AccessEvent& e, State& st) {
     if (!e.bad_lanes) return;
     std::lock_guard<std::mutex> g(mu);
     if (!recording()) return;
@@ -927,7 +939,7 @@ struct Sanitizer::Impl {
           Agg*& slot = is_null ? null : wild;
           if (!slot) {
             slot = &agg(is_null ? Kind::null_pointer : Kind::wild_pointer, e.op, nullptr);
-            note_pid(*slot, e.pid);
+            note_pid(*slot, e.pid, st);
             slot->occurrences++;
           }
           a = slot;
@@ -937,7 +949,7 @@ struct Sanitizer::Impl {
         } else {
           if (!oob) {
             oob = &agg(access_kind(e.kind), e.op, nullptr);
-            note_pid(*oob, e.pid);
+            note_pid(*oob, e.pid, st);
             oob->occurrences++;
           }
           a = oob;
@@ -963,12 +975,12 @@ struct Sanitizer::Impl {
     }
   }
 
-  void on_assert(const exec::AssertEvent& e) {
+  void on_assert(const exec::AssertEvent& e, State& st) {
     std::lock_guard<std::mutex> g(mu);
     if (!recording()) return;
     {
       Agg& a = agg(Kind::assert_failed, e.op, nullptr);
-      note_pid(a, e.pid);
+      note_pid(a, e.pid, st);
       a.occurrences++;
       a.lanes += e.failed_lanes;
       if (e.first_lane >= 0)
@@ -1014,54 +1026,6 @@ struct Sanitizer::Impl {
     return s;
   }
 
-  static std::string where_py(const OpSite& s) {
-    return s.file.empty() ? fmt::format("{}:{}:{}", s.ttir_file, s.ttir_line, s.ttir_col)
-                          : fmt::format("{}:{}", s.file, s.line);
-  }
-
-  std::string summary(const Finding& f) {
-    auto plural = [](int64_t n, const char* w) { return fmt::format("{} {}{}", n, w, n == 1 ? "" : "s"); };
-    std::string counts = fmt::format("{} in {}", plural(f.lanes, "lane"), plural(f.programs, "program"));
-    switch (f.kind) {
-      case Kind::oob_load:
-      case Kind::oob_store:
-      case Kind::oob_atomic: {
-        const char* what = f.kind == Kind::oob_load    ? "load from"
-                           : f.kind == Kind::oob_store ? "store to"
-                                                       : "atomic on";
-        std::string far;
-        if (f.elements_past > 0)
-          far = fmt::format("up to {} past the end", plural(f.elements_past, "element"));
-        if (f.elements_before > 0)
-          far += fmt::format("{}up to {} before the start", far.empty() ? "" : ", ",
-                             plural(f.elements_before, "element"));
-        return fmt::format("out-of-bounds {} '{}' ({} elements): element offsets {}..{} ({}); {}", what,
-                           f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min,
-                           f.offset_max, far, counts);
-      }
-      case Kind::null_pointer:
-        return fmt::format("access through a null pointer (addresses 0x{:x}..0x{:x}); {}", f.address_min,
-                           f.address_max, counts);
-      case Kind::wild_pointer:
-        return fmt::format(
-            "access through a wild pointer: addresses 0x{:x}..0x{:x} lie in no live allocation (freed or "
-            "unknown memory), nothing was read or written; {}",
-            f.address_min, f.address_max, counts);
-      case Kind::assert_failed: return fmt::format("device assert failed: `{}`; {}", f.message, counts);
-      case Kind::undefined_value:
-        return fmt::format(
-            "{} uses values that the masked {} at {} leaves undefined in masked-off lanes (no `other`); {}",
-            f.site.op, f.cause ? f.cause->op : "load", f.cause ? where_py(*f.cause) : "?", counts);
-      case Kind::int32_overflow:
-        return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}; {}",
-                           f.site.op, f.use ? f.use->op : "a memory op", counts);
-      case Kind::division_by_zero:
-        return fmt::format("{} divides by zero and the result is used by {}; {}", f.site.op,
-                           f.use ? f.use->op : "a later op", counts);
-    }
-    return "";
-  }
-
   size_t finish(const LaunchInfo& info) {
     std::lock_guard<std::mutex> g(mu);
     std::vector<Finding> out;
@@ -1072,8 +1036,9 @@ struct Sanitizer::Impl {
       f.site = site_of(a.site);
       if (a.cause && a.cause != a.site) f.cause = site_of(a.cause);
       if (a.use && a.use != a.site) f.use = site_of(a.use);
-      f.programs = static_cast<int64_t>(a.pids.size());
+      f.programs = a.programs;
       f.first_programs = a.first_pids;
+      f.last_program = a.last_pid;
       f.lanes = a.lanes;
       f.first_lanes = a.first_lanes;
       f.occurrences = a.occurrences;
@@ -1092,7 +1057,7 @@ struct Sanitizer::Impl {
       }
       f.message = a.message;
       f.launch_stack = info.stack;
-      f.summary = summary(f);
+      f.summary = summarize(f);
       out.push_back(std::move(f));
     }
     std::sort(out.begin(), out.end(), [](const Finding& x, const Finding& y) {
@@ -1144,7 +1109,9 @@ void Sanitizer::on_program_end(exec::ProgramId, void* state) {
   impl_->end_program(static_cast<State*>(state));
 }
 
-void Sanitizer::on_access(const exec::AccessEvent& e, void*) { impl_->on_access(e); }
+void Sanitizer::on_access(const exec::AccessEvent& e, void* state) {
+  impl_->on_access(e, *static_cast<State*>(state));
+}
 
 void Sanitizer::on_op(const exec::OpEvent& e, void* state) { impl_->on_op(e, *static_cast<State*>(state)); }
 
@@ -1152,13 +1119,32 @@ void Sanitizer::on_transfer(const exec::TransferEvent& e, void* state) {
   impl_->on_transfer(e, *static_cast<State*>(state));
 }
 
-void Sanitizer::on_assert(const exec::AssertEvent& e, void*) { impl_->on_assert(e); }
+void Sanitizer::on_assert(const exec::AssertEvent& e, void* state) {
+  impl_->on_assert(e, *static_cast<State*>(state));
+}
 
 size_t Sanitizer::finish(const LaunchInfo& info) { return impl_->finish(info); }
 
 const std::vector<Finding>& Sanitizer::findings() const { return impl_->findings; }
 
 size_t Sanitizer::watched_ops() const { return impl_->plan.ops.size(); }
+
+size_t Sanitizer::retained_bytes() const {
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    for (const auto& [key, a] : impl_->aggs) {
+      n += sizeof(key) + sizeof(a) + 4 * sizeof(void*);  // a map node: the pair and the tree links
+      n += a.first_pids.capacity() * sizeof(ProgramId) + a.first_lanes.capacity() * sizeof(int64_t);
+      n += (a.buffer.shape.capacity() + a.buffer.strides.capacity()) * sizeof(int64_t);
+      n += a.buffer.name.capacity() + a.buffer.dtype.capacity() + a.message.capacity();
+    }
+  }
+  std::lock_guard<std::mutex> g(impl_->pool_mu);
+  for (const auto& st : impl_->states)
+    n += st->counted.capacity() + st->counted_ids.capacity() * sizeof(uint32_t);
+  return n;
+}
 
 void Sanitizer::collect(const LaunchInfo& info, std::vector<Finding>& out) {
   const size_t n = finish(info);

@@ -140,7 +140,7 @@ class CancelOnSigint {
 
 int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
-                int64_t max_steps, uint64_t seed, bool time, const RunReport& rep) {
+                int64_t max_steps, int64_t max_memory, uint64_t seed, bool time, const RunReport& rep) {
   if (max_steps < 0)
     throw Error(fmt::format("--max-steps {}: give a number of operations, or 0 for no limit", max_steps));
   launch::LaunchRecord rec;
@@ -203,6 +203,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
   opts.threads = threads;
   opts.max_steps = max_steps;
+  opts.max_memory = max_memory;
   opts.cancel = &g_interrupted;
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
   launch::RunResult r;
@@ -262,6 +263,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args, saves;
   std::string threads = "0";
   int64_t max_steps = tilescope::exec::kDefaultMaxSteps;
+  int64_t max_memory = 0;
   uint64_t seed = 0;
   bool time = false;
   run->add_option("ttir", ttir, "TTIR file (kernel.asm[\"ttir\"] as Triton prints it)")->required();
@@ -282,6 +284,7 @@ int main(int argc, char** argv) {
                   "operations one program may run before the launch fails with a located error (a hung "
                   "kernel ends by itself); 0: no limit")
       ->capture_default_str();
+  tilescope::cli::add_max_memory(*run, max_memory);
   run->add_option("--seed", seed, "seed of the random generators")->capture_default_str();
   run->add_flag("--time", time, "print the launch's run time on stderr");
   tilescope::cli::RunReport run_report;
@@ -316,8 +319,8 @@ int main(int argc, char** argv) {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
-                                       tilescope::exec::parse_threads(threads, "--threads"), max_steps, seed,
-                                       time, run_report);
+                                       tilescope::exec::parse_threads(threads, "--threads"), max_steps,
+                                       max_memory, seed, time, run_report);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));

@@ -337,6 +337,16 @@ bool use_color(const std::string& mode) {
 
 }  // namespace
 
+CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes) {
+  return cmd
+      .add_option("--max-memory", bytes,
+                  fmt::format("most memory a launch may take for the values of its programs, e.g. 16G (K, M, "
+                              "G, T: powers of 1024; default: half the physical memory, {}M here)",
+                              exec::default_max_memory() >> 20))
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::PositiveNumber);
+}
+
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   auto* s = app.add_subcommand(
       "sanitize",
@@ -354,6 +364,7 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
                             "(default {}); 0: no limit",
                             exec::kDefaultMaxSteps))
       ->type_name("N");
+  add_max_memory(*s, o.max_memory);
   s->add_option("--target", o.target,
                 fmt::format("the GPU the program sees and kernels are compiled for: {} (default: "
                             "TILESCOPE_TARGET, else sm_90)",
@@ -376,8 +387,8 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json",      "--sarif", "--exit-code", "--threads",
-                                                   "--max-steps", "--color", "--target"};
+  static const std::set<std::string> with_value = {"--json",      "--sarif",      "--exit-code", "--threads",
+                                                   "--max-steps", "--max-memory", "--color",     "--target"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -429,6 +440,7 @@ int sanitize_command(const SanitizeOptions& o) {
   setenv("TILESCOPE_EXIT_CODE", std::to_string(o.exit_code).c_str(), 1);
   if (!threads.empty()) setenv("TILESCOPE_THREADS", threads.c_str(), 1);
   if (!max_steps.empty()) setenv("TILESCOPE_MAX_STEPS", max_steps.c_str(), 1);
+  if (o.max_memory > 0) setenv("TILESCOPE_MAX_MEMORY", std::to_string(o.max_memory).c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
   setenv("TILESCOPE_TARGET", target.c_str(), 1);
   if (o.cuda_on_cpu) setenv("TILESCOPE_CUDA_ON_CPU", "1", 1);

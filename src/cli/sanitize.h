@@ -15,12 +15,17 @@ struct SanitizeOptions {
   bool abort_on_first = false;
   std::string threads;               // --threads as given (checked by exec::parse_threads); empty: not given
   std::string max_steps;             // --max-steps as given; empty: not given
+  int64_t max_memory = 0;            // --max-memory: bytes of program frames per launch; 0: the default
   std::string target;                // --target: the emulated device; "": TILESCOPE_TARGET, else sm_90
   bool cuda_on_cpu = false;          // --cuda-on-cpu: "cuda" tensors are made on the CPU
   bool bench_all = false;            // --bench-all: perf_report benchmarks at every x value
   std::string color = "auto";        // auto | always | never
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
 };
+
+/// Register `--max-memory SIZE` on `cmd`: the most bytes a launch may take for the values of its
+/// programs (exec::LaunchOptions::max_memory); SIZE in bytes or with a unit K, M, G, T (powers of 1024).
+CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes);
 
 /// Register `sanitize` on `app`; returns the subcommand (check it with `*sub` after parsing).
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);

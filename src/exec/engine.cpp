@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -39,6 +40,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <system_error>
@@ -342,6 +344,10 @@ struct Launch {
   std::atomic<bool> cancelled{false};  // cancel was seen: launch() throws Interrupted
   const std::atomic<bool>* cancel = nullptr;
   Waits waits;
+  // Fibers made so far (each has a frame), against LaunchOptions::max_memory.
+  int64_t max_memory = 0;
+  int threads = 1;
+  std::atomic<int64_t> frames{0};
 };
 
 struct Worker {
@@ -369,6 +375,32 @@ struct Worker {
 namespace {
 
 thread_local Worker* tl_worker = nullptr;
+
+std::string bytes_text(int64_t n) {
+  const char* unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && n >= (int64_t{1} << (10 * (u + 1)))) ++u;
+  if (u == 0) return fmt::format("{} bytes", n);
+  return fmt::format("{:.1f} {}", static_cast<double>(n) / static_cast<double>(int64_t{1} << (10 * u)),
+                     unit[u]);
+}
+
+/// Throw when `frames` frames of `L` do not fit in its memory limit (LaunchOptions::max_memory).
+void check_frames(const Launch& L, int64_t frames) {
+  const int64_t frame = L.plan->frame_bytes + 64;
+  if (frames <= L.max_memory / frame) return;
+  const char* s = L.threads == 1 ? "" : "s";
+  std::string why = frames <= L.threads ? fmt::format("{} worker thread{}", L.threads, s)
+                                        : fmt::format(
+                                              "{} programs in flight: {} thread{}, and programs parked "
+                                              "while they wait on others through atomics",
+                                              frames, L.threads, s);
+  throw Error(fmt::format(
+      "this launch needs at least {} for the values of its programs ({} per program frame x {}), more "
+      "than the memory limit of {}; raise the limit with --max-memory SIZE (TILESCOPE_MAX_MEMORY for "
+      "Python programs), or use fewer threads (--threads)",
+      bytes_text(frame * frames), bytes_text(frame), why, bytes_text(L.max_memory)));
+}
 
 void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker& w) {
   const Plan& plan = *L.plan;
@@ -450,6 +482,8 @@ Fiber* new_fiber(Worker& w) {
     w.free_fibers.pop_back();
     return f;
   }
+  // A program that waits keeps its frame: count the fibers of every worker against the limit.
+  check_frames(*w.launch, w.launch->frames.fetch_add(1, std::memory_order_relaxed) + 1);
   auto* f = new Fiber;
   f->worker = &w;
   f->stack =
@@ -1014,6 +1048,16 @@ int parse_threads(std::string_view text, std::string_view what) {
   return static_cast<int>(n);
 }
 
+int64_t default_max_memory() {
+  int64_t total =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  // In a container the cgroup's limit is what the kernel enforces ("max": none).
+  std::ifstream cg("/sys/fs/cgroup/memory.max");
+  int64_t limit = 0;
+  if (cg >> limit && limit > 0 && (total <= 0 || limit < total)) total = limit;
+  return total > 0 ? total / 2 : int64_t{4} << 30;
+}
+
 void check_grid(const std::array<int64_t, 3>& grid) {
   // CUDA's launch limits on sm_90 (cudaDeviceProp::maxGridSize): x < 2^31, y and z <= 65535. Their
   // product stays below 2^63, so the program count never overflows.
@@ -1109,6 +1153,14 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     threads =
         static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
+  // Every worker takes a frame: by default no more workers than there are frames that fit the memory
+  // limit; fail now, before allocating any, when the frames of the threads asked for do not fit.
+  L.max_memory = opts.max_memory > 0 ? opts.max_memory : default_max_memory();
+  if (opts.threads <= 0)
+    threads = static_cast<int>(
+        std::max<int64_t>(1, std::min<int64_t>(threads, L.max_memory / (L.plan->frame_bytes + 64))));
+  L.threads = threads;
+  check_frames(L, threads);
 
   LaunchContext ctx(L.stop);
   ctx.module = &impl_->module;

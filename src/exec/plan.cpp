@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
+#include <functional>
+#include <queue>
 
 #include "table.h"
 #include "tilescope/exec/value.h"
@@ -17,14 +20,174 @@ int Planner::slot(const ir::Value* v) {
   int s = static_cast<int>(plan_.slots.size());
   plan_.slots.push_back(SlotInfo{v->type, storage_bytes(*v->type)});
   plan_.slot_value.push_back(v);
-  int64_t off = plan_.frame_bytes;
-  plan_.slot_offset.push_back(off);
-  plan_.frame_bytes = off + ((plan_.slots.back().bytes + 63) / 64) * 64;
-  // The three per-slot tables grow together; every slot starts on a 64-byte boundary of the frame.
+  plan_.slot_offset.push_back(0);  // assign_storage places it once its function is lowered
+  // The three per-slot tables grow together.
   assert(plan_.slot_value.size() == plan_.slots.size() && plan_.slot_offset.size() == plan_.slots.size());
-  assert(off % 64 == 0 && plan_.slots.back().bytes >= 0 && plan_.frame_bytes >= off);
+  assert(plan_.slots.back().bytes >= 0);
   slots_.emplace(v, s);
   return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage by liveness
+//
+// The steps of a function are numbered in the order they are written, nested regions inside their
+// op: op S gets a time when it starts, then the steps of its regions, then a time when it ends.
+// Every slot gets the interval [first time written, last time read], inclusive; two slots share
+// storage only when their intervals are disjoint. The rules, conservative where control flow repeats:
+// - S's results start when S starts (a loop writes them at its end, an observer reads them after S);
+//   S's operands are read until S ends (a region op may read its operands while its regions run).
+//   So a result never shares bytes with an operand of its own op.
+// - A value defined outside S and used in S's regions lives until S ends: the regions may run again
+//   (loop back-edges), and every iteration reads it.
+// - Block arguments of S's regions (loop-carried values, the induction variable, while-loop
+//   arguments) live from S's start to S's end: each iteration's yield writes them.
+// - A function's entry arguments live for the whole function; for a kernel they are written once per
+//   worker (Engine::launch) and must hold for every program it runs.
+// - In a region of several blocks (cf.br / cf.cond_br: branches may go backwards) every value defined
+//   in the region lives from the region's start to its end.
+// Values then take the storage of a value of the same size (64-byte lines) whose interval ended
+// before theirs starts, most recently freed first, or new bytes at the end of the function's storage.
+
+namespace {
+
+class Liveness {
+ public:
+  explicit Liveness(size_t slots) : start_(slots, kUnset), end_(slots, -1), depth_(slots, -1) {}
+
+  /// Number the function body `r` (a virtual enclosing op, level 0, stands for the whole call).
+  void function(const RegionPlan& r) {
+    levels_.emplace_back();
+    const int64_t begin = t_++;
+    region(r, begin);
+    end_level(t_++);
+  }
+
+  std::vector<int> slots() const {  // every slot the function reads or writes, in order of start
+    std::vector<int> v;
+    for (size_t i = 0; i < start_.size(); ++i)
+      if (start_[i] != kUnset) v.push_back(static_cast<int>(i));
+    std::stable_sort(v.begin(), v.end(), [&](int a, int b) { return start_[a] < start_[b]; });
+    return v;
+  }
+  int64_t start(int s) const { return start_[s]; }
+  int64_t end(int s) const { return end_[s]; }
+
+ private:
+  static constexpr int64_t kUnset = INT64_MAX;
+
+  /// `r` runs inside the op that started at `op_start`; its depth is the number of enclosing levels.
+  void region(const RegionPlan& r, int64_t op_start) {
+    const int depth = static_cast<int>(levels_.size());
+    const int64_t begin = t_;
+    std::vector<int> defined;
+    for (const BlockPlan& b : r.blocks)
+      for (int a : b.args) {
+        def(a, depth, op_start);
+        levels_.back().push_back(a);  // until the enclosing op ends
+        defined.push_back(a);
+      }
+    for (const BlockPlan& b : r.blocks) {
+      for (const Step& s : b.steps) {
+        const int64_t s_start = t_++;
+        for (int o : s.out) {
+          def(o, depth, s_start);
+          defined.push_back(o);
+        }
+        levels_.emplace_back();
+        for (const RegionPlan& sub : s.regions) region(sub, s_start);
+        const int64_t s_end = t_++;
+        end_level(s_end);
+        for (int i : s.in) use(i, depth, s_end);
+      }
+      const int64_t t = t_++;
+      const Terminator& term = b.term;
+      for (int i : term.operands) use(i, depth, t);
+      if (term.cond >= 0) use(term.cond, depth, t);
+      for (const auto& ops : term.target_operands)
+        for (int i : ops) use(i, depth, t);
+    }
+    if (r.blocks.size() > 1) {
+      const int64_t end = t_++;
+      for (int s : defined) {
+        start_[s] = std::min(start_[s], begin);
+        end_[s] = std::max(end_[s], end);
+      }
+    }
+  }
+
+  void def(int s, int depth, int64_t t) {
+    start_[s] = std::min(start_[s], t);
+    end_[s] = std::max(end_[s], t);
+    if (depth_[s] < 0) depth_[s] = depth;
+  }
+
+  void use(int s, int depth, int64_t t) {
+    const int d = depth_[s];
+    if (d == depth) {
+      end_[s] = std::max(end_[s], t);
+    } else if (d >= 1 && d < depth) {
+      levels_[static_cast<size_t>(d)].push_back(s);  // defined outside: until the op at its depth ends
+    } else {  // not defined in this function, or used outside its region: only in IR the verifier rejects
+      start_[s] = std::min(start_[s], int64_t{0});
+      levels_.front().push_back(s);
+    }
+  }
+
+  void end_level(int64_t t) {
+    for (int s : levels_.back()) end_[s] = std::max(end_[s], t);
+    levels_.pop_back();
+  }
+
+  std::vector<int64_t> start_, end_;
+  std::vector<int> depth_;                // nesting depth of the region that defines each slot
+  std::vector<std::vector<int>> levels_;  // per enclosing op: slots that live until it ends
+  int64_t t_ = 0;
+};
+
+}  // namespace
+
+void Planner::assign_storage(const FunctionPlan& fp) {
+  Liveness live(plan_.slots.size());
+  live.function(fp.body);
+  // Sizes in whole 64-byte lines, at least one: a value of no bytes still has an offset of its own.
+  auto rounded = [](int64_t bytes) { return std::max<int64_t>(64, (bytes + 63) / 64 * 64); };
+  // Intervals still holding their storage, soonest end first; free storage by size, last freed last.
+  using Held = std::pair<int64_t, int>;  // end, slot
+  std::priority_queue<Held, std::vector<Held>, std::greater<Held>> held;
+  std::map<int64_t, std::vector<int64_t>> free;
+  const int64_t base = plan_.frame_bytes;
+  int64_t top = base;
+  for (int s : live.slots()) {
+    while (!held.empty() && held.top().first < live.start(s)) {
+      int done = held.top().second;
+      held.pop();
+      free[rounded(plan_.slots[done].bytes)].push_back(plan_.slot_offset[done]);
+    }
+    const int64_t size = rounded(plan_.slots[s].bytes);
+    auto& pool = free[size];
+    if (!pool.empty()) {
+      plan_.slot_offset[s] = pool.back();
+      pool.pop_back();
+    } else {
+      plan_.slot_offset[s] = top;
+      top += size;
+    }
+    held.emplace(live.end(s), s);
+    assert(plan_.slot_offset[s] % 64 == 0 && plan_.slot_offset[s] >= base && live.start(s) <= live.end(s));
+  }
+  plan_.frame_bytes = top;
+#ifndef NDEBUG
+  // Slots that share bytes have the same size and disjoint intervals (checked in assert builds: ASan,
+  // TSan, the fuzzer).
+  std::map<int64_t, std::vector<int>> by_offset;
+  for (int s : live.slots()) by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
+  for (const auto& [off, group] : by_offset)
+    for (size_t i = 1; i < group.size(); ++i) {
+      assert(rounded(plan_.slots[group[i]].bytes) == rounded(plan_.slots[group[0]].bytes));
+      assert(live.end(group[i - 1]) < live.start(group[i]));
+    }
+#endif
 }
 
 void Planner::unsupported(const ir::Op& op, const std::string& why) const {
@@ -58,6 +221,7 @@ const FunctionPlan& Planner::lower(const ir::Function& fn) {
   fp->depth = fn_depth_;
   nesting_ = nesting;
   fn_depth_ = fn_depth;
+  assign_storage(*fp);
   auto& slot_ref = plan_.functions[&fn];
   slot_ref = std::move(fp);
   return *slot_ref;

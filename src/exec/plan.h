@@ -1,9 +1,13 @@
 // The plan: a verified function lowered once into steps over value slots.
 //
-// Every SSA value gets a slot whose storage is sized at plan time (TTIR shapes are static) and
-// reused across loop iterations and program instances (one Program per worker thread). Every op
-// becomes a Step whose kernel was chosen for its element types by the op table's `lower` hook, so
-// running a step is one indirect call doing tile work: no dispatch on types, no allocation.
+// Every SSA value gets a slot (an index: Step::in / out, block arguments, terminator operands) whose
+// storage is sized at plan time (TTIR shapes are static) and reused across loop iterations and
+// program instances (one Program per worker thread or fiber). Slots share storage by liveness: once a
+// value's last use has passed, a later value of the same storage size takes its bytes (assign_storage
+// in plan.cpp says which values stay live for how long), so a frame holds only the values live at
+// the same time, not every value of the function. Every op becomes a Step whose kernel was chosen for
+// its element types by the op table's `lower` hook, so running a step is one indirect call doing tile
+// work: no dispatch on types, no allocation.
 //
 // Storage encodings: include/tilescope/exec/value.h.
 #pragma once
@@ -89,8 +93,12 @@ struct Plan {
   std::vector<const ir::Value*> slot_value;  // the SSA value of each slot
   int num_steps = 0;
   std::map<const ir::Function*, std::unique_ptr<FunctionPlan>> functions;
+  /// Bytes of one frame: every lowered function's storage, one after the other (a callee's values
+  /// never share bytes with its callers').
   int64_t frame_bytes = 0;
-  std::vector<int64_t> slot_offset;  // byte offset of each slot in a frame (64-byte aligned)
+  /// Byte offset of each slot's storage in a frame (64-byte aligned). Slots whose values are never
+  /// live at the same time may have the same offset (and then the same storage size).
+  std::vector<int64_t> slot_offset;
 };
 
 /// Lowers functions into a Plan. Used by the op table's `lower` hooks to inspect types and to
@@ -117,6 +125,7 @@ class Planner {
   void lower_op(const ir::Op& op, Step& s);
   /// Enter one more level at `op` (a region op or a call); a located error past kMaxNesting.
   void nest(const ir::Op& op, int levels);
+  void assign_storage(const FunctionPlan& fp);
   const ir::Module& module_;
   Plan& plan_;
   std::map<const ir::Value*, int> slots_;

@@ -88,6 +88,7 @@ struct Runner {
     lo.threads = o.threads;
     lo.cancel = o.cancel;
     lo.max_steps = o.max_steps;
+    lo.max_memory = o.max_memory;
     for (auto& a : made) lo.observers.push_back(a.get());
     lo.observers.push_back(&text);
     std::lock_guard<std::mutex> g(k.mu_);

@@ -61,7 +61,10 @@ json finding_to_json(const Finding& f) {
   j["use"] = f.use ? site_json(*f.use) : json(nullptr);
   json pids = json::array();
   for (auto& p : f.first_programs) pids.push_back({p[0], p[1], p[2]});
-  j["programs"] = json{{"count", f.programs}, {"first", pids}};
+  json programs{{"count", f.programs}, {"first", pids}};
+  programs["last"] =
+      f.programs > 0 ? json{f.last_program[0], f.last_program[1], f.last_program[2]} : json(nullptr);
+  j["programs"] = programs;
   j["lanes"] = json{{"count", f.lanes}, {"first", f.first_lanes}};
   j["occurrences"] = f.occurrences;
   j["buffer"] =
@@ -77,6 +80,12 @@ json finding_to_json(const Finding& f) {
       f.has_addresses ? json{{"min", hex(f.address_min)}, {"max", hex(f.address_max)}} : json(nullptr);
   j["message"] = f.message;
   j["launch_stack"] = f.launch_stack;
+  json stacks = json::array();
+  if (!f.launch_stacks.empty())
+    for (auto& st : f.launch_stacks) stacks.push_back(st);
+  else if (!f.launch_stack.empty())
+    stacks.push_back(f.launch_stack);
+  j["launches"] = json{{"count", f.launches}, {"stacks", stacks}};
   return j;
 }
 
@@ -101,9 +110,15 @@ std::vector<Finding> from_json(const json& j) {
       if (x.contains("use") && x["use"].is_object()) f.use = site_from(x["use"]);
       if (x.contains("programs")) {
         f.programs = x["programs"].value("count", int64_t{0});
-        for (auto& p : x["programs"].value("first", json::array()))
-          f.first_programs.push_back(
-              {p.at(0).get<int32_t>(), p.at(1).get<int32_t>(), p.at(2).get<int32_t>()});
+        auto pid = [](const json& p) {
+          return exec::ProgramId{p.at(0).get<int32_t>(), p.at(1).get<int32_t>(), p.at(2).get<int32_t>()};
+        };
+        for (auto& p : x["programs"].value("first", json::array())) f.first_programs.push_back(pid(p));
+        const json last = x["programs"].value("last", json(nullptr));
+        if (!last.is_null())
+          f.last_program = pid(last);
+        else if (!f.first_programs.empty())  // written before `last` existed: the best lower bound
+          f.last_program = f.first_programs.back();
       }
       if (x.contains("lanes")) {
         f.lanes = x["lanes"].value("count", int64_t{0});
@@ -136,6 +151,11 @@ std::vector<Finding> from_json(const json& j) {
       }
       f.message = x.value("message", "");
       f.launch_stack = x.value("launch_stack", std::vector<std::string>{});
+      if (x.contains("launches") && x["launches"].is_object()) {
+        f.launches = x["launches"].value("count", int64_t{1});
+        f.launch_stacks = x["launches"].value("stacks", std::vector<std::vector<std::string>>{});
+        if (f.launch_stacks.size() == 1 && f.launch_stacks[0] == f.launch_stack) f.launch_stacks.clear();
+      }
       out.push_back(std::move(f));
     }
   } catch (const json::exception& e) {

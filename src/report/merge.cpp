@@ -9,75 +9,120 @@
 
 namespace tilescope::report {
 
-std::vector<analysis::Finding> merge(const std::vector<analysis::Finding>& findings, size_t keep) {
-  using Key =
-      std::tuple<int, std::string, std::string, int, int, int, int, std::string, std::string, int, int>;
+namespace {
+
+using analysis::Finding;
+
+// What makes two findings one: the same kind at the same op of the same kernel (Python and TTIR
+// position), the same cause op, and for out-of-bounds kinds the same buffer: name, dtype, shape,
+// strides and size. Offsets are only comparable against one buffer shape, so launches on buffers of
+// other sizes stay separate findings.
+using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, int, int, std::string,
+                       std::string, std::vector<int64_t>, std::vector<int64_t>, uint64_t>;
+
+Key key_of(const Finding& f) {
+  const analysis::BufferInfo none;
+  const analysis::BufferInfo& b = f.buffer ? *f.buffer : none;
+  return Key{static_cast<int>(f.kind),
+             f.kernel,
+             f.site.file,
+             f.site.line,
+             f.site.col,
+             f.site.ttir_line,
+             f.site.ttir_col,
+             f.site.op,
+             f.cause ? f.cause->ttir_line : 0,
+             f.cause ? f.cause->ttir_col : 0,
+             b.name,
+             b.dtype,
+             b.shape,
+             b.strides,
+             b.bytes};
+}
+
+bool pid_less(const exec::ProgramId& a, const exec::ProgramId& b) {
+  return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
+}
+
+/// The `keep` smallest distinct values of `a` and `b` (each sorted by `less`), sorted.
+template <class T, class Less>
+std::vector<T> smallest(const std::vector<T>& a, const std::vector<T>& b, size_t keep, Less less) {
+  std::vector<T> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end(), less);
+  all.erase(
+      std::unique(all.begin(), all.end(), [&](const T& x, const T& y) { return !less(x, y) && !less(y, x); }),
+      all.end());
+  if (all.size() > keep) all.resize(keep);
+  return all;
+}
+
+std::vector<std::vector<std::string>> stacks_of(const Finding& f) {
+  if (!f.launch_stacks.empty()) return f.launch_stacks;
+  if (f.launch_stack.empty()) return {};
+  return {f.launch_stack};
+}
+
+void fold(Finding& g, const Finding& f, size_t keep) {
+  if (f.programs > 0 && (g.programs == 0 || pid_less(g.last_program, f.last_program)))
+    g.last_program = f.last_program;
+  g.programs += f.programs;
+  g.first_programs = smallest(g.first_programs, f.first_programs, keep, pid_less);
+  g.lanes += f.lanes;
+  g.first_lanes = smallest(g.first_lanes, f.first_lanes, keep, std::less<int64_t>());
+  g.occurrences += f.occurrences;
+  if (f.has_offsets) {
+    if (!g.has_offsets) {
+      g.has_offsets = true;
+      g.offset_min = f.offset_min;
+      g.offset_max = f.offset_max;
+    }
+    g.offset_min = std::min(g.offset_min, f.offset_min);
+    g.offset_max = std::max(g.offset_max, f.offset_max);
+    // The same buffer shape (the key): how far outside follows from the offsets, as in the sanitizer.
+    const int64_t numel = g.buffer ? g.buffer->numel : 0;
+    g.elements_before = g.offset_min < 0 ? -g.offset_min : 0;
+    g.elements_past = g.offset_max >= numel ? g.offset_max - numel + 1 : 0;
+  }
+  if (f.has_addresses) {
+    if (!g.has_addresses) {
+      g.has_addresses = true;
+      g.address_min = f.address_min;
+      g.address_max = f.address_max;
+    }
+    g.address_min = std::min(g.address_min, f.address_min);
+    g.address_max = std::max(g.address_max, f.address_max);
+  }
+  if (!g.use && f.use) g.use = f.use;
+  if (g.message.empty()) g.message = f.message;
+  g.launches += f.launches;
+  std::vector<std::vector<std::string>> stacks = stacks_of(g);
+  for (auto& s : stacks_of(f))
+    if (stacks.size() < analysis::kMaxLaunchStacks &&
+        std::find(stacks.begin(), stacks.end(), s) == stacks.end())
+      stacks.push_back(s);
+  g.launch_stacks = stacks.size() > 1 ? std::move(stacks) : std::vector<std::vector<std::string>>{};
+}
+
+}  // namespace
+
+std::vector<Finding> merge(const std::vector<Finding>& findings, size_t keep) {
   std::map<Key, size_t> index;
-  std::vector<analysis::Finding> out;
-  std::vector<int64_t> merged;  // launches folded into each output finding
+  std::vector<Finding> out;
+  std::vector<bool> folded;  // whether another finding was folded into out[i]
   for (const auto& f : findings) {
-    Key k{static_cast<int>(f.kind),
-          f.kernel,
-          f.site.file,
-          f.site.line,
-          f.site.col,
-          f.site.ttir_line,
-          f.site.ttir_col,
-          f.site.op,
-          f.buffer ? f.buffer->name : std::string(),
-          f.cause ? f.cause->ttir_line : 0,
-          f.cause ? f.cause->ttir_col : 0};
-    auto it = index.find(k);
-    if (it == index.end()) {
-      index.emplace(k, out.size());
+    auto [it, fresh] = index.try_emplace(key_of(f), out.size());
+    if (fresh) {
       out.push_back(f);
-      merged.push_back(1);
+      folded.push_back(false);
       continue;
     }
-    analysis::Finding& g = out[it->second];
-    merged[it->second] += 1;
-    g.programs += f.programs;
-    g.lanes += f.lanes;
-    g.occurrences += f.occurrences;
-    for (auto& p : f.first_programs)
-      if (g.first_programs.size() < keep &&
-          std::find(g.first_programs.begin(), g.first_programs.end(), p) == g.first_programs.end())
-        g.first_programs.push_back(p);
-    for (auto l : f.first_lanes)
-      if (g.first_lanes.size() < keep &&
-          std::find(g.first_lanes.begin(), g.first_lanes.end(), l) == g.first_lanes.end())
-        g.first_lanes.push_back(l);
-    if (f.has_offsets) {
-      if (!g.has_offsets) {
-        g.has_offsets = true;
-        g.offset_min = f.offset_min;
-        g.offset_max = f.offset_max;
-      }
-      g.offset_min = std::min(g.offset_min, f.offset_min);
-      g.offset_max = std::max(g.offset_max, f.offset_max);
-      g.elements_before = std::max(g.elements_before, f.elements_before);
-      g.elements_past = std::max(g.elements_past, f.elements_past);
-    }
-    if (f.has_addresses) {
-      if (!g.has_addresses) {
-        g.has_addresses = true;
-        g.address_min = f.address_min;
-        g.address_max = f.address_max;
-      }
-      g.address_min = std::min(g.address_min, f.address_min);
-      g.address_max = std::max(g.address_max, f.address_max);
-    }
+    fold(out[it->second], f, keep);
+    folded[it->second] = true;
   }
-  // The per-launch summary ends with "; N lanes in M programs": restate the summed counts.
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (merged[i] < 2) continue;
-    analysis::Finding& g = out[i];
-    auto cut = g.summary.rfind("; ");
-    if (cut == std::string::npos) continue;
-    auto plural = [](int64_t n, const char* w) { return std::to_string(n) + " " + w + (n == 1 ? "" : "s"); };
-    g.summary = g.summary.substr(0, cut) + "; " + plural(g.lanes, "lane") + " in " +
-                plural(g.programs, "program") + " over " + std::to_string(merged[i]) + " launches";
-  }
+  // Every field of a merged finding describes all its launches, the summary too.
+  for (size_t i = 0; i < out.size(); ++i)
+    if (folded[i]) out[i].summary = analysis::summarize(out[i]);
   return out;
 }
 

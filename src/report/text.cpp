@@ -98,7 +98,13 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
     for (auto& i : s.inlined_from) note("inlined from", i);
     std::vector<std::string> pids;
     for (auto& p : f.first_programs) pids.push_back(fmt::format("({}, {}, {})", p[0], p[1], p[2]));
-    note("programs", first_of(f.programs, join(pids), pids.size()));
+    std::string programs = first_of(f.programs, join(pids), pids.size());
+    if (f.programs > static_cast<int64_t>(pids.size()) && f.programs > 0) {  // "... (first: a, b, ...)"
+      programs.pop_back();
+      programs +=
+          fmt::format("; last: ({}, {}, {}))", f.last_program[0], f.last_program[1], f.last_program[2]);
+    }
+    note("programs", programs);
     note("lanes", first_of(f.lanes, join(f.first_lanes), f.first_lanes.size()));
     if (f.buffer) {
       const auto& b = *f.buffer;
@@ -128,8 +134,16 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
       }
     }
     if (f.use) note("used by", site_line(*f.use));
-    if (!f.launch_stack.empty()) {
-      out += fmt::format("  {} launched from:\n", st.blue("="));
+    if (f.launch_stacks.size() > 1) {
+      out += fmt::format("  {} launched from {} places ({} launches{}):\n", st.blue("="),
+                         f.launch_stacks.size(), f.launches,
+                         f.launch_stacks.size() >= analysis::kMaxLaunchStacks ? "; the first places" : "");
+      for (size_t i = 0; i < f.launch_stacks.size(); ++i)
+        for (size_t k = 0; k < f.launch_stacks[i].size(); ++k)
+          out += fmt::format("    {:<4}{}\n", k ? "" : fmt::format("[{}]", i + 1), f.launch_stacks[i][k]);
+    } else if (!f.launch_stack.empty()) {
+      out += fmt::format("  {} launched from{}:\n", st.blue("="),
+                         f.launches > 1 ? fmt::format(" ({} launches)", f.launches) : "");
       for (auto& fr : f.launch_stack) out += fmt::format("      {}\n", fr);
     }
     out += "\n";

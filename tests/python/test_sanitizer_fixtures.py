@@ -104,7 +104,7 @@ def test_undefined_sum_reported_at_the_reduce(tmp_path):
     assert f["cause"]["op"] == "tt.load"
     assert f["cause"]["line"] == kernel_line("x = tl.load(x_ptr + offs, mask=mask)")
     assert f["lanes"] == {"count": 6, "first": [10, 11, 12, 13, 14]}
-    assert f["programs"] == {"count": 1, "first": [[0, 0, 0]]}
+    assert f["programs"] == {"count": 1, "first": [[0, 0, 0]], "last": [0, 0, 0]}
     assert f["source"] == "    s = tl.sum(x, axis=0)"
     assert "error[undefined-value]" in p.stderr
 
@@ -123,7 +123,7 @@ def test_int32_overflow_at_the_multiply(tmp_path):
     f = ov[0]
     assert (f["op"], f["line"], f["var"]) == ("arith.muli", kernel_line("start = pid * stride"), "start")
     # pids 2, 3, 4 overflow (4 * 2^30 wraps to 0: in bounds, still reported)
-    assert f["programs"] == {"count": 3, "first": [[2, 0, 0], [3, 0, 0], [4, 0, 0]]}
+    assert f["programs"] == {"count": 3, "first": [[2, 0, 0], [3, 0, 0], [4, 0, 0]], "last": [4, 0, 0]}
     assert f["use"]["op"] == "tt.load"
     oob = [f for f in fs if f["kind"] == "out-of-bounds-load"]
     assert len(oob) == 1 and oob[0]["programs"]["first"] == [[1, 0, 0], [2, 0, 0], [3, 0, 0]]

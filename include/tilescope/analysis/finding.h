@@ -70,8 +70,11 @@ struct Finding {
   OpSite site;                  // where it is reported (see the kind list above)
   std::optional<OpSite> cause;  // poison kinds: the op that produced the value (load, arithmetic, division)
   std::optional<OpSite> use;    // int32-overflow / division-by-zero: the first op that consumed it
-  int64_t programs = 0;         // distinct program instances
-  std::vector<exec::ProgramId> first_programs;  // the first few, in (z, y, x) order
+  // Programs: a count and a few ids, never a list of every program, so a finding takes the same memory
+  // whatever the grid. A program counts once per finding however often it misbehaves at the site.
+  int64_t programs = 0;                         // distinct program instances (summed over merged launches)
+  std::vector<exec::ProgramId> first_programs;  // the first few, smallest first in (z, y, x) order
+  exec::ProgramId last_program{0, 0, 0};        // the greatest in (z, y, x) order (when programs > 0)
   int64_t lanes = 0;                            // offending lanes summed over all occurrences
   std::vector<int64_t> first_lanes;  // the first few distinct lane indices (row-major over the op's tile)
   int64_t occurrences = 0;           // events (an op in a loop counts once per iteration)
@@ -84,8 +87,19 @@ struct Finding {
   uint64_t address_min = 0, address_max = 0;
   std::string message;                    // assert-failed: the assert's message
   std::vector<std::string> launch_stack;  // Python stack of the launch, "file:line in func", innermost last
-  std::string summary;                    // one line: what happened
+  // Launches folded into this finding by report::merge (1 for one launch), and the distinct launch
+  // stacks among them, first seen first (at most kMaxLaunchStacks; empty: launch_stack alone).
+  int64_t launches = 1;
+  std::vector<std::vector<std::string>> launch_stacks;
+  std::string summary;  // one line: what happened (summarize)
 };
+
+inline constexpr size_t kMaxLaunchStacks = 16;
+
+/// The one-line summary of `f` from its fields: "out-of-bounds store to 'out_ptr' (1000 elements):
+/// element offsets 1000..1099 (up to 100 elements past the end); 100 lanes in 2 programs", with
+/// " over N launches" when f.launches > 1.
+std::string summarize(const Finding& f);
 
 /// The launch findings come from (filled in by the runner: Finding::kernel and launch_stack).
 struct LaunchInfo {

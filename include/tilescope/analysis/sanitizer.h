@@ -53,8 +53,8 @@ class Sanitizer : public Analysis {
   Sanitizer(const ir::Module& module, const SanitizerOptions& opts);
   ~Sanitizer() override;
 
-  /// The event kinds it subscribes to (kOpResult and kProgram only when the poison analyses have
-  /// something to watch in this module).
+  /// The event kinds it subscribes to (kOpResult only when the poison analyses have something to watch
+  /// in this module; kProgram always: the per-program state counts each program once per site).
   unsigned kinds() const;
   exec::Subscription on_launch_begin(const exec::LaunchContext&) override;
   void on_launch_end(const exec::LaunchContext&, const exec::LaunchStats&) override;
@@ -71,6 +71,13 @@ class Sanitizer : public Analysis {
   const std::vector<Finding>& findings() const;
   /// Ops watched for the poison analyses (for tests and the overhead report).
   size_t watched_ops() const;
+  /// Bytes held for the findings of the launch being observed (until finish()): one record per site
+  /// (counts, the first few program ids and lanes, the last program id, offset and address ranges)
+  /// and, per program state, a flag per site that counts each program once there. It grows with the
+  /// number of sites and of concurrently running programs, never with the grid (issue 8, item 4).
+  /// Shadow lanes of the poison analyses are not included. Call it between launches (or after one
+  /// and before finish()), not while programs run.
+  size_t retained_bytes() const;
 
   /// Analysis: finish() and append this launch's findings to `out`.
   void collect(const LaunchInfo& info, std::vector<Finding>& out) override;

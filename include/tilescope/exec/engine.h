@@ -48,7 +48,8 @@ inline constexpr int64_t kDefaultMaxSteps = 1'000'000'000;
 
 struct LaunchOptions {
   std::array<int64_t, 3> grid{1, 1, 1};
-  int threads = 0;                   // 0: all cores (fewer for small grids: at least 8 programs per thread)
+  int threads = 0;  // 0: all cores (fewer for small grids: at least 8 programs per thread; and no more
+                    // than the program frames that fit max_memory)
   std::vector<Observer*> observers;  // the analyses, in call order (exec/events.h)
   /// When set (e.g. by a SIGINT handler), the launch stops, also inside a running program's loops
   /// (checked at every loop iteration and call), and Engine::launch throws Interrupted.
@@ -56,7 +57,16 @@ struct LaunchOptions {
   /// Operations one program may run (each op of a block counts, and the block's terminator); 0: no
   /// limit. Counted per program, so it is deterministic; checked at loop iterations and calls.
   int64_t max_steps = kDefaultMaxSteps;
+  /// The most bytes the launch may take for the frames of its programs (the values of every program
+  /// in flight: one frame per worker thread, and one per program parked while it waits on another
+  /// through atomics); 0: default_max_memory(). A launch that needs more fails with an Error that says
+  /// how much it needs, before allocating it.
+  int64_t max_memory = 0;
 };
+
+/// The default LaunchOptions::max_memory: half of the machine's physical memory, or of the cgroup
+/// memory limit (cgroup v2 `memory.max`) when that is lower.
+int64_t default_max_memory();
 
 /// Thrown by Engine::launch when LaunchOptions::cancel was set during the launch.
 class Interrupted : public Error {

@@ -57,6 +57,7 @@ struct RunOptions {
   const std::atomic<bool>* cancel = nullptr;
   /// Operations one program may run before the launch fails (exec::LaunchOptions::max_steps); 0: none.
   int64_t max_steps = exec::kDefaultMaxSteps;
+  int64_t max_memory = 0;  // bytes of program frames; 0: exec::default_max_memory()
   /// Where tt.print text goes as programs print it (calls are serialized). Null: RunResult::prints.
   std::function<void(std::string_view)> print;
 };

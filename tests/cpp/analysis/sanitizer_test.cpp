@@ -4,6 +4,7 @@
 // hand from the kernel and its inputs.
 #include "tilescope/analysis/sanitizer.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -421,6 +422,91 @@ TEST(SanitizerMemory, AbortOnFirstStopsTheLaunch) {
   ASSERT_EQ(r.findings.size(), 1u) << describe(r.findings);
   EXPECT_EQ(r.findings[0].kind, Kind::oob_load);
   EXPECT_EQ(out[1000 - 1], 0.0f);  // program 7 stopped at its first load, before its store
+}
+
+// Regression (issue 8, item 4): the sanitizer kept every offending program id in a set per site,
+// about 40 bytes per program (8 GiB for a 2^31-program grid). Each program of this kernel stores 4
+// lanes at offsets pid*4 .. pid*4+3 of a 10-element buffer, twice (a loop), at one site. Expected
+// counts by hand: programs 0 and 1 are inside; program 2 has lanes 2, 3 outside; every later program
+// all 4 lanes. The retained state must not grow with the grid, and the counts must stay exact (a
+// program counts once however often it misbehaves), on several threads.
+const char* kStoreTwice = R"(module {
+  tt.func public @store_twice(%out: !tt.ptr<f32>) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %c4 = arith.constant 4 : i32
+    %pid = tt.get_program_id x : i32
+    %base = arith.muli %pid, %c4 : i32
+    %r = tt.make_range {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
+    %b = tt.splat %base : i32 -> tensor<4xi32>
+    %offs = arith.addi %b, %r : tensor<4xi32>
+    %p = tt.splat %out : !tt.ptr<f32> -> tensor<4x!tt.ptr<f32>>
+    %q = tt.addptr %p, %offs : tensor<4x!tt.ptr<f32>>, tensor<4xi32>
+    %v = arith.constant dense<1.000000e+00> : tensor<4xf32>
+    scf.for %i = %c0 to %c2 step %c1  : i32 {
+      tt.store %q, %v : tensor<4x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+}
+)";
+
+struct Retained {
+  Finding finding;
+  size_t bytes = 0;  // Sanitizer::retained_bytes() at the end of the launch, before finish()
+};
+
+Retained store_twice(std::array<int64_t, 3> grid, int threads) {
+  ir::Module m = ir::read(kStoreTwice, "store_twice.ttir");
+  ir::verify(m);
+  exec::Engine e(m);
+  Sanitizer s(m);
+  std::vector<float> out(10, 0.0f);
+  exec::Memory mem;
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  exec::LaunchOptions o;
+  o.grid = grid;
+  o.threads = threads;
+  o.observers = {&s};
+  e.launch("store_twice", {exec::Arg::buf(ob)}, mem, o);
+  Retained r;
+  r.bytes = s.retained_bytes();
+  s.finish(LaunchInfo{"store_twice", {}});
+  EXPECT_EQ(s.findings().size(), 1u) << describe(s.findings());
+  if (!s.findings().empty()) r.finding = s.findings()[0];
+  return r;
+}
+
+TEST(SanitizerMemory, ProgramsAreCountedInMemoryThatDoesNotGrowWithTheGrid) {
+  Retained small = store_twice({1000, 1, 1}, 2);
+  Retained big = store_twice({200000, 1, 1}, 2);
+  for (auto [r, g] : {std::pair{&small, int64_t{1000}}, std::pair{&big, int64_t{200000}}}) {
+    const Finding& f = r->finding;
+    EXPECT_EQ(f.kind, Kind::oob_store);
+    EXPECT_EQ(f.programs, g - 2);
+    EXPECT_EQ(f.occurrences, 2 * (g - 2));
+    EXPECT_EQ(f.lanes, 2 * (2 + 4 * (g - 3)));
+    EXPECT_EQ(f.first_programs,
+              (std::vector<exec::ProgramId>{{2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {5, 0, 0}, {6, 0, 0}}));
+    EXPECT_EQ(f.last_program, (exec::ProgramId{static_cast<int32_t>(g - 1), 0, 0}));
+    EXPECT_EQ(f.offset_min, 10);
+    EXPECT_EQ(f.offset_max, 4 * g - 1);
+    EXPECT_NE(f.summary.find(fmt::format("in {} programs", g - 2)), std::string::npos) << f.summary;
+  }
+  // One site: a record of a few hundred bytes and a flag per program state, whatever the grid (a
+  // second program state, when the other thread started in time, adds a few bytes).
+  EXPECT_LT(big.bytes, 2048u);
+  EXPECT_LT(big.bytes, small.bytes + 64);
+}
+
+TEST(SanitizerMemory, ProgramIdsAreOrderedZYX) {
+  // Grid (5, 2, 2): per (y, z) the programs x = 2, 3, 4 store outside (x = 2 partly): 12 programs.
+  Retained r = store_twice({5, 2, 2}, 3);
+  EXPECT_EQ(r.finding.programs, 12);
+  EXPECT_EQ(r.finding.first_programs,
+            (std::vector<exec::ProgramId>{{2, 0, 0}, {3, 0, 0}, {4, 0, 0}, {2, 1, 0}, {3, 1, 0}}));
+  EXPECT_EQ(r.finding.last_program, (exec::ProgramId{4, 1, 1}));
 }
 
 TEST(SanitizerMemory, PoisonAnalysesCanBeTurnedOff) {

@@ -35,6 +35,7 @@ Finding oob() {
   f.site = site("tt.store", 12, 13, "    tl.store(out_ptr + offs, x, mask=m)");
   f.programs = 7;
   f.first_programs = {{3, 0, 0}, {4, 0, 0}};
+  f.last_program = {9, 0, 0};
   f.lanes = 104;
   f.first_lanes = {0, 1};
   f.occurrences = 7;
@@ -71,7 +72,8 @@ TEST(ReportText, SourceLineWithCaretUnderTheColumn) {
   // The caret line: gutter of the same width, then 13 spaces (Triton's 0-based column), then '^'.
   EXPECT_NE(t.find("    | " + std::string(13, ' ') + "^\n"), std::string::npos) << t;
   EXPECT_NE(t.find("TTIR: tt.store at k.ttir:112:5"), std::string::npos) << t;
-  EXPECT_NE(t.find("programs: 7 (first: (3, 0, 0), (4, 0, 0), ...)"), std::string::npos) << t;
+  EXPECT_NE(t.find("programs: 7 (first: (3, 0, 0), (4, 0, 0), ...; last: (9, 0, 0))"), std::string::npos)
+      << t;
   EXPECT_NE(t.find("lanes: 104 (first: 0, 1, ...)"), std::string::npos) << t;
   EXPECT_NE(t.find("buffer: out_ptr: f32, shape [4096], strides [1], 16384 bytes (4096 elements)"),
             std::string::npos)
@@ -120,6 +122,9 @@ TEST(ReportJson, DocumentedFields) {
   EXPECT_EQ(a["ttir"]["line"], 112);
   EXPECT_EQ(a["programs"]["count"], 7);
   EXPECT_EQ(a["programs"]["first"][1], nlohmann::json({4, 0, 0}));
+  EXPECT_EQ(a["programs"]["last"], nlohmann::json({9, 0, 0}));
+  EXPECT_EQ(a["launches"]["count"], 1);
+  EXPECT_EQ(a["launches"]["stacks"], nlohmann::json::array({a["launch_stack"]}));
   EXPECT_EQ(a["lanes"]["count"], 104);
   EXPECT_EQ(a["buffer"]["name"], "out_ptr");
   EXPECT_EQ(a["buffer"]["shape"], nlohmann::json({4096}));
@@ -157,6 +162,103 @@ TEST(ReportJson, BadInputIsALocatedError) {
   EXPECT_THROW(from_json(nlohmann::json::parse(R"([{"kind": "no-such-kind"}])")), Error);
   EXPECT_THROW(from_json(nlohmann::json::parse(R"([{"kind": "null-pointer", "line": "x"}])")), Error);
   EXPECT_THROW(from_json(nlohmann::json::parse(R"([3])")), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merging across launches
+
+namespace {
+
+/// One launch's out-of-bounds store at kern.py:12 on an f32 buffer of `numel` elements, from `stack`,
+/// with the summary the sanitizer writes.
+Finding oob_launch(int64_t numel, int64_t off_min, int64_t off_max, std::vector<std::string> stack,
+                   exec::ProgramId first) {
+  Finding f = oob();
+  f.buffer = analysis::BufferInfo{"out_ptr", "f32", {numel}, {1}, static_cast<uint64_t>(4 * numel), numel};
+  f.offset_min = off_min;
+  f.offset_max = off_max;
+  f.elements_past = off_max - numel + 1;
+  f.programs = 2;
+  f.first_programs = {first, {first[0] + 1, 0, 0}};
+  f.last_program = {first[0] + 1, 0, 0};
+  f.lanes = off_max - off_min + 1;
+  f.first_lanes = {0, 1};
+  f.occurrences = 2;
+  f.launch_stack = std::move(stack);
+  f.summary = analysis::summarize(f);
+  return f;
+}
+
+}  // namespace
+
+// Regression (issue 8, item 13): launches of one kernel on buffers of other sizes were merged into one
+// finding whose summary kept the first launch's offsets (60..63), whose details had every launch's
+// (8..63) against the first launch's shape ([60]), and which listed one launch site.
+TEST(ReportMerge, OnlyFindingsOnTheSameBufferShapeAreMergedAndEveryLaunchSiteIsListed) {
+  const std::vector<std::string> a{"script.py:30 in <module>"}, b{"script.py:31 in <module>"},
+      c{"script.py:32 in <module>"};
+  std::vector<Finding> merged = merge({oob_launch(60, 60, 63, a, {15, 0, 0}),   // shape [60]
+                                       oob_launch(8, 8, 15, b, {2, 0, 0}),      // shape [8]
+                                       oob_launch(60, 61, 70, c, {7, 0, 0})});  // shape [60] again
+  ASSERT_EQ(merged.size(), 2u);
+  const Finding& big = merged[0];
+  const Finding& small = merged[1];
+  ASSERT_TRUE(big.buffer && small.buffer);
+  EXPECT_EQ(big.buffer->shape, std::vector<int64_t>{60});
+  EXPECT_EQ(small.buffer->shape, std::vector<int64_t>{8});
+  // The [60] launches: offsets 60..70, 11 past the end, 2 + 2 programs, 4 + 10 lanes, both sites.
+  EXPECT_EQ(big.offset_min, 60);
+  EXPECT_EQ(big.offset_max, 70);
+  EXPECT_EQ(big.elements_past, 11);
+  EXPECT_EQ(big.programs, 4);
+  EXPECT_EQ(big.lanes, 14);
+  EXPECT_EQ(big.occurrences, 4);
+  EXPECT_EQ(big.first_programs, (std::vector<exec::ProgramId>{{7, 0, 0}, {8, 0, 0}, {15, 0, 0}, {16, 0, 0}}));
+  EXPECT_EQ(big.last_program, (exec::ProgramId{16, 0, 0}));
+  EXPECT_EQ(big.launches, 2);
+  EXPECT_EQ(big.launch_stacks, (std::vector<std::vector<std::string>>{a, c}));
+  EXPECT_EQ(big.summary,
+            "out-of-bounds store to 'out_ptr' (60 elements): element offsets 60..70 (up to 11 elements past "
+            "the end); 14 lanes in 4 programs over 2 launches");
+  // The [8] launch stays as it was.
+  EXPECT_EQ(small.offset_min, 8);
+  EXPECT_EQ(small.offset_max, 15);
+  EXPECT_EQ(small.launches, 1);
+  EXPECT_EQ(small.launch_stack, b);
+  EXPECT_NE(
+      small.summary.find("element offsets 8..15 (up to 8 elements past the end); 8 lanes in 2 programs"),
+      std::string::npos)
+      << small.summary;
+  // Text and JSON say the same.
+  std::string t = to_text(merged, false);
+  EXPECT_NE(t.find("element offsets: 60..70, up to 11 elements past the end"), std::string::npos) << t;
+  EXPECT_NE(t.find("launched from 2 places (2 launches):\n    [1] script.py:30 in <module>\n"
+                   "    [2] script.py:32 in <module>\n"),
+            std::string::npos)
+      << t;
+  nlohmann::json j = to_json(merged);
+  EXPECT_EQ(j[0]["launches"]["count"], 2);
+  EXPECT_EQ(j[0]["launches"]["stacks"], nlohmann::json({a, c}));
+  EXPECT_EQ(j[0]["buffer"]["shape"], nlohmann::json({60}));
+  EXPECT_EQ(j[0]["offsets"]["max"], 70);
+  EXPECT_EQ(to_json(from_json(j)), j);  // the merged form reads back as it was written
+}
+
+TEST(ReportMerge, LaunchesFromOneSiteAreCountedOnce) {
+  const std::vector<std::string> a{"script.py:30 in <module>", "script.py:9 in main"};
+  std::vector<Finding> merged =
+      merge({oob_launch(60, 60, 63, a, {15, 0, 0}), oob_launch(60, 60, 63, a, {15, 0, 0}),
+             oob_launch(60, 60, 63, a, {15, 0, 0})});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].launches, 3);
+  EXPECT_TRUE(merged[0].launch_stacks.empty());  // one place: launch_stack
+  EXPECT_EQ(merged[0].programs, 6);
+  EXPECT_EQ(merged[0].first_programs, (std::vector<exec::ProgramId>{{15, 0, 0}, {16, 0, 0}}));
+  std::string t = to_text(merged, false);
+  EXPECT_NE(
+      t.find("launched from (3 launches):\n      script.py:30 in <module>\n      script.py:9 in main\n"),
+      std::string::npos)
+      << t;
 }
 
 TEST(ReportSarif, Shape) {
