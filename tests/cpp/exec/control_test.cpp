@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "tests/cpp/exec/sync_kernels.h"
 #include "tests/cpp/harness.h"
 
 using namespace tilescope;
@@ -182,25 +183,7 @@ TEST(Control, CallToPrivateHelperWithEarlyReturn) {
 // and releases the lock. The count is exact only if the lock works, and the launch finishes only
 // if spinning programs let the lock holder run (1 and 2 threads).
 TEST(Control, SpinLockMakesProgressAndSerialises) {
-  const char* k = R"(module {
-  tt.func public @k(%lock: !tt.ptr<i32>, %counter: !tt.ptr<i32>) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    scf.while : () -> () {
-      %old = tt.atomic_cas acq_rel, gpu, %lock, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32
-      %busy = arith.cmpi eq, %old, %c1 : i32
-      scf.condition(%busy)
-    } do {
-      scf.yield
-    }
-    %v = tt.load %counter : !tt.ptr<i32>
-    %v1 = arith.addi %v, %c1 : i32
-    tt.store %counter, %v1 : !tt.ptr<i32>
-    %r = tt.atomic_rmw exch, acq_rel, gpu, %lock, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    tt.return
-  }
-})";
+  const char* k = test::kSpinLockKernel;
   for (int threads : {1, 2}) {
     std::vector<int32_t> lock(1, 0), counter(1, 0);
     exec::Memory mem;
@@ -216,31 +199,7 @@ TEST(Control, SpinLockMakesProgressAndSerialises) {
 // only completes if programs that have not started yet still get started while many earlier ones
 // spin. 600 programs exceed the scheduler's parking limit on one thread.
 TEST(Control, WaitingOnLaterProgramsDoesNotStarve) {
-  const char* k = R"(module {
-  tt.func public @k(%flags: !tt.ptr<i32>, %n: i32) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    %pid = tt.get_program_id x : i32
-    %next = arith.addi %pid, %c1 : i32
-    %last = arith.cmpi eq, %next, %n : i32
-    %wait_on = arith.select %last, %pid, %next : i32
-    %p = tt.addptr %flags, %wait_on : !tt.ptr<i32>, i32
-    %mine = tt.addptr %flags, %pid : !tt.ptr<i32>, i32
-    scf.if %last {
-      %o = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    }
-    scf.while : () -> () {
-      %v = tt.atomic_rmw add, acq_rel, gpu, %p, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-      %notyet = arith.cmpi eq, %v, %c0 : i32
-      scf.condition(%notyet)
-    } do {
-      scf.yield
-    }
-    %o2 = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    tt.return
-  }
-})";
+  const char* k = test::kWaitChainKernel;
   for (int threads : {1, 2}) {
     std::vector<int32_t> flags(600, 0);
     exec::Memory mem;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/cpp/exec/sync_kernels.h"
 #include "tests/cpp/harness.h"
 
 using namespace tilescope;
@@ -65,56 +66,6 @@ const char* kScaled = R"(module {
   tt.func public @other(%y: !tt.ptr<f32>) attributes {noinline = false} {
     %c2 = arith.constant 2.0 : f32
     tt.store %y, %c2 : !tt.ptr<f32>
-    tt.return
-  }
-})";
-
-// Every program takes a lock with atomic_cas, increments a counter without atomics, releases the
-// lock (the kernel of Control.SpinLockMakesProgressAndSerialises): it runs as fibers.
-const char* kSpinLock = R"(module {
-  tt.func public @k(%lock: !tt.ptr<i32>, %counter: !tt.ptr<i32>) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    scf.while : () -> () {
-      %old = tt.atomic_cas acq_rel, gpu, %lock, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32
-      %busy = arith.cmpi eq, %old, %c1 : i32
-      scf.condition(%busy)
-    } do {
-      scf.yield
-    }
-    %v = tt.load %counter : !tt.ptr<i32>
-    %v1 = arith.addi %v, %c1 : i32
-    tt.store %counter, %v1 : !tt.ptr<i32>
-    %r = tt.atomic_rmw exch, acq_rel, gpu, %lock, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    tt.return
-  }
-})";
-
-// Program i waits until program i + 1 has set its flag (the last one sets its own), then sets its
-// own (the kernel of Control.WaitingOnLaterProgramsDoesNotStarve): every program is live at once.
-const char* kChain = R"(module {
-  tt.func public @k(%flags: !tt.ptr<i32>, %n: i32) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    %pid = tt.get_program_id x : i32
-    %next = arith.addi %pid, %c1 : i32
-    %last = arith.cmpi eq, %next, %n : i32
-    %wait_on = arith.select %last, %pid, %next : i32
-    %p = tt.addptr %flags, %wait_on : !tt.ptr<i32>, i32
-    %mine = tt.addptr %flags, %pid : !tt.ptr<i32>, i32
-    scf.if %last {
-      %o = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    }
-    scf.while : () -> () {
-      %v = tt.atomic_rmw add, acq_rel, gpu, %p, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-      %notyet = arith.cmpi eq, %v, %c0 : i32
-      scf.condition(%notyet)
-    } do {
-      scf.yield
-    }
-    %o2 = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
     tt.return
   }
 })";
@@ -387,7 +338,7 @@ class StateCheck : public exec::Observer {
 
 TEST(ObserverSeam, EachProgramsEventsCarryItsOwnStateAlsoWhenFibersInterleavePrograms) {
   for (int threads : {1, 2}) {
-    Kernel k(kSpinLock);
+    Kernel k(test::kSpinLockKernel);
     std::vector<int32_t> lock(1, 0), counter(1, 0);
     exec::Memory mem;
     int l = test::add_buffer(mem, lock, "lock", Elem::i32);
@@ -404,7 +355,7 @@ TEST(ObserverSeam, EachProgramsEventsCarryItsOwnStateAlsoWhenFibersInterleavePro
   }
   // Programs interleaved: each waits for the next, so all 300 are live at once (parked).
   for (int threads : {1, 2}) {
-    Kernel k(kChain);
+    Kernel k(test::kWaitChainKernel);
     std::vector<int32_t> flags(300, 0);
     exec::Memory mem;
     int f = test::add_buffer(mem, flags, "flags", Elem::i32);
@@ -567,7 +518,7 @@ TEST(ObserverSeam, StopRequestedAtProgramKStartsNoNewProgramAndReturnsStopped) {
 
 TEST(ObserverSeam, StopUnderFibersEndsSpinningAndLockHoldingProgramsNormally) {
   for (int threads : {1, 2}) {
-    Kernel k(kSpinLock);
+    Kernel k(test::kSpinLockKernel);
     std::vector<int32_t> lock(1, 0), counter(1, 0);
     exec::Memory mem;
     int l = test::add_buffer(mem, lock, "lock", Elem::i32);

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <set>
 
+#include "tests/cpp/exec/sync_kernels.h"
 #include "tests/cpp/harness.h"
 #include "tilescope/ir/reader.h"
 
@@ -248,31 +249,7 @@ TEST(PlanStorage, AFrameLargerThanTheLimitIsAClearErrorBeforeTheLaunch) {
 TEST(PlanStorage, ProgramsParkedOnAtomicsCountAgainstTheLimit) {
   // Program i waits for program i + 1 (control_test.cpp, WaitingOnLaterProgramsDoesNotStarve): on one
   // thread all 600 programs are in flight at once, each with its frame.
-  const char* k = R"(module {
-  tt.func public @k(%flags: !tt.ptr<i32>, %n: i32) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    %pid = tt.get_program_id x : i32
-    %next = arith.addi %pid, %c1 : i32
-    %last = arith.cmpi eq, %next, %n : i32
-    %wait_on = arith.select %last, %pid, %next : i32
-    %p = tt.addptr %flags, %wait_on : !tt.ptr<i32>, i32
-    %mine = tt.addptr %flags, %pid : !tt.ptr<i32>, i32
-    scf.if %last {
-      %o = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    }
-    scf.while : () -> () {
-      %v = tt.atomic_rmw add, acq_rel, gpu, %p, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-      %notyet = arith.cmpi eq, %v, %c0 : i32
-      scf.condition(%notyet)
-    } do {
-      scf.yield
-    }
-    %o2 = tt.atomic_rmw exch, acq_rel, gpu, %mine, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    tt.return
-  }
-})";
+  const char* k = test::kWaitChainKernel;
   Planned p(k);
   const int64_t frame = p.plan.frame_bytes + 64;
   std::vector<int32_t> flags(600, 0);

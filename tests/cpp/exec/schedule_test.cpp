@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/cpp/exec/sync_kernels.h"
 #include "tests/cpp/harness.h"
 #include "tilescope/ir/diag.h"
 
@@ -20,28 +21,6 @@ using exec::Arg;
 using ir::Elem;
 
 namespace {
-
-// Every program takes a lock with atomic_cas, does a non-atomic read-modify-write of a counter, and
-// releases the lock with an exchange (Control.SpinLockMakesProgressAndSerialises' kernel).
-const char* kLock = R"(module {
-  tt.func public @k(%lock: !tt.ptr<i32>, %counter: !tt.ptr<i32>) attributes {noinline = false} {
-    %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
-    %true = arith.constant true
-    scf.while : () -> () {
-      %old = tt.atomic_cas acq_rel, gpu, %lock, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32
-      %busy = arith.cmpi eq, %old, %c1 : i32
-      scf.condition(%busy)
-    } do {
-      scf.yield
-    }
-    %v = tt.load %counter : !tt.ptr<i32>
-    %v1 = arith.addi %v, %c1 : i32
-    tt.store %counter, %v1 : !tt.ptr<i32>
-    %r = tt.atomic_rmw exch, acq_rel, gpu, %lock, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32
-    tt.return
-  }
-})";
 
 // A grid barrier: every program adds 1 to `arrived`, polls it (an atomic add of 0) until all n have
 // arrived, then writes what it read after the barrier to seen[pid]: n for every program.
@@ -149,7 +128,8 @@ TEST(Schedule, LockCounterOf2048ProgramsIsExactAndCostsFewSwitches) {
     exec::Memory mem;
     int l = test::add_buffer(mem, lock, "lock", Elem::i32);
     int c = test::add_buffer(mem, counter, "counter", Elem::i32);
-    exec::LaunchStats st = test::run_ttir(kLock, {Arg::buf(l), Arg::buf(c)}, mem, {2048, 1, 1}, threads);
+    exec::LaunchStats st =
+        test::run_ttir(test::kSpinLockKernel, {Arg::buf(l), Arg::buf(c)}, mem, {2048, 1, 1}, threads);
     EXPECT_EQ(counter[0], 2048) << threads << " threads";
     EXPECT_EQ(lock[0], 0);
     EXPECT_EQ(st.programs, 2048);
