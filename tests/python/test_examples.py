@@ -115,3 +115,15 @@ def test_buggy_example_exact_findings(name, tmp_path):
     assert p.returncode == 1, describe(p, findings)
     # the program itself ran to its end (tilescope never dereferences the bad lanes and continues)
     assert f"{name}: ran" in p.stdout, describe(p, findings)
+
+
+def test_demo_engine_part():
+    """`make demo`'s second part (examples/demo.py, engine_part): Triton-made TTIR through `tilescope run`,
+    outputs against numpy, a buggy launch, inline PTX. It checks itself; it must say every step behaved."""
+    exe = os.environ.get("TILESCOPE_BIN")
+    if not exe or not os.path.exists(exe):
+        pytest.fail("TILESCOPE_BIN must name the built tilescope executable (make test-python sets it)")
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import demo; sys.exit(0 if demo.engine_part() else 1)"
+    p = subprocess.run([sys.executable, "-c", code, EXAMPLES], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TILESCOPE_BIN": exe})
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
