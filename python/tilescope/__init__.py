@@ -43,10 +43,16 @@ def trace(client="sanitizer", **options):
 
     Spelled as triton-viz's decorator (``@triton_viz.trace("sanitizer")``, also ``client=``). Put it
     above ``@triton.jit`` (or above ``@triton.autotune`` / ``@triton.heuristics``); it returns the
-    kernel object itself, marked, so everything else about it stays as Triton made it."""
+    kernel object itself, marked, so everything else about it stays as Triton made it.
+
+    Options: ``races=False`` turns the race detector off for this kernel (it is on by default, as in
+    ``tilescope sanitize``; ``--no-races`` there turns it off for every kernel)."""
     if callable(client) and not isinstance(client, str):  # used bare: @tilescope.trace
         return trace()(client)
     name = getattr(client, "name", client)
+    unknown = set(options) - {"races"}
+    if unknown:
+        raise ValueError(f"tilescope.trace: unknown option(s) {', '.join(sorted(unknown))} (supported: races)")
     if name not in _CLIENTS:
         raise ValueError(f"tilescope.trace: unknown client {client!r} (supported: {', '.join(_CLIENTS)})")
 
@@ -58,6 +64,8 @@ def trace(client="sanitizer", **options):
         if base is None:
             raise TypeError(f"tilescope.trace: {kernel!r} is not a @triton.jit kernel")
         base._tilescope_trace = True
+        if "races" in options:
+            base._tilescope_races = bool(options["races"])
         from . import _state
 
         _state._ensure_exit_hook()

@@ -457,7 +457,7 @@ def run(jitfn, args, grid, warmup, kwargs):
     try:
         threads, max_steps = _state.launch_limits()
         res = _native.launch(kernel.native, native_args, grid, threads=threads, max_steps=max_steps,
-                             analyses=_state.analyses_json(), stack=stack,
+                             analyses=_state.analyses_json(jitfn.__dict__.get("_tilescope_races")), stack=stack,
                              specialization=kernel.specialization,
                              allocations=_alloc.buffers() if kernel.makes_pointers else [],
                              max_memory=_state.max_memory)

@@ -43,6 +43,7 @@ def _size(name: str) -> int:
 sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
 max_memory = _size("TILESCOPE_MAX_MEMORY")
 abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
+races = os.environ.get("TILESCOPE_RACES", "1") != "0"  # `tilescope sanitize --no-races` sets it to 0
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
 
@@ -194,9 +195,13 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def analyses_json() -> str:
-    """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options."""
-    return json.dumps([["sanitizer", {"abort_on_first": bool(abort_on_first)}]])
+def analyses_json(races_on: bool | None = None) -> str:
+    """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options,
+    and the race detector unless `races_on` (default: this process's ``races``) is false."""
+    a = [["sanitizer", {"abort_on_first": bool(abort_on_first)}]]
+    if races if races_on is None else races_on:
+        a.append(["races", {}])
+    return json.dumps(a)
 
 
 def record(findings_json: str, kernel: str, stack: list[str]) -> None:

@@ -27,6 +27,12 @@ constexpr KindInfo kKinds[] = {
     {Kind::wild_pointer, "wild-pointer",
      "An access through an address made from an integer that lies in no live allocation (freed or "
      "unknown memory)."},
+    {Kind::data_race, "data-race",
+     "Two program instances access the same bytes, at least one writes, and no atomic orders them (RAW, WAR, "
+     "WAW through global memory)."},
+    {Kind::intra_program_race, "intra-program-race",
+     "Lanes of one program race through global memory: one store writes an address with different values, "
+     "or a lane reads what another lane stored with no tl.debug_barrier() in between."},
 };
 static_assert(std::size(kKinds) == kNumKinds, "one row per finding kind");
 
@@ -93,6 +99,23 @@ std::string what_happened(const Finding& f) {
     case Kind::int32_overflow:
       return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}", f.site.op,
                          f.use ? f.use->op : "a memory op");
+    case Kind::data_race:
+    case Kind::intra_program_race: {
+      auto side = [&](const OpSite* s, const std::vector<exec::ProgramId>& pids) {
+        std::string p =
+            pids.empty() ? "" : fmt::format(" in program ({}, {}, {})", pids[0][0], pids[0][1], pids[0][2]);
+        return s ? fmt::format("{} at {}{}", s->op, where_py(*s), f.kind == Kind::data_race ? p : "") : "?";
+      };
+      std::string where = f.buffer ? fmt::format(" on '{}' ({} elements), element offsets {}..{}",
+                                                 f.buffer->name, f.buffer->numel, f.offset_min, f.offset_max)
+                                   : "";
+      if (f.kind == Kind::intra_program_race && f.race == "same-store")
+        return fmt::format("lanes of one {} write the same address with different values{}",
+                           side(&f.site, {}), where);
+      const char* what = f.kind == Kind::data_race ? "data race" : "race between lanes of one program";
+      return fmt::format("{} ({}){}: {} and {}", what, f.race, where, side(&f.site, f.first_programs),
+                         side(f.other ? &*f.other : nullptr, f.other_first_programs));
+    }
     case Kind::division_by_zero:
       return fmt::format("{} divides by zero and the result is used by {}", f.site.op,
                          f.use ? f.use->op : "a later op");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tilescope/analysis/analysis.h"
+#include "tilescope/analysis/races.h"
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/ir/diag.h"
 
@@ -67,11 +68,22 @@ std::unique_ptr<Analysis> make_sanitizer(const ir::Module& m, const Options& opt
   return std::make_unique<Sanitizer>(m, so);
 }
 
+std::unique_ptr<Analysis> make_races(const ir::Module& m, const Options& options) {
+  RacesOptions ro;
+  OptionReader r("races", options);
+  r.read("intra", ro.intra);
+  r.read("max_first", ro.max_first, 1, 1000);
+  r.done();
+  return std::make_unique<Races>(m, ro);
+}
+
 constexpr AnalysisDef kAnalyses[] = {
     {"sanitizer",
      "out-of-bounds and null accesses, failed asserts, undefined values, int32 overflow into addresses, "
      "division by zero",
      make_sanitizer},
+    {"races", "data races between programs and races between lanes of one program, through global memory",
+     make_races},
 };
 
 }  // namespace

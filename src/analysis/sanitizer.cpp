@@ -15,6 +15,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "site.h"
 #include "taint.h"
 #include "tilescope/exec/memory.h"
 #include "tilescope/exec/value.h"
@@ -145,9 +146,9 @@ struct Sanitizer::Impl {
   std::map<std::pair<uint32_t, const Op*>, uint32_t> derived_ids;
   std::map<Key, Agg> aggs;
   std::vector<Finding> findings;
-  std::map<std::string, std::vector<std::string>> files;
+  SiteMaker sites;
 
-  Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o) {
+  Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o), sites(mod) {
     if (opts.poison) plan = build_taint_plan(m);
     static_causes = static_cast<uint32_t>(plan.causes.size());
     // kProgram always: the per-program state counts each program once per site (note_pid).
@@ -957,12 +958,7 @@ struct Sanitizer::Impl {
           int eb = std::max(1, ir::elem_bytes(b.dtype));
           if (!a->has_buffer) {
             a->has_buffer = true;
-            a->buffer.name = b.name;
-            a->buffer.dtype = ir::elem_name(b.dtype);
-            a->buffer.shape = b.shape;
-            a->buffer.strides = b.strides;
-            a->buffer.bytes = b.bytes;
-            a->buffer.numel = static_cast<int64_t>(b.bytes / static_cast<uint64_t>(eb));
+            a->buffer = buffer_info(b);
           }
           int64_t off = w.offset >= 0 ? w.offset / eb : -((-w.offset + eb - 1) / eb);
           a->off_min = std::min(a->off_min, off);
@@ -992,40 +988,6 @@ struct Sanitizer::Impl {
 
   // -- findings ----------------------------------------------------------------------------------
 
-  std::string source_line(const std::string& file, int line) {
-    if (file.empty() || line <= 0) return "";
-    auto it = files.find(file);
-    if (it == files.end()) {
-      std::vector<std::string> lines;
-      std::ifstream in(file);
-      for (std::string s; std::getline(in, s);) {
-        if (!s.empty() && s.back() == '\r') s.pop_back();
-        lines.push_back(std::move(s));
-      }
-      it = files.emplace(file, std::move(lines)).first;
-    }
-    return line <= static_cast<int>(it->second.size()) ? it->second[line - 1] : "";
-  }
-
-  OpSite site_of(const Op* op) {
-    OpSite s;
-    s.op = op->name;
-    s.ttir_file = m.filename;
-    s.ttir_line = op->pos.line;
-    s.ttir_col = op->pos.col;
-    s.file = op->loc.file;
-    s.line = op->loc.line;
-    s.col = op->loc.col;
-    s.var = op->loc.var;
-    s.source_line = source_line(s.file, s.line);
-    for (auto& [f, l] : op->loc.stack) {
-      bool triton_lib =
-          f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
-      if (!(f == s.file && l == s.line) && !triton_lib) s.inlined_from.push_back(fmt::format("{}:{}", f, l));
-    }
-    return s;
-  }
-
   size_t finish(const LaunchInfo& info) {
     std::lock_guard<std::mutex> g(mu);
     std::vector<Finding> out;
@@ -1033,9 +995,9 @@ struct Sanitizer::Impl {
       Finding f;
       f.kind = a.kind;
       f.kernel = info.kernel;
-      f.site = site_of(a.site);
-      if (a.cause && a.cause != a.site) f.cause = site_of(a.cause);
-      if (a.use && a.use != a.site) f.use = site_of(a.use);
+      f.site = sites.of(a.site);
+      if (a.cause && a.cause != a.site) f.cause = sites.of(a.cause);
+      if (a.use && a.use != a.site) f.use = sites.of(a.use);
       f.programs = a.programs;
       f.first_programs = a.first_pids;
       f.last_program = a.last_pid;

@@ -190,6 +190,15 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
 
 std::mutex g_misaligned;  // atomics on addresses not aligned for std::atomic_ref (the GPU would fault)
 
+/// kAtomicOrder (exec/events.h): while an observer wants atomics in the order they took effect, each
+/// atomic op runs all its lanes and delivers its access event under this lock; otherwise it takes no
+/// lock (one mask test).
+std::mutex g_atomic_order;
+std::unique_lock<std::mutex> atomic_order_lock(const Program& p) {
+  return (p.observed & kAtomicOrder) ? std::unique_lock<std::mutex>(g_atomic_order)
+                                     : std::unique_lock<std::mutex>();
+}
+
 template <class T>
 T atomic_load_at(std::byte* h) {
   if (reinterpret_cast<uintptr_t>(h) % std::atomic_ref<T>::required_alignment != 0) {
@@ -216,6 +225,7 @@ T atomic_exchange_at(std::byte* h, T v) {
 template <int EB, bool M, Fill F>
 void load_lanes_atomic(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
                        const void* other, uint64_t fill, void* out_) {
+  auto order = atomic_order_lock(p);
   using T = uint_t<EB>;
   T* out = static_cast<T*>(out_);
   const Memory& mem = *p.memory;
@@ -240,6 +250,7 @@ void load_lanes_atomic(Program& p, const ir::Op* op, int64_t n, const uint64_t* 
 template <int EB, bool M>
 void store_lanes_atomic(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
                         const void* src_) {
+  auto order = atomic_order_lock(p);
   using T = uint_t<EB>;
   const T* src = static_cast<const T*>(src_);
   const Memory& mem = *p.memory;
@@ -391,6 +402,7 @@ T rmw_at(std::byte* h, T v) {
 template <class T, Rmw K, ir::Elem E>
 void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const uint8_t* m,
                   const void* vals_, void* old_) {
+  auto order = atomic_order_lock(p);
   const T* vals = static_cast<const T*>(vals_);
   T* old = static_cast<T*>(old_);
   const Memory& mem = *p.memory;
@@ -419,6 +431,7 @@ void atomic_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, co
 template <class T>
 void cas_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, const void* cmp_, const void* val_,
                void* old_) {
+  auto order = atomic_order_lock(p);
   const T* cmp = static_cast<const T*>(cmp_);
   const T* val = static_cast<const T*>(val_);
   T* old = static_cast<T*>(old_);

@@ -86,6 +86,18 @@ json finding_to_json(const Finding& f) {
   else if (!f.launch_stack.empty())
     stacks.push_back(f.launch_stack);
   j["launches"] = json{{"count", f.launches}, {"stacks", stacks}};
+  j["race"] = f.race.empty() ? json(nullptr) : json(f.race);
+  if (f.other) {
+    json o = site_json(*f.other);
+    json opids = json::array();
+    for (auto& p : f.other_first_programs) opids.push_back({p[0], p[1], p[2]});
+    o["programs"] = json{{"count", f.other_programs}, {"first", opids}};
+    o["lanes"] = json{{"first", f.other_first_lanes}};
+    j["other"] = o;
+  } else {
+    j["other"] = nullptr;
+  }
+  j["hint"] = f.hint;
   return j;
 }
 
@@ -150,6 +162,20 @@ std::vector<Finding> from_json(const json& j) {
         f.address_max = std::stoull(x["addresses"].value("max", "0"), nullptr, 16);
       }
       f.message = x.value("message", "");
+      if (x.contains("race") && x["race"].is_string()) f.race = x["race"].get<std::string>();
+      if (x.contains("other") && x["other"].is_object()) {
+        const json& o = x["other"];
+        f.other = site_from(o);
+        if (o.contains("programs") && o["programs"].is_object()) {
+          f.other_programs = o["programs"].value("count", int64_t{0});
+          for (auto& p : o["programs"].value("first", json::array()))
+            f.other_first_programs.push_back(
+                exec::ProgramId{p.at(0).get<int32_t>(), p.at(1).get<int32_t>(), p.at(2).get<int32_t>()});
+        }
+        if (o.contains("lanes") && o["lanes"].is_object())
+          f.other_first_lanes = o["lanes"].value("first", std::vector<int64_t>{});
+      }
+      f.hint = x.value("hint", "");
       f.launch_stack = x.value("launch_stack", std::vector<std::string>{});
       if (x.contains("launches") && x["launches"].is_object()) {
         f.launches = x["launches"].value("count", int64_t{1});
@@ -227,6 +253,12 @@ json to_sarif(const std::vector<Finding>& findings) {
                 {"physicalLocation", physical(*f.cause)},
                 {"message", {{"text", fmt::format("cause: {}", f.cause->op)}}}};
       related.push_back(c);
+    }
+    if (f.other) {
+      json o = {{"id", id++},
+                {"physicalLocation", physical(*f.other)},
+                {"message", {{"text", fmt::format("second access ({}): {}", f.race, f.other->op)}}}};
+      related.push_back(o);
     }
     if (f.use) {
       json u = {{"id", id++},

@@ -15,10 +15,11 @@ using analysis::Finding;
 
 // What makes two findings one: the same kind at the same op of the same kernel (Python and TTIR
 // position), the same cause op, and for out-of-bounds kinds the same buffer: name, dtype, shape,
-// strides and size. Offsets are only comparable against one buffer shape, so launches on buffers of
-// other sizes stay separate findings.
-using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, int, int, std::string,
-                       std::string, std::vector<int64_t>, std::vector<int64_t>, uint64_t>;
+// strides and size; for races also the second access's op and the race ("RAW", ...). Offsets are only
+// comparable against one buffer shape, so launches on buffers of other sizes stay separate findings.
+using Key =
+    std::tuple<int, std::string, std::string, int, int, int, int, std::string, int, int, std::string,
+               std::string, std::vector<int64_t>, std::vector<int64_t>, uint64_t, int, int, std::string>;
 
 Key key_of(const Finding& f) {
   const analysis::BufferInfo none;
@@ -37,7 +38,10 @@ Key key_of(const Finding& f) {
              b.dtype,
              b.shape,
              b.strides,
-             b.bytes};
+             b.bytes,
+             f.other ? f.other->ttir_line : 0,
+             f.other ? f.other->ttir_col : 0,
+             f.race};
 }
 
 bool pid_less(const exec::ProgramId& a, const exec::ProgramId& b) {
@@ -71,6 +75,9 @@ void fold(Finding& g, const Finding& f, size_t keep) {
   g.lanes += f.lanes;
   g.first_lanes = smallest(g.first_lanes, f.first_lanes, keep, std::less<int64_t>());
   g.occurrences += f.occurrences;
+  g.other_programs += f.other_programs;
+  g.other_first_programs = smallest(g.other_first_programs, f.other_first_programs, keep, pid_less);
+  g.other_first_lanes = smallest(g.other_first_lanes, f.other_first_lanes, keep, std::less<int64_t>());
   if (f.has_offsets) {
     if (!g.has_offsets) {
       g.has_offsets = true;

@@ -104,8 +104,12 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
       programs +=
           fmt::format("; last: ({}, {}, {}))", f.last_program[0], f.last_program[1], f.last_program[2]);
     }
-    note("programs", programs);
-    note("lanes", first_of(f.lanes, join(f.first_lanes), f.first_lanes.size()));
+    note(f.other && f.kind == Kind::data_race ? "first programs" : "programs", programs);
+    if (f.other) {  // races: lanes of the first side; the second access follows
+      note("lanes", fmt::format("{} racing lane pairs; first access lanes {}", f.lanes, join(f.first_lanes)));
+    } else {
+      note("lanes", first_of(f.lanes, join(f.first_lanes), f.first_lanes.size()));
+    }
     if (f.buffer) {
       const auto& b = *f.buffer;
       note("buffer", fmt::format("{}: {}, shape [{}], strides [{}], {} bytes ({} elements)", b.name, b.dtype,
@@ -134,6 +138,17 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
       }
     }
     if (f.use) note("used by", site_line(*f.use));
+    if (f.other) {
+      const OpSite& o = *f.other;
+      note(fmt::format("second access ({})", f.race), site_line(o));
+      source_block(out, o, st);
+      std::vector<std::string> opids;
+      for (auto& p : f.other_first_programs) opids.push_back(fmt::format("({}, {}, {})", p[0], p[1], p[2]));
+      if (f.kind == Kind::data_race)
+        note("second programs", first_of(f.other_programs, join(opids), opids.size()));
+      note("second lanes", join(f.other_first_lanes));
+    }
+    if (!f.hint.empty()) note("help", f.hint);
     if (f.launch_stacks.size() > 1) {
       out += fmt::format("  {} launched from {} places ({} launches{}):\n", st.blue("="),
                          f.launch_stacks.size(), f.launches,

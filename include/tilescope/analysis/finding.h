@@ -26,9 +26,11 @@ enum class Kind : uint8_t {
   int32_overflow,
   division_by_zero,
   wild_pointer,
+  data_race,
+  intra_program_race,
 };
 
-inline constexpr int kNumKinds = static_cast<int>(Kind::wild_pointer) + 1;
+inline constexpr int kNumKinds = static_cast<int>(Kind::intra_program_race) + 1;
 
 /// One row of the table of finding kinds (finding.cpp; a static_assert checks it covers the enum).
 struct KindInfo {
@@ -92,6 +94,17 @@ struct Finding {
   int64_t launches = 1;
   std::vector<std::vector<std::string>> launch_stacks;
   std::string summary;  // one line: what happened (summarize)
+  // Races (data-race, intra-program-race; analysis/races.h). `site` is the first access and `other` the
+  // second, in program-id order (x fastest; the same program: in program order); `first_programs`,
+  // `programs` and `first_lanes` describe the first side, `other_*` the second. `race`: "RAW", "WAR" or
+  // "WAW" (what the second access does after the first), or "same-store" (lanes of one store write one
+  // address with different values).
+  std::optional<OpSite> other;
+  std::string race;
+  int64_t other_programs = 0;
+  std::vector<exec::ProgramId> other_first_programs;
+  std::vector<int64_t> other_first_lanes;
+  std::string hint;  // one line: how such bugs are usually fixed
 };
 
 inline constexpr size_t kMaxLaunchStacks = 16;

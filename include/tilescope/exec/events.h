@@ -51,6 +51,12 @@ enum EventKind : unsigned {
   kPrint = 1u << 4,        // tt.print
   kAssert = 1u << 5,       // failed tt.assert
   kOpBegin = 1u << 6,      // a watched op is about to run (on_op_begin)
+  /// Atomics in the order they took effect: each atomic op (tt.atomic_rmw / atomic_cas / atomic_load /
+  /// atomic_store, volatile loads, descriptor reduces) runs all its lanes and delivers its on_access
+  /// under one lock, so an observer sees atomic events in a total order consistent with the values
+  /// they read (what a race detector needs for happens-before). Costs a lock per atomic op while
+  /// subscribed, nothing otherwise. Implies nothing else: subscribe kAccess for the events.
+  kAtomicOrder = 1u << 7,
 };
 
 enum class AccessKind : uint8_t { load, store, atomic };

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write tests/cpp/analysis/<kernel>.ttir from kernels.py with Triton (cuda:90, no GPU); run from the
-repository root so locations read "tests/cpp/analysis/kernels.py"."""
+repository root so locations read "tests/cpp/analysis/kernels.py". Arguments: the kernels to write
+(default: all)."""
 import os
 import sys
 
@@ -17,6 +18,18 @@ KERNELS = {
     "undef_rows_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "rows": "i32"}, {"ROWS": 4, "COLS": 8}),
     "loop_undef_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 16}),
     "undef_branch_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {}),
+    "lock_release_kernel": ({"lock_ptr": "*i32", "counter_ptr": "*i32"}, {}),
+    "lock_relaxed_kernel": ({"lock_ptr": "*i32", "counter_ptr": "*i32"}, {}),
+    "half_pairs_kernel": ({"out_ptr": "*fp16"}, {}),
+    "slice_copy_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 16}),
+    "last_reduce_kernel": ({"x_ptr": "*fp32", "partial_ptr": "*fp32", "counter_ptr": "*i32", "out_ptr": "*fp32"},
+                           {"NPROG": 4, "BLOCK": 16}),
+    "same_out_kernel": ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 16}),
+    "scatter_add_kernel": ({"idx_ptr": "*i32", "src_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 8}),
+    "dup_store_kernel": ({"out_ptr": "*i32"}, {"BLOCK": 8}),
+    "dup_same_kernel": ({"out_ptr": "*i32"}, {"BLOCK": 8}),
+    "shift_kernel": ({"buf_ptr": "*i32", "out_ptr": "*i32"}, {"BLOCK": 8}),
+    "shift_barrier_kernel": ({"buf_ptr": "*i32", "out_ptr": "*i32"}, {"BLOCK": 8}),
 }
 
 
@@ -28,7 +41,10 @@ def main():
     from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
     from triton._C.libtriton import ir
+    only = sys.argv[1:]  # kernel names to write (default: all)
     for name, (sig, const) in KERNELS.items():
+        if only and name not in only:
+            continue
         fn = getattr(kernels, name)
         full = {a: (sig[a] if a in sig else "constexpr") for a in fn.arg_names}
         src = ASTSource(fn=fn, signature=full, constexprs=const)

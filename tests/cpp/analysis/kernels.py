@@ -89,3 +89,94 @@ def undef_branch_kernel(x_ptr, out_ptr, n):
     while i < v:
         i += 1
     tl.store(out_ptr + 1, i.to(tl.float32))
+
+
+# -- races (races_test.cpp) ------------------------------------------------------------------------
+
+
+@triton.jit
+def lock_release_kernel(lock_ptr, counter_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    v = tl.load(counter_ptr)
+    tl.store(counter_ptr, v + 1)
+    tl.atomic_xchg(lock_ptr, 0, sem="release")
+
+
+@triton.jit
+def lock_relaxed_kernel(lock_ptr, counter_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    v = tl.load(counter_ptr)
+    tl.store(counter_ptr, v + 1)
+    tl.atomic_xchg(lock_ptr, 0, sem="relaxed")
+
+
+@triton.jit
+def half_pairs_kernel(out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid.to(tl.float16))
+
+
+@triton.jit
+def slice_copy_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+@triton.jit
+def last_reduce_kernel(x_ptr, partial_ptr, counter_ptr, out_ptr, NPROG: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK))
+    tl.store(partial_ptr + pid, tl.sum(x, axis=0))
+    done = tl.atomic_add(counter_ptr, 1)
+    if done == NPROG - 1:
+        p = tl.load(partial_ptr + tl.arange(0, NPROG))
+        tl.store(out_ptr, tl.sum(p, axis=0))
+
+
+@triton.jit
+def same_out_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + offs)
+    tl.store(out_ptr + offs, x)
+
+
+@triton.jit
+def scatter_add_kernel(idx_ptr, src_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    idx = tl.load(idx_ptr + offs)
+    v = tl.load(src_ptr + offs)
+    cur = tl.load(out_ptr + idx)
+    tl.store(out_ptr + idx, cur + v)
+
+
+@triton.jit
+def dup_store_kernel(out_ptr, BLOCK: tl.constexpr):
+    lane = tl.arange(0, BLOCK)
+    tl.store(out_ptr + lane // 2, lane)
+
+
+@triton.jit
+def dup_same_kernel(out_ptr, BLOCK: tl.constexpr):
+    lane = tl.arange(0, BLOCK)
+    tl.store(out_ptr + lane // 2, lane // 2)
+
+
+@triton.jit
+def shift_kernel(buf_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(buf_ptr + offs, offs)
+    v = tl.load(buf_ptr + (offs + 1) % BLOCK)
+    w = tl.load(buf_ptr + offs)
+    tl.store(out_ptr + offs, v + w)
+
+
+@triton.jit
+def shift_barrier_kernel(buf_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(buf_ptr + offs, offs)
+    tl.debug_barrier()
+    v = tl.load(buf_ptr + (offs + 1) % BLOCK)
+    w = tl.load(buf_ptr + offs)
+    tl.store(out_ptr + offs, v + w)
