@@ -85,6 +85,68 @@ TEST(ReportText, SourceLineWithCaretUnderTheColumn) {
   EXPECT_EQ(t.find("\x1b["), std::string::npos);
 }
 
+Finding race(int other_line) {
+  Finding f;
+  f.kind = Kind::data_race;
+  f.kernel = "scatter";
+  f.race = "RAW";
+  f.site = site("tt.store", 14, 4, "    tl.store(out_ptr + idx, cur + v)");
+  f.other = site("tt.load", other_line, 10, "    cur = tl.load(out_ptr + idx)", "cur");
+  f.programs = 1;
+  f.first_programs = {{0, 0, 0}};
+  f.other_programs = 2;
+  f.other_first_programs = {{1, 0, 0}, {3, 0, 0}};
+  f.lanes = 2;
+  f.first_lanes = {3};
+  f.other_first_lanes = {0, 5};
+  f.occurrences = 2;
+  f.buffer = analysis::BufferInfo{"out_ptr", "f32", {16}, {1}, 64, 16};
+  f.has_offsets = true;
+  f.offset_min = 3;
+  f.offset_max = 3;
+  f.hint = "use tl.atomic_add";
+  f.summary = analysis::summarize(f);
+  return f;
+}
+
+TEST(ReportRaces, BothSitesInTextJsonAndSarif) {
+  const Finding f = race(13);
+  EXPECT_EQ(
+      f.summary,
+      "data race (RAW) on 'out_ptr' (16 elements), element offsets 3..3: tt.store at kern.py:14 in program "
+      "(0, 0, 0) and tt.load at kern.py:13 in program (1, 0, 0); 2 lanes in 1 program");
+  const std::string t = to_text({f}, false);
+  EXPECT_NE(t.find("= second access (RAW): tt.load ('cur') at kern.py:13:10 [TTIR k.ttir:113:5]"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("    cur = tl.load(out_ptr + idx)\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("= second programs: 2 ((1, 0, 0), (3, 0, 0))"), std::string::npos) << t;
+  EXPECT_NE(t.find("= help: use tl.atomic_add"), std::string::npos) << t;
+  nlohmann::json j = finding_to_json(f);
+  EXPECT_EQ(j["kind"], "data-race");
+  EXPECT_EQ(j["race"], "RAW");
+  EXPECT_EQ(j["other"]["line"], 13);
+  EXPECT_EQ(j["other"]["programs"]["count"], 2);
+  EXPECT_EQ(j["other"]["lanes"]["first"], nlohmann::json({0, 5}));
+  EXPECT_EQ(j["hint"], "use tl.atomic_add");
+  std::vector<Finding> back = from_json(nlohmann::json::array({j}));
+  EXPECT_EQ(finding_to_json(back.at(0)), j);
+  nlohmann::json s = to_sarif({f});
+  const auto& rel = s["runs"][0]["results"][0]["relatedLocations"];
+  ASSERT_EQ(rel.size(), 2u);
+  EXPECT_EQ(rel[1]["physicalLocation"]["region"]["startLine"], 13);
+  EXPECT_EQ(rel[1]["message"]["text"], "second access (RAW): tt.load");
+  EXPECT_EQ(s["runs"][0]["results"][0]["ruleId"], "data-race");
+}
+
+TEST(ReportRaces, MergeKeepsPairsOfSitesApart) {
+  std::vector<Finding> m = merge({race(13), race(13), race(11)});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].other_programs, 4);
+  EXPECT_EQ(m[0].other_first_programs, (std::vector<exec::ProgramId>{{1, 0, 0}, {3, 0, 0}}));
+  EXPECT_EQ(m[1].other->line, 11);
+}
+
 TEST(ReportText, ColourOnlyWhenAsked) {
   std::string t = to_text({oob()}, true);
   EXPECT_NE(t.find("\x1b[1;31merror[out-of-bounds-store]\x1b[0m"), std::string::npos) << t;
@@ -268,7 +330,7 @@ TEST(ReportSarif, Shape) {
   const auto& run = s["runs"][0];
   EXPECT_EQ(run["tool"]["driver"]["name"], "tilescope");
   const auto& rules = run["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), 9u);  // one per kind
+  ASSERT_EQ(rules.size(), 11u);  // one per kind
   ASSERT_EQ(run["results"].size(), 2u);
   const auto& r0 = run["results"][0];
   EXPECT_EQ(r0["ruleId"], "out-of-bounds-store");
