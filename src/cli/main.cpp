@@ -1,10 +1,12 @@
 // The `tilescope` command.
 //
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
-//                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--color auto|always|never]
+//                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--no-races]
+//                 [--color auto|always|never]
 //                 [--threads N] [--max-steps N]
 //
-// The launch runs under the sanitizer (analysis/sanitizer.h): findings go to stderr as text, and to
+// The launch runs under the sanitizer (analysis/sanitizer.h) and the race detector (analysis/races.h;
+// --no-races: not): findings go to stderr as text, and to
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
 // input error (a located message on stderr; a program past the step limit is one), 130 when SIGINT
 // (Ctrl-C) stopped the launch.
@@ -45,6 +47,7 @@ struct RunReport {
   std::string json_path, sarif_path;  // --json / --sarif
   bool abort_on_first = false;
   bool poison = true;          // undefined-value, int32-overflow, division-by-zero
+  bool races = true;           // data-race, intra-program-race
   std::string color = "auto";  // auto | always | never
 };
 
@@ -201,6 +204,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
 
   launch::RunOptions opts;
   opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
+  if (rep.races) opts.analyses.push_back({"races", nlohmann::json::object()});
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
@@ -294,6 +298,7 @@ int main(int argc, char** argv) {
   run->add_flag(
       "!--no-poison", run_report.poison,
       "only out-of-bounds, null and assert findings (no undefined-value, int32-overflow, division-by-zero)");
+  run->add_flag("!--no-races", run_report.races, "no race detection (data-race, intra-program-race)");
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();

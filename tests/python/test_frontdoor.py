@@ -431,6 +431,61 @@ def test_sanitize_abort_on_first(tmp_path):
     assert [f["kind"] for f in json.loads(js.read_text())] == ["out-of-bounds-load"]
 
 
+def test_sanitize_reports_races_and_no_races_turns_them_off(tmp_path):
+    s = write(tmp_path, "race.py", """
+        @triton.jit
+        def same_out_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(x_ptr + tl.program_id(0) * BLOCK + offs))  # MARK-race
+
+        x, out = torch.randn(64), torch.empty(16)
+        same_out_kernel[(4,)](x, out, BLOCK=16)
+        print("RAN")
+    """)
+    js = tmp_path / "f.json"
+    p = sanitize(["--json", str(js), "--threads", "2", "--", sys.executable, s], tmp_path)
+    assert p.returncode == 1 and "RAN" in p.stdout, p.stderr
+    f = json.loads(js.read_text())
+    line = line_of("MARK-race", s)
+    assert kinds_lines(f) == [("data-race", line)]
+    assert f[0]["race"] == "WAW" and f[0]["other"]["line"] == line and f[0]["buffer"]["name"] == "out_ptr"
+    assert f[0]["offsets"]["min"] == 0 and f[0]["offsets"]["max"] == 15
+    assert f[0]["programs"]["first"][0] == [0, 0, 0] and f[0]["hint"]
+    assert "second access (WAW)" in p.stderr
+    p = sanitize(["--no-races", "--json", str(js), "--", sys.executable, s], tmp_path)
+    assert p.returncode == 0 and json.loads(js.read_text()) == [], p.stderr
+
+
+def test_decorator_races_option(tmp_path):
+    s = write(tmp_path, "trace_races.py", """
+        import json, tilescope
+
+        def make(**opts):
+            @tilescope.trace("sanitizer", **opts)
+            @triton.jit
+            def same_out_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+                offs = tl.arange(0, BLOCK)
+                tl.store(out_ptr + offs, tl.load(x_ptr + tl.program_id(0) * BLOCK + offs))
+            return same_out_kernel
+
+        x, out = torch.randn(64), torch.empty(16)
+        make()[(4,)](x, out, BLOCK=16)
+        print("ON", sorted({f["kind"] for f in tilescope.findings()}))
+        tilescope.clear_findings()
+        make(races=False)[(4,)](x, out, BLOCK=16)
+        print("OFF", tilescope.findings())
+        try:
+            make(race=False)
+        except ValueError as e:
+            print("BAD", e)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    p = subprocess.run([sys.executable, s], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert "ON ['data-race']" in p.stdout, p.stdout + p.stderr
+    assert "OFF []" in p.stdout, p.stdout + p.stderr
+    assert "BAD tilescope.trace: unknown option(s) race" in p.stdout, p.stdout + p.stderr
+
+
 def test_sanitize_notes_skipped_autotune_configurations_in_its_report(tmp_path):
     s = write(tmp_path, "tuned.py", """
         @triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 128})], key=["n"])
