@@ -2,7 +2,7 @@
 
 The bug (line 20, marked `# BUG:`): `cols <= n_cols` lets lane n_cols through. For every row but the
 last that lane reads the first element of the next row (inside x, so it is not a memory error, but the
-softmax is wrong); on the last row it reads and writes one element past the end of x and y.
+softmax is wrong; its store races with the next program's); on the last row it reads and writes past x, y.
 
 Run: tilescope sanitize -- python examples/buggy_softmax_off_by_one.py
 """
@@ -22,7 +22,7 @@ def softmax_kernel(x_ptr, y_ptr, stride, n_cols, BLOCK: tl.constexpr):
     x = x - tl.max(x, axis=0)
     num = tl.exp(x)
     y = num / tl.sum(num, axis=0)
-    tl.store(y_ptr + row * stride + cols, y, mask=mask)  # expect: out-of-bounds-store
+    tl.store(y_ptr + row * stride + cols, y, mask=mask)  # expect: out-of-bounds-store, data-race
 
 
 def main():
