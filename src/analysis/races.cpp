@@ -28,6 +28,9 @@ using exec::ProgramId;
 using ir::Op;
 
 constexpr uint32_t kAtomicBit = 1u << 31;  // Epoch::site: the access was atomic
+/// Epoch::lane of a scalar access: Triton runs scalar ops in every thread of the program (uniformly), so a
+/// scalar access is not one lane's and takes no part in cross-lane races.
+constexpr uint32_t kScalarLane = ~uint32_t{0};
 
 /// One access in the shadow: which program (linear id + 1; 0: none), at which of its epochs, at which op
 /// (index into Impl::ops, | kAtomicBit for atomics) and lane.
@@ -239,8 +242,19 @@ struct Races::Impl {
     }
     const Epoch& a = swap ? cur : old;
     const Epoch& b = swap ? old : cur;
-    Hit h{kind,   race, a.site & ~kAtomicBit,       b.site & ~kAtomicBit,      region, a.prog, b.prog, a.lane,
-          b.lane, off,  (a.site & kAtomicBit) != 0, (b.site & kAtomicBit) != 0};
+    auto lane = [](uint32_t l) { return l == kScalarLane ? 0u : l; };
+    Hit h{kind,
+          race,
+          a.site & ~kAtomicBit,
+          b.site & ~kAtomicBit,
+          region,
+          a.prog,
+          b.prog,
+          lane(a.lane),
+          lane(b.lane),
+          off,
+          (a.site & kAtomicBit) != 0,
+          (b.site & kAtomicBit) != 0};
     if (!hits.empty()) {  // one hit per lane pair, not per byte
       const Hit& l = hits.back();
       if (l.kind == h.kind && l.race == h.race && l.site_a == h.site_a && l.site_b == h.site_b &&
@@ -277,7 +291,7 @@ struct Races::Impl {
       if (!(atomic && (w.site & kAtomicBit)) && !ordered_before(w, s))
         hit(hits, Kind::data_race, w, true, cur, false, region, off);
     } else if (w.prog && opts.intra && !atomic && !(w.site & kAtomicBit) && w.lane != cur.lane &&
-               w.clock == s.clock) {
+               w.lane != kScalarLane && cur.lane != kScalarLane && w.clock == s.clock) {
       hit(hits, Kind::intra_program_race, w, true, cur, false, region, off);
     }
     // Keep the two lowest programs among reads that are not ordered before this one.
@@ -357,7 +371,8 @@ struct Races::Impl {
       int region = -1;
       std::byte* h = host_of(i, region);
       if (!h) continue;
-      const Epoch cur{s.prog, s.clock, site | (atomic ? kAtomicBit : 0), static_cast<uint32_t>(i)};
+      const Epoch cur{s.prog, s.clock, site | (atomic ? kAtomicBit : 0),
+                      e.lanes == 1 ? kScalarLane : static_cast<uint32_t>(i)};
       const int64_t off0 = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
       for (int k = 0; k < eb; ++k) {
         const auto addr = reinterpret_cast<uintptr_t>(h + k);
