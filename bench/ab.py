@@ -8,8 +8,8 @@ Both binaries run the same TTIR (compiled once by Triton, no GPU) on the same .n
 alike. Each run is timed by the binary itself (`--time`: the launch only). Prints, per workload, the
 median and the minimum of each side and the ratio NEW/BASE of both (below 1.00 = faster); the minimum
 is the steadier number on a shared machine. The two builds' outputs must be bit-identical (exit 1
-otherwise). Without `--sanitizer` both run `--no-poison` (the plain
-engine); with it, the full sanitizer. Nothing is written to bench/RESULTS.md: record what matters in
+otherwise). Without `--sanitizer` both run `--no-poison --no-races` (the plain
+engine); with it, the full sanitizer (with the race detector). Nothing is written to bench/RESULTS.md: record what matters in
 the change's notes (machine, load, rounds).
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
             ap.error(f"{b}: not an executable")
     import numpy as np
 
-    extra = [] if args.sanitizer else ["--no-poison"]
+    extra = [] if args.sanitizer else ["--no-poison", "--no-races"]
     if args.threads:
         extra += ["--threads", str(args.threads)]
     names = args.only or list(bench.WORKLOADS)

@@ -247,10 +247,10 @@ def main(argv=None) -> int:
         os.makedirs(wd, exist_ok=True)
         ttir = os.path.join(tmp, f"{name}.ttir")
         # Plain engine: bounds, null and assert checks only (they are part of the engine); then the full
-        # sanitizer (also undefined values, int32 overflow, division by zero), runs interleaved.
+        # sanitizer (also undefined values, int32 overflow, division by zero, and races), runs interleaved.
         ts, walls, sz = [], [], []
         for _ in range(args.reps):
-            t1, w1, ts_out = run_tilescope(binary, ttir, w, arrs, wd, 1, ["--no-poison"])
+            t1, w1, ts_out = run_tilescope(binary, ttir, w, arrs, wd, 1, ["--no-poison", "--no-races"])
             t2, _, sz_out = run_tilescope(binary, ttir, w, arrs, wd, 1)
             ts += t1
             walls += w1
@@ -275,7 +275,7 @@ def main(argv=None) -> int:
         os.makedirs(wd, exist_ok=True)
         arrs = make_inputs(w, rng)
         ts, walls, outs = run_tilescope(binary, os.path.join(tmp, f"{name}.ttir"), w, arrs, wd, args.reps,
-                                        ["--no-poison"])
+                                        ["--no-poison", "--no-races"])
         ok = all(np.all(outs[k] == v) for k, v in w["expect"].items())
         programs = w["grid"][0]
         row = dict(name=name, what=w["what"], ts=statistics.median(ts), ts_min=min(ts), ts_max=max(ts),
@@ -300,7 +300,7 @@ def write_results(rows, sched, mach, total, args):
         "",
         f"- Machine: {mach}",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M')}; triton {triton.__version__}; tilescope with all cores (default `--threads`)",
-        f"- tilescope: median of {args.reps} runs of `tilescope run --no-poison --time` (the launch; file reading excluded). "
+        f"- tilescope: median of {args.reps} runs of `tilescope run --no-poison --no-races --time` (the launch; file reading excluded). "
         f"Interpreter: median of up to {args.interp_reps} launches, fewer when one exceeds the {args.budget:.0f} s budget.",
         "- Same kernel source (`tests/ttir/kernels.py`) and the same inputs on both sides; outputs compared.",
         f"- Whole run: {total:.0f} s; load average at the end (1/5/15 min): "
@@ -316,7 +316,7 @@ def write_results(rows, sched, mach, total, args):
                      f"| {r['it'] * 1e3:.1f} ms (x{r['it_reps']}) | {fmt_rate(r['work'] / r['it'])}{r['unit']}/s "
                      f"| **{r['ratio']:.1f}x** | {'yes' if r['ok'] else 'NO'} |")
     lines += ["", "## Sanitizer overhead", "",
-              "`tilescope run --no-poison` (the plain engine: its bounds, null and assert checks are part of every "
+              "`tilescope run --no-poison --no-races` (the plain engine: its bounds, null and assert checks are part of every "
               "access) against `tilescope run` (the full sanitizer: also undefined values, int32 overflow, division "
               "by zero), interleaved runs, median (min-max). Aim: at most 2x.", "",
               "| workload | plain engine | sanitizer | overhead |", "| --- | ---: | ---: | ---: |"]
@@ -326,7 +326,7 @@ def write_results(rows, sched, mach, total, args):
     lines += ["", "## Scheduler: programs that wait on each other", "",
               "tilescope alone (Triton's interpreter runs programs one after another: a program waiting for a later "
               "one never finishes there); kernels in `bench/sched_kernels.py`, outputs checked against the counts "
-              f"they must produce. `tilescope run --no-poison --time`, median (min-max) of {args.reps} runs. A "
+              f"they must produce. `tilescope run --no-poison --no-races --time`, median (min-max) of {args.reps} runs. A "
               "spinning program is parked until another program writes the address it polls (CONTRIBUTING.md, "
               "\"The scheduler\"): the cost is linear in the number of programs.", "",
               "| workload | what | tilescope | programs/s | outputs right |", "| --- | --- | ---: | ---: | --- |"]

@@ -153,6 +153,7 @@ struct Races::Impl {
   std::shared_mutex pages_mu;
   std::unordered_map<uintptr_t, std::unique_ptr<Page>> pages;  // host address / kShadowPageBytes
   size_t pages_last = 0;
+  bool untracked = false, untracked_last = false;  // some bytes were left unchecked (shadow budget)
 
   std::mutex sync_mu;
   std::unordered_map<uintptr_t, VC> sync;  // host address -> clock released there
@@ -221,9 +222,13 @@ struct Races::Impl {
       if (it != pages.end()) return it->second.get();
     }
     std::unique_lock<std::shared_mutex> g(pages_mu);
-    auto& p = pages[key];
-    if (!p) p = std::make_unique<Page>();
-    return p.get();
+    auto it = pages.find(key);
+    if (it != pages.end()) return it->second.get();
+    if ((pages.size() + 1) * sizeof(Page) > static_cast<uint64_t>(opts.max_shadow_mib) << 20) {
+      untracked = true;  // past the budget: these bytes are not checked
+      return nullptr;
+    }
+    return pages.emplace(key, std::make_unique<Page>()).first->second.get();
   }
 
   void hit(std::vector<Hit>& hits, Kind kind, const Epoch& old, bool old_write, const Epoch& cur,
@@ -381,8 +386,9 @@ struct Races::Impl {
           if (lk) lk.unlock();
           pg = page(key);
           pg_key = key;
-          lk = std::unique_lock<std::mutex>(pg->mu);
+          if (pg) lk = std::unique_lock<std::mutex>(pg->mu);
         }
+        if (!pg) continue;
         Cell& c = pg->cells[addr % kShadowPageBytes];
         if (writes)
           check_write(c, cur, atomic, s, hits, region, off0 + k);
@@ -485,6 +491,8 @@ struct Races::Impl {
     aggs.clear();
     pages_last = pages.size();
     sync_last = sync.size();
+    untracked_last = untracked;
+    untracked = false;
     pages.clear();
     sync.clear();
   }
@@ -591,7 +599,9 @@ void Races::collect(const LaunchInfo& info, std::vector<Finding>& out) {
 }
 
 nlohmann::json Races::statistics() const {
-  return {{"shadow_bytes", impl_->pages_last * sizeof(Page)}, {"sync_addresses", impl_->sync_last}};
+  return {{"shadow_bytes", impl_->pages_last * sizeof(Page)},
+          {"sync_addresses", impl_->sync_last},
+          {"shadow_budget_exceeded", impl_->untracked_last}};
 }
 
 }  // namespace tilescope::analysis

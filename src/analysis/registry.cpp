@@ -73,6 +73,7 @@ std::unique_ptr<Analysis> make_races(const ir::Module& m, const Options& options
   OptionReader r("races", options);
   r.read("intra", ro.intra);
   r.read("max_first", ro.max_first, 1, 1000);
+  r.read("max_shadow_mib", ro.max_shadow_mib, 1, 1 << 24);
   r.done();
   return std::make_unique<Races>(m, ro);
 }

@@ -42,6 +42,9 @@ namespace tilescope::analysis {
 struct RacesOptions {
   bool intra = true;  // intra-program-race
   int max_first = 5;  // how many program ids / lanes to keep per side
+  /// Most MiB of shadow pages per launch (48 bytes per byte touched). Bytes past the budget are not
+  /// checked (statistics: shadow_budget_exceeded), so a huge launch is checked in part, not killed.
+  int max_shadow_mib = 4096;
 };
 
 class Races : public Analysis {
@@ -63,7 +66,8 @@ class Races : public Analysis {
   /// This launch's findings, grouped by (kind, pair of sites, buffer), ordered by kind and TTIR position;
   /// frees the shadow state.
   void collect(const LaunchInfo& info, std::vector<Finding>& out) override;
-  /// {"shadow_bytes": bytes of shadow pages of the last launch, "sync_addresses": N}
+  /// {"shadow_bytes": bytes of shadow pages of the last launch, "sync_addresses": N,
+  ///  "shadow_budget_exceeded": whether some bytes went unchecked}
   nlohmann::json statistics() const override;
 
   struct Impl;
