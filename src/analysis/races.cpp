@@ -324,10 +324,9 @@ struct Races::Impl {
         a.occurrences++;
       prev = &h;
       a.lanes++;
-      if (a.progs_a.size() < kMaxCounted ? a.progs_a.insert(h.prog_a).second : !a.progs_a.count(h.prog_a))
-        a.count_a++;
-      if (a.progs_b.size() < kMaxCounted ? a.progs_b.insert(h.prog_b).second : !a.progs_b.count(h.prog_b))
-        a.count_b++;
+      // Distinct programs, exact up to kMaxCounted per side (then the count stops: a lower bound).
+      if (a.progs_a.size() < kMaxCounted && a.progs_a.insert(h.prog_a).second) a.count_a++;
+      if (a.progs_b.size() < kMaxCounted && a.progs_b.insert(h.prog_b).second) a.count_b++;
       keep_smallest(a.lanes_a, h.lane_a, keep);
       keep_smallest(a.lanes_b, h.lane_b, keep);
       a.off_min = std::min(a.off_min, h.byte_off);

@@ -289,3 +289,24 @@ TEST(Races, ProgramsRunOneAfterAnotherStillRace) {
 
 }  // namespace
 }  // namespace tilescope::analysis
+
+namespace tilescope::analysis {
+namespace {
+
+TEST(Races, DistinctProgramCountsStopAtTheCap) {
+  // 5000 programs store out[0..15]: in id order each one's writes race with the previous program's, so
+  // 4999 programs on each side, counted exactly up to kMaxCounted (never more: one count per program,
+  // not per racing lane).
+  std::vector<float> x(5000 * 16, 1.0f), out(16, 0.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x_ptr", ir::Elem::f32);
+  int ob = test::add_buffer(mem, out, "out_ptr", ir::Elem::f32);
+  auto f = detect("same_out.ttir", {exec::Arg::buf(xb), exec::Arg::buf(ob)}, mem, 5000, 1);
+  ASSERT_EQ(f.size(), 1u) << describe(f);
+  EXPECT_EQ(f[0].programs, static_cast<int64_t>(Races::kMaxCounted));
+  EXPECT_EQ(f[0].other_programs, static_cast<int64_t>(Races::kMaxCounted));
+  EXPECT_EQ(f[0].lanes, 4999 * 16);
+}
+
+}  // namespace
+}  // namespace tilescope::analysis
