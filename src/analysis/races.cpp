@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -46,9 +47,15 @@ struct Cell {
   Epoch w, r1, r2;
 };
 
+/// The shadow of kShadowPageBytes bytes. Cells cover `gran` bytes each: the element size of the first
+/// access when it was aligned to it (1, 2, 4 or 8), so a page of f32 data takes a cell per element. While
+/// every access covers whole aligned cells, a cell stands exactly for each of its bytes; the first access
+/// that does not (another element size, a misaligned address) splits the page into byte cells, each a
+/// copy of the cell it was part of, which keeps it exact.
 struct Page {
   std::mutex mu;
-  std::array<Cell, Races::kShadowPageBytes> cells{};
+  uint32_t gran = 0;  // 0: no cells yet
+  std::unique_ptr<Cell[]> cells;
 };
 
 /// A sparse vector clock: (program + 1, clock), sorted by program. Absent entries are 0.
@@ -152,8 +159,10 @@ struct Races::Impl {
 
   std::shared_mutex pages_mu;
   std::unordered_map<uintptr_t, std::unique_ptr<Page>> pages;  // host address / kShadowPageBytes
-  size_t pages_last = 0;
-  bool untracked = false, untracked_last = false;  // some bytes were left unchecked (shadow budget)
+  std::atomic<uint64_t> shadow_bytes{0};
+  size_t shadow_last = 0;
+  std::atomic<bool> untracked{false};  // some bytes were left unchecked (shadow budget)
+  bool untracked_last = false;
 
   std::mutex sync_mu;
   std::unordered_map<uintptr_t, VC> sync;  // host address -> clock released there
@@ -224,11 +233,34 @@ struct Races::Impl {
     std::unique_lock<std::shared_mutex> g(pages_mu);
     auto it = pages.find(key);
     if (it != pages.end()) return it->second.get();
-    if ((pages.size() + 1) * sizeof(Page) > static_cast<uint64_t>(opts.max_shadow_mib) << 20) {
-      untracked = true;  // past the budget: these bytes are not checked
-      return nullptr;
-    }
     return pages.emplace(key, std::make_unique<Page>()).first->second.get();
+  }
+
+  /// Make `pg`'s cells cover [off, off + len) in whole cells (under pg->mu); false past the budget.
+  bool fit(Page& pg, uint32_t off, uint32_t len) {
+    if (pg.gran && off % pg.gran == 0 && len % pg.gran == 0) return true;
+    uint32_t g = 1;
+    if (!pg.gran) {
+      for (uint32_t c : {8u, 4u, 2u})
+        if (off % c == 0 && len % c == 0) {
+          g = c;
+          break;
+        }
+    }
+    const uint64_t bytes = kShadowPageBytes / g * sizeof(Cell);
+    if (shadow_bytes.fetch_add(bytes) + bytes > static_cast<uint64_t>(opts.max_shadow_mib) << 20) {
+      shadow_bytes.fetch_sub(bytes);
+      untracked = true;  // past the budget: these bytes are not checked
+      return false;
+    }
+    auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
+    if (pg.gran) {  // split: every byte gets a copy of the cell it was part of
+      for (uint32_t b = 0; b < kShadowPageBytes; ++b) cells[b] = pg.cells[b / pg.gran];
+      shadow_bytes.fetch_sub(kShadowPageBytes / pg.gran * sizeof(Cell));
+    }
+    pg.cells = std::move(cells);
+    pg.gran = g;
+    return true;
   }
 
   void hit(std::vector<Hit>& hits, Kind kind, const Epoch& old, bool old_write, const Epoch& cur,
@@ -378,21 +410,28 @@ struct Races::Impl {
       const Epoch cur{s.prog, s.clock, site | (atomic ? kAtomicBit : 0),
                       e.lanes == 1 ? kScalarLane : static_cast<uint32_t>(i)};
       const int64_t off0 = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
-      for (int k = 0; k < eb; ++k) {
+      for (int k = 0; k < eb;) {  // the lane's bytes, page by page (an element may straddle two)
         const auto addr = reinterpret_cast<uintptr_t>(h + k);
         const uintptr_t key = addr / kShadowPageBytes;
+        const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
+        const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - off));
         if (key != pg_key) {
           if (lk) lk.unlock();
           pg = page(key);
           pg_key = key;
-          if (pg) lk = std::unique_lock<std::mutex>(pg->mu);
+          lk = std::unique_lock<std::mutex>(pg->mu);
         }
-        if (!pg) continue;
-        Cell& c = pg->cells[addr % kShadowPageBytes];
-        if (writes)
-          check_write(c, cur, atomic, s, hits, region, off0 + k);
-        else
-          check_read(c, cur, atomic, s, hits, region, off0 + k);
+        if (fit(*pg, off, len)) {
+          for (uint32_t b = off; b < off + len; b += pg->gran) {
+            Cell& c = pg->cells[b / pg->gran];
+            const int64_t at = off0 + k + (b - off);
+            if (writes)
+              check_write(c, cur, atomic, s, hits, region, at);
+            else
+              check_read(c, cur, atomic, s, hits, region, at);
+          }
+        }
+        k += static_cast<int>(len);
       }
     }
     if (lk) lk.unlock();
@@ -488,10 +527,9 @@ struct Races::Impl {
       pending.push_back(std::move(p));
     }
     aggs.clear();
-    pages_last = pages.size();
+    shadow_last = shadow_bytes.exchange(0);
     sync_last = sync.size();
-    untracked_last = untracked;
-    untracked = false;
+    untracked_last = untracked.exchange(false);
     pages.clear();
     sync.clear();
   }
@@ -598,7 +636,7 @@ void Races::collect(const LaunchInfo& info, std::vector<Finding>& out) {
 }
 
 nlohmann::json Races::statistics() const {
-  return {{"shadow_bytes", impl_->pages_last * sizeof(Page)},
+  return {{"shadow_bytes", impl_->shadow_last},
           {"sync_addresses", impl_->sync_last},
           {"shadow_budget_exceeded", impl_->untracked_last}};
 }

@@ -310,3 +310,33 @@ TEST(Races, DistinctProgramCountsStopAtTheCap) {
 
 }  // namespace
 }  // namespace tilescope::analysis
+
+namespace tilescope::analysis {
+namespace {
+
+TEST(Races, MixedElementSizesOverlapByBytes) {
+  // The shadow starts with a cell per i32 and splits into bytes at the first i16 access.
+  for (int threads : {1, 2}) {
+    for (int64_t off : {1, 2}) {
+      std::vector<int32_t> p(4, 0);
+      exec::Memory mem;
+      int pb = test::add_buffer(mem, p, "p", ir::Elem::i32);
+      auto f = detect("mixed_sizes.ttir", {exec::Arg::buf(pb), exec::Arg::i64(off)}, mem, 3, threads);
+      // Programs 1 and 2 store the same i16 (one finding at the i16 store); off = 1 also overlaps
+      // program 0's i32 (a second finding, from the i32 store to the i16 store).
+      ASSERT_EQ(f.size(), off == 1 ? 2u : 1u) << describe(f);
+      for (auto& x : f) EXPECT_EQ(x.race, "WAW");
+      const int i16_store = 16, i32_store = 11;  // lines of mixed_sizes.ttir
+      EXPECT_EQ(f.back().site.ttir_line, i16_store);
+      EXPECT_EQ(f.back().other->ttir_line, i16_store);
+      EXPECT_EQ(f.back().offset_min, off == 1 ? 0 : 1);  // element offsets in the buffer's i32 elements
+      if (off == 1) {
+        EXPECT_EQ(f[0].site.ttir_line, i32_store);
+        EXPECT_EQ(f[0].other->ttir_line, i16_store);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tilescope::analysis
