@@ -160,6 +160,7 @@ struct Races::Impl {
   std::shared_mutex pages_mu;
   std::unordered_map<uintptr_t, std::unique_ptr<Page>> pages;  // host address / kShadowPageBytes
   std::atomic<uint64_t> shadow_bytes{0};
+  uint64_t generation = 0;  // this launch's: unique over every Races object and launch (next_generation)
   size_t shadow_last = 0;
   std::atomic<bool> untracked{false};  // some bytes were left unchecked (shadow budget)
   bool untracked_last = false;
@@ -225,6 +226,22 @@ struct Races::Impl {
   }
 
   Page* page(uintptr_t key) {
+    // A per-thread direct-mapped cache of pages of this launch (pages live until the launch ends; the
+    // generation tells launches and detectors apart).
+    struct Slot {
+      uint64_t gen = 0;
+      uintptr_t key = 0;
+      Page* page = nullptr;
+    };
+    thread_local std::array<Slot, 256> cache;
+    Slot& slot = cache[(key ^ (key >> 8)) % cache.size()];
+    if (slot.gen == generation && slot.key == key) return slot.page;
+    Page* pg = page_slow(key);
+    slot = Slot{generation, key, pg};
+    return pg;
+  }
+
+  Page* page_slow(uintptr_t key) {
     {
       std::shared_lock<std::shared_mutex> g(pages_mu);
       auto it = pages.find(key);
@@ -562,6 +579,8 @@ exec::Subscription Races::on_launch_begin(const exec::LaunchContext& ctx) {
   Impl& I = *impl_;
   I.memory = ctx.memory;
   I.grid = ctx.grid;
+  static std::atomic<uint64_t> next_generation{1};
+  I.generation = next_generation.fetch_add(1);
   exec::Subscription sub;
   sub.kinds = exec::kAccess | exec::kProgram | exec::kOpBegin | exec::kAtomicOrder;
   sub.ops = [&I](const Op& op) -> const void* {
