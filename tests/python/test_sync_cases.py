@@ -1,0 +1,66 @@
+"""The race cases of tests/gpu/sync_cases.py under tilescope's race detector, against what they are.
+
+Each case (the bugs of real reports and their correct forms) runs on the CPU through the front door with
+every launch sanitized; the race findings of the case must be exactly what ``sync_cases.EXPECT`` says it
+is (independent of tilescope: "race" -> data-race, "intra-program-race" -> intra-program-race, anything
+else -> no race finding; the uninitialized-read cases belong to another analysis and must give no race
+finding), and a case with a race-free reference must reproduce it. The H200 runs of the same cases
+(tests/gpu/data/sync_h200.json) show which races a GPU makes visible.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import sync_cases  # noqa: E402
+
+RUNNER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import torch, tilescope
+tilescope.install()
+import sync_cases
+out = {}
+for name, case in sync_cases.CASES.items():
+    tilescope.clear_findings()
+    got, ref = case("cpu")
+    fs = tilescope.findings()
+    out[name] = {"kinds": sorted({f["kind"] for f in fs}),
+                 "lines": sorted({(f["kind"], f["line"], f["other"]["line"] if f.get("other") else 0) for f in fs}),
+                 "matches": None if ref is None else bool(torch.equal(got.cpu().float(), ref.float()))}
+print("@@" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def results():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    env["TILESCOPE_SANITIZE"] = "1"
+    env["TILESCOPE_THREADS"] = "2"
+    p = subprocess.run([sys.executable, "-c", RUNNER, os.path.join(ROOT, "tests", "gpu")], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600)
+    line = [x for x in p.stdout.splitlines() if x.startswith("@@")]
+    assert p.returncode == 0 and line, p.stdout[-3000:] + p.stderr[-3000:]
+    return json.loads(line[0][2:])
+
+
+RACE_KINDS = {"data-race", "intra-program-race"}
+WANT = {"race": {"data-race"}, "intra-program-race": {"intra-program-race"}}
+
+
+@pytest.mark.parametrize("name", sorted(sync_cases.CASES))
+def test_case_race_findings(results, name):
+    r = results[name]
+    want = WANT.get(sync_cases.EXPECT[name], set())
+    got = set(r["kinds"]) & RACE_KINDS
+    if name == "scatter_add_race":  # duplicate indices inside one program too: both kinds
+        want = want | {"intra-program-race"}
+    assert got == want, r
+    if sync_cases.EXPECT[name] == "" and r["matches"] is not None:  # correct cases compute the reference
+        assert r["matches"], r
