@@ -38,16 +38,25 @@ print("@@" + json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def results():
+def run_cases(threads: int) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
     env["TILESCOPE_SANITIZE"] = "1"
-    env["TILESCOPE_THREADS"] = "2"
+    env["TILESCOPE_THREADS"] = str(threads)
     p = subprocess.run([sys.executable, "-c", RUNNER, os.path.join(ROOT, "tests", "gpu")], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     line = [x for x in p.stdout.splitlines() if x.startswith("@@")]
     assert p.returncode == 0 and line, p.stdout[-3000:] + p.stderr[-3000:]
     return json.loads(line[0][2:])
+
+
+@pytest.fixture(scope="module")
+def results():
+    return run_cases(4)
+
+
+@pytest.fixture(scope="module")
+def results_one_thread():
+    return run_cases(1)
 
 
 RACE_KINDS = {"data-race", "intra-program-race"}
@@ -64,3 +73,10 @@ def test_case_race_findings(results, name):
     assert got == want, r
     if sync_cases.EXPECT[name] == "" and r["matches"] is not None:  # correct cases compute the reference
         assert r["matches"], r
+
+
+def test_same_findings_with_one_thread_and_four(results, results_one_thread):
+    # Happens-before is logical: the schedule (one worker running programs in order, or four interleaving
+    # them) changes neither the kinds nor the pairs of sites.
+    for name in sync_cases.CASES:
+        assert results[name]["lines"] == results_one_thread[name]["lines"], name
