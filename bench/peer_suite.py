@@ -196,8 +196,9 @@ TRITON_NOTES = """\
   on CUDA, "float64 not supported on HIP yet" on AMD) and float64 3-D dots larger than any GPU's shared
   memory. Those with a GPU that runs them (K < 16 dots on AMD; float8e4b15 before sm_90) are run again
   under that `--target`.
-- `test_dot` is parametrized differently for the interpreter and for a GPU (`get_test_dot_*_cases()` read
-  the backend), so about 320 of its ids exist in one run only; all of them pass in the run that has them.
+- `test_dot` is parametrized differently for the interpreter and for a GPU (its case lists depend on the
+  backend, e.g. `get_test_small_dots_cases()` is empty unless `is_cuda()`, and pytest then numbers repeated
+  ids differently), so about 320 of its ids exist in one run only; all of them pass in the run that has them.
 - The interpreter ran with numpy 2.3.5: with numpy 2.4 it raises `TypeError('only 0-dimensional arrays can
   be converted to Python scalars')` on a `range` with a runtime bound (checked with a 6-line kernel: numpy
   2.4.6 raises, 2.3.5 sums right).
