@@ -160,10 +160,6 @@ TRITON_RETARGET = ["sm_80", "gfx942"]
 # Known causes of failures of Triton's tests under tilescope (same form as LIGER_CAUSES), each written after
 # reading the failures.
 TRITON_CAUSES: list[tuple[str, str, str, str]] = [
-    ("failed", r"unknown dtype 'fp8e4b15'", "tilescope",
-     "fp8e4b15 (Triton's float8 with exponent bias 15, `f8E4M3B11FNUZ` in TTIR) is not an element type tilescope "
-     "knows; these tests skip themselves on sm_90 and run only with `--target sm_80` (not done: its conversions "
-     "are Triton's own bias-15 lowering, to be taken from Triton's NVIDIA backend and checked on a GPU)"),
     ("timeout", r".", "too slow", "exceeds the per-test time limit on this machine (not a wrong result)"),
     ("*", r"tilescope cannot run kernel|launch of kernel .* failed|CompileError|LaunchError", "tilescope",
      "tilescope rejects the kernel or the launch (see the message)"),
