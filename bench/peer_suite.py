@@ -667,6 +667,10 @@ def write_markdown(path: str, name: str, args, version: str, files: list[str], b
     L.append("| what | value |\n| --- | --- |")
     for k, val in vs.items():
         L.append(f"| {k} | {val} |")
+    if suite.old_numpy:
+        folder = os.path.join(PEER_DIR, "interp-numpy")
+        found = [d.version for d in importlib.metadata.distributions(path=[folder]) if d.metadata["Name"] == "numpy"]
+        L.append(f"| numpy of the interpreter run | {found[0] + ' (.peer/interp-numpy)' if found else vs['numpy']} |")
     L.append(f"| machine | {machine()} |")
     L.append(f"| tests | {suite.tests} |")
     L.append(f"| per-test limit | {f'{ts_timeout} s (pytest-timeout)' if ts_timeout else 'none (pytest-timeout not installed)'} |")
