@@ -64,6 +64,13 @@ test-peers: setup build
 	@$(PY) -m pip install -q --disable-pip-version-check --no-deps liger-kernel==0.8.5
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/peer_suite.py $(PEER_ARGS)
 
+# Triton's own language tests (test_core, test_standard, test_random; `-m interpreter --device cpu`), unmodified,
+# from TRITON_SRC or ../shared/third_party/triton-3.6, under tilescope and TRITON_INTERPRET=1 (the interpreter
+# with numpy<2.4, which the script installs into .peer/interp-numpy/ when needed): bench/PEERS.md.
+test-triton: setup build
+	@$(PY) -m pip install -q --disable-pip-version-check pytest-timeout
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/peer_suite.py --suite triton $(TRITON_ARGS)
+
 # Triton's own tutorials, unmodified (from TRITON_SRC or ../shared/third_party/triton-3.6), under
 # `tilescope sanitize`: result, findings, own checks and wall time of each in bench/TUTORIALS.md.
 test-tutorials: setup build

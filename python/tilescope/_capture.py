@@ -533,7 +533,8 @@ def install():
 def _first_compiling_config(tuner, base, args, kwargs, configs):
     """The first of `configs` whose kernel compiles, as Triton's autotuner would pick among timings
     where a configuration that fails to compile counts as infinitely slow (``Autotuner._bench``
-    catches OutOfResources, CompileTimeAssertionFailure and PTXASError). Each skipped configuration
+    catches OutOfResources, CompileTimeAssertionFailure and PTXASError). As there, a configuration's
+    pre_hook runs before its kernel is compiled. Each skipped configuration
     is said on stderr and noted for the report. When every one fails, the first is returned (Triton's
     ``min`` over equal timings) and its launch raises the error, as in Triton.
 
@@ -549,8 +550,11 @@ def _first_compiling_config(tuner, base, args, kwargs, configs):
         if conflicts:  # as Autotuner._bench says it
             raise ValueError(f"Conflicting meta-parameters: {', '.join(conflicts)}."
                              " Make sure that you don't re-define auto-tuned symbols.")
+        current = {**kwargs, **config.all_kwargs()}
+        if config.pre_hook:  # before compiling, as Autotuner._bench (it may set descriptors' block shapes)
+            config.pre_hook({**tuner.nargs, **current})
         try:
-            tuner.fn.run(*args, **{**kwargs, **config.all_kwargs(), "warmup": True})
+            tuner.fn.run(*args, **{**current, "warmup": True})
         except (OutOfResources, CompileTimeAssertionFailure, PTXASError) as e:
             skipped.append((config, e))
             continue

@@ -91,6 +91,10 @@ constexpr std::pair<std::string_view, Elem> kAliases[] = {
     {"float8_e4m3fnuz", Elem::f8e4m3fnuz},
     {"fp8e5b16", Elem::f8e5m2fnuz},
     {"float8_e5m2fnuz", Elem::f8e5m2fnuz},
+    // Triton's float8e4b15 (e4m3 with exponent bias 15) has no MLIR type: TTIR carries it as i8 (Triton
+    // 3.6's builder get_fp8e4b15_ty), and kernels convert it with inline PTX
+    // (triton/language/extra/cuda/utils.py), so a buffer of it is a buffer of i8.
+    {"fp8e4b15", Elem::i8},
 };
 
 bool iequal(std::string_view a, std::string_view b) {

@@ -27,9 +27,11 @@
 // e2m3 / e3m2 (fp6, one per byte, low 6 bits); e4m3 / e5m2 (fp8); bf16; fp16. lhs_k_pack = true
 // (default) packs fp4 pairs along K (a is [M, K/2]); false packs them along M (a is [M/2, K]); the same
 // for b with N (b is [K/2, N] or [K, N/2]). Scales are e8m0 bytes, one per 32 elements along K:
-// a_scale [M, K/32], b_scale [N, K/32]; value 2^(s-127), 255 is NaN. Scale byte 0 gives 0 on an H200
-// (the sm_90 emulation builds the scale as a bf16 with exponent field s, so 2^-127 flushes to zero);
-// we follow that. fp16 operands keep full fp16 precision (measured: 1.0029296875 x scale 2 gave
+// a_scale [M, K/32], b_scale [N, K/32]; value 2^(s-127), 255 is NaN. NVIDIA's nvfp4 (tutorial 10's
+// default) has one e4m3 scale (f8E4M3FN in TTIR) per 16 elements: a_scale [M, K/16], value the e4m3
+// number (not measured: that needs an sm_100 GPU; the product is the definition, value x scale). Scale byte 0
+// gives 0 on an H200 (the sm_90 emulation builds the scale as a bf16 with exponent field s, so 2^-127 flushes
+// to zero); we follow that. fp16 operands keep full fp16 precision (measured: 1.0029296875 x scale 2 gave
 // 2.005859375). lhs_k_pack = false did not compile for sm_90 in triton 3.6 (not measured). Layouts
 // and packing agree with tl.dot_scaled's docstring (triton 3.6 python/triton/language/core.py: "Fp4
 // elements are packed into uint8 inputs with the first element in lower bits", lhs_scale
@@ -426,6 +428,8 @@ struct ScaledAux {
   Fmt fa = Fmt::e4m3, fb = Fmt::e4m3;
   bool a_kpack = true, b_kpack = true;
   int ia = 0, ias = -1, ib = 0, ibs = -1, ic = 0;
+  int64_t vec = 32;                                 // elements along K per scale: 32 (MX), 16 (nvfp4)
+  bool a_scale_e4m3 = false, b_scale_e4m3 = false;  // scales are e4m3 values (nvfp4), else e8m0
   ToF32 load_c = nullptr;
   FromF32 store_d = nullptr;
 };
@@ -461,6 +465,10 @@ inline float e8m0(uint8_t s) {
   return std::ldexp(1.0f, static_cast<int>(s) - 127);
 }
 
+inline float scale_value(bool e4m3, std::byte s) {
+  return e4m3 ? fp8_lut(Elem::f8e4m3fn).v[static_cast<uint8_t>(s)] : e8m0(static_cast<uint8_t>(s));
+}
+
 void dot_scaled_run(Program& p, const Step& s) {
   const auto& a = s.data<ScaledAux>();
   const int64_t M = a.M, N = a.N, K = a.K;
@@ -481,7 +489,7 @@ void dot_scaled_run(Program& p, const Step& s) {
       } else {
         v = decode_fmt(a.fa, pa, m * K + k);
       }
-      if (a.ias >= 0) v *= e8m0(static_cast<uint8_t>(p.slot[s.in[a.ias]][m * (K / 32) + k / 32]));
+      if (a.ias >= 0) v *= scale_value(a.a_scale_e4m3, p.slot[s.in[a.ias]][m * (K / a.vec) + k / a.vec]);
       A[m * K + k] = v;
     }
   for (int64_t k = 0; k < K; ++k)
@@ -495,7 +503,7 @@ void dot_scaled_run(Program& p, const Step& s) {
       } else {
         v = decode_fmt(a.fb, pb, k * N + n);
       }
-      if (a.ibs >= 0) v *= e8m0(static_cast<uint8_t>(p.slot[s.in[a.ibs]][n * (K / 32) + k / 32]));
+      if (a.ibs >= 0) v *= scale_value(a.b_scale_e4m3, p.slot[s.in[a.ibs]][n * (K / a.vec) + k / a.vec]);
       Bm[k * N + n] = v;
     }
   a.load_c(p.slot[s.in[a.ic]], C.data(), M * N);
@@ -624,13 +632,22 @@ void lower_dot_scaled(const Op& op, Planner& p, Step& s) {
   };
   if (!storage_ok(a->fa, s.in_types[a->ia]) || !storage_ok(a->fb, s.in_types[a->ib]))
     p.unsupported(op, "operand storage does not match its element type");
-  if (a->K % 32 != 0 && (has_as || has_bs)) p.unsupported(op, "K must be a multiple of 32 with scales");
-  if (has_as && (s.in_types[a->ias]->shape != std::vector<int64_t>{a->M, a->K / 32} ||
-                 ir::elem_bytes(s.in_types[a->ias]->elem) != 1))
-    p.unsupported(op, "a_scale must be [M, K/32] bytes");
-  if (has_bs && (s.in_types[a->ibs]->shape != std::vector<int64_t>{a->N, a->K / 32} ||
-                 ir::elem_bytes(s.in_types[a->ibs]->elem) != 1))
-    p.unsupported(op, "b_scale must be [N, K/32] bytes");
+  // One scale per 32 elements along K (MX formats, e8m0 scales) or per 16 (nvfp4, e4m3 scales): the
+  // group size is K over the scale's columns.
+  if (has_as || has_bs) {
+    const auto& ss = s.in_types[has_as ? a->ias : a->ibs]->shape;
+    if (ss.size() == 2 && ss[1] > 0 && a->K % ss[1] == 0) a->vec = a->K / ss[1];
+    if (a->vec != 32 && a->vec != 16) a->vec = 32;  // reported by the shape checks below
+  }
+  if (a->K % a->vec != 0 && (has_as || has_bs)) p.unsupported(op, "K must be a multiple of 32 with scales");
+  auto scale_ok = [&](int i, int64_t rows) {
+    const ir::Type* t = s.in_types[i];
+    return t->shape == std::vector<int64_t>{rows, a->K / a->vec} && ir::elem_bytes(t->elem) == 1;
+  };
+  if (has_as && !scale_ok(a->ias, a->M)) p.unsupported(op, "a_scale must be [M, K/32] or [M, K/16] bytes");
+  if (has_bs && !scale_ok(a->ibs, a->N)) p.unsupported(op, "b_scale must be [N, K/32] or [N, K/16] bytes");
+  a->a_scale_e4m3 = has_as && s.in_types[a->ias]->elem == Elem::f8e4m3fn;
+  a->b_scale_e4m3 = has_bs && s.in_types[a->ibs]->elem == Elem::f8e4m3fn;
   const Elem ed = s.out_types[0]->elem;
   if (s.in_types[a->ic]->elem != ed) p.unsupported(op, "c and d element types differ");
   a->load_c = to_f32_for(ed);

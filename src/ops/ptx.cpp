@@ -1,6 +1,6 @@
 // The PTX subset of tt.elementwise_inline_asm (see ptx.h). Section numbers are those of NVIDIA's
 // "PTX ISA" (version 8.5): §9.7.1 integer arithmetic, §9.7.3 floating-point, §9.7.7 comparison and
-// selection, §9.7.8 logic and shift, §9.7.9 data movement and conversion.
+// selection, §9.7.8 logic and shift, §9.7.9 data movement and conversion, §9.7.13.x griddepcontrol.
 #include "ptx.h"
 
 #include <fmt/format.h>
@@ -811,6 +811,11 @@ Program parse_text(std::string_view asm_text, const std::vector<int>& operand_bi
       p.declare(st);
     } else if (st.front() == '.') {
       Parser::unsupported(st.substr(0, st.find_first_of(" \t\n")), "directive");
+    } else if (st == "griddepcontrol.wait" || st == "griddepcontrol.launch_dependents") {
+      // Programmatic dependent launch (tl.extra.cuda.gdc_wait / gdc_launch_dependents): tilescope runs
+      // launches one after another, each to completion, so every earlier grid has completed and its
+      // writes are visible when a program starts (nothing to wait for), and launching dependents early
+      // is a scheduling hint. Both do nothing here.
     } else {
       p.instruction(st);
     }

@@ -165,3 +165,39 @@ def test_descriptor_store_clips_undefined_lanes():
     masked_copy_to_desc[(triton.cdiv(M, 16),)](out, a, M, N, BM=16, BN=32)
     assert tilescope.findings() == []
     torch.testing.assert_close(out, a)
+
+
+def _block_shape_pre_hook(nargs):
+    # As tutorial 06's _host_descriptor_pre_hook: the descriptor is made with a dummy block shape and the
+    # configuration's pre_hook gives it the real one before the kernel is compiled for it.
+    nargs["a_desc"].block_shape = [nargs["BM"], 16]
+
+
+@tilescope.trace("sanitizer")
+@triton.autotune(configs=[triton.Config({"BM": 16}, pre_hook=_block_shape_pre_hook),
+                          triton.Config({"BM": 32}, pre_hook=_block_shape_pre_hook)], key=["M"])
+@triton.jit
+def autotuned_desc_dot(a_desc, b_ptr, c_ptr, M, BM: tl.constexpr):
+    m = tl.program_id(0) * BM
+    a = a_desc.load([m, 0])  # [BM, 16]; with the dummy [1, 1] block, tl.dot below does not compile
+    offs = tl.arange(0, 16)
+    b = tl.load(b_ptr + offs[:, None] * 16 + offs[None, :])
+    c = tl.dot(a, b)
+    rows = m + tl.arange(0, BM)
+    tl.store(c_ptr + rows[:, None] * 16 + offs[None, :], c, mask=rows[:, None] < M)
+
+
+def test_autotune_runs_the_config_pre_hook_before_compiling():
+    # Triton's Autotuner._bench runs a configuration's pre_hook before it compiles and times it; tutorial
+    # 06's descriptors get their block shape there (before the fix: a CompilationError, the dummy [1, 1]
+    # block reaching tl.dot: "input and other must have equal reduction dimensions").
+    M = 40
+    a = torch.randn(M, 16).half()
+    b = torch.randn(16, 16).half()
+    c = torch.zeros(M, 16)
+    desc = TensorDescriptor(a, shape=[M, 16], strides=[16, 1], block_shape=[1, 1])
+    tilescope.clear_findings()
+    autotuned_desc_dot[lambda META: (triton.cdiv(M, META["BM"]),)](desc, b, c, M)
+    assert tilescope.findings() == []
+    assert autotuned_desc_dot.best_config.kwargs == {"BM": 16}
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-2, rtol=1e-2)

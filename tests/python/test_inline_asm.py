@@ -230,3 +230,32 @@ def test_gpu_ptx_truth():
         if got != case["out"]:
             bad[name] = [(i, hex(g), hex(w)) for i, (g, w) in enumerate(zip(got, case["out"])) if g != w]
     assert not bad, bad
+
+
+@tilescope.trace("sanitizer")
+@triton.jit
+def fp8e4b15_kernel(X, A, F, BLOCK: tl.constexpr):
+    # As Triton's test_abs_fp8 / test_dot_max_num_imprecise_acc use float8e4b15: tl.abs clears the sign bit,
+    # .to(tl.float32) goes through Triton's inline-PTX conversion (language/extra/cuda/utils.py).
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(X + offs)
+    tl.store(A + offs, tl.abs(x))
+    tl.store(F + offs, x.to(tl.float32))
+
+
+def test_float8e4b15_buffers_are_bytes():
+    # float8e4b15 has no MLIR type (TTIR carries it as i8); before the fix its buffers were rejected:
+    # "argument 'X': unknown dtype 'fp8e4b15'".
+    bits = torch.arange(256, dtype=torch.int32).to(torch.uint8)
+    absolute = torch.zeros(256, dtype=torch.uint8)
+    as_f32 = torch.zeros(256, dtype=torch.float32)
+    tilescope.clear_findings()
+    fp8e4b15_kernel[(1,)](triton.reinterpret(bits, tl.float8e4b15), triton.reinterpret(absolute, tl.float8e4b15),
+                          as_f32, BLOCK=256)
+    assert tilescope.findings() == []
+    b = bits.numpy().astype(np.int64)
+    assert (absolute.numpy() == (b & 0x7F)).all()
+    # e4m3 with exponent bias 15 and no special values: 2^(e-15) * (1 + m/8), subnormals 2^-14 * m/8
+    e, m, sign = (b >> 3) & 0xF, b & 7, np.where(b & 0x80, -1.0, 1.0)
+    expected = sign * np.where(e > 0, 2.0 ** (e - 15) * (1 + m / 8), 2.0 ** -14 * (m / 8))
+    np.testing.assert_array_equal(as_f32.numpy(), expected.astype(np.float32))

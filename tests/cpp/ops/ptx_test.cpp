@@ -211,6 +211,14 @@ TEST(Ptx, ScopesAndCommentsAreAccepted) {
             0x00020001u);
 }
 
+TEST(Ptx, GridDependencyControlDoesNothing) {
+  // As tl.extra.cuda.gdc_wait / gdc_launch_dependents emit them (Triton 3.6, tutorial 11): launches run to
+  // completion one after another, so both are no-ops; the dummy output keeps its value.
+  EXPECT_EQ(run32("griddepcontrol.wait; // dummy $0", {}), 0u);
+  EXPECT_EQ(run32("griddepcontrol.launch_dependents; mov.b32 $0, $1;", {7u}), 7u);
+  EXPECT_EQ(error_of("griddepcontrol.sync;"), "unsupported PTX instruction 'griddepcontrol.sync'");
+}
+
 TEST(Ptx, UnsupportedInstructionsNameThemselves) {
   EXPECT_EQ(error_of("ld.global.b8 $0, [$1];"), "unsupported PTX instruction 'ld.global.b8'");
   EXPECT_EQ(error_of("mov.u32 $0, %tid.x;"),
