@@ -43,7 +43,13 @@ def trace(client="sanitizer", **options):
 
     Spelled as triton-viz's decorator (``@triton_viz.trace("sanitizer")``, also ``client=``). Put it
     above ``@triton.jit`` (or above ``@triton.autotune`` / ``@triton.heuristics``); it returns the
-    kernel object itself, marked, so everything else about it stays as Triton made it."""
+    kernel object itself, marked, so everything else about it stays as Triton made it.
+
+    Options: ``uninit=False`` turns off the reporting of reads of uninitialized memory (torch.empty,
+    numpy.empty) for this kernel's launches (README, "Uninitialized memory")."""
+    unknown = set(options) - {"uninit"}
+    if unknown:
+        raise TypeError(f"tilescope.trace: unknown option(s) {', '.join(sorted(unknown))} (supported: uninit)")
     if callable(client) and not isinstance(client, str):  # used bare: @tilescope.trace
         return trace()(client)
     name = getattr(client, "name", client)
@@ -58,6 +64,7 @@ def trace(client="sanitizer", **options):
         if base is None:
             raise TypeError(f"tilescope.trace: {kernel!r} is not a @triton.jit kernel")
         base._tilescope_trace = True
+        base._tilescope_uninit = bool(options.get("uninit", True))
         from . import _state
 
         _state._ensure_exit_hook()

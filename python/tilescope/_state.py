@@ -194,9 +194,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def analyses_json() -> str:
-    """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options."""
-    return json.dumps([["sanitizer", {"abort_on_first": bool(abort_on_first)}]])
+def analyses_json(uninit: bool = True) -> str:
+    """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options,
+    and reads of uninitialized memory (unless TILESCOPE_UNINIT=0 or `uninit` is false: the kernel's
+    ``@tilescope.trace(uninit=False)``)."""
+    from . import _uninit
+
+    analyses = [["sanitizer", {"abort_on_first": bool(abort_on_first)}]]
+    if uninit and _uninit.enabled:
+        analyses.append(["uninit", {}])
+    return json.dumps(analyses)
 
 
 def record(findings_json: str, kernel: str, stack: list[str]) -> None:

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <fstream>
 #include <iterator>
 
 namespace tilescope::analysis {
@@ -27,6 +28,9 @@ constexpr KindInfo kKinds[] = {
     {Kind::wild_pointer, "wild-pointer",
      "An access through an address made from an integer that lies in no live allocation (freed or "
      "unknown memory)."},
+    {Kind::uninitialized_read, "uninitialized-read",
+     "A kernel reads memory that the program allocated uninitialized (torch.empty, numpy.empty) and "
+     "that nothing has written."},
 };
 static_assert(std::size(kKinds) == kNumKinds, "one row per finding kind");
 
@@ -49,6 +53,41 @@ std::optional<Kind> kind_from_name(std::string_view name) {
   for (const KindInfo& k : kKinds)
     if (name == k.name) return k.kind;
   return std::nullopt;
+}
+
+const std::string& SourceLines::get(const std::string& file, int line) {
+  static const std::string kNone;
+  if (file.empty() || line <= 0) return kNone;
+  auto it = files_.find(file);
+  if (it == files_.end()) {
+    std::vector<std::string> lines;
+    std::ifstream in(file);
+    for (std::string s; std::getline(in, s);) {
+      if (!s.empty() && s.back() == '\r') s.pop_back();
+      lines.push_back(std::move(s));
+    }
+    it = files_.emplace(file, std::move(lines)).first;
+  }
+  return line <= static_cast<int>(it->second.size()) ? it->second[line - 1] : kNone;
+}
+
+OpSite op_site(const ir::Module& module, const ir::Op& op, SourceLines& sources) {
+  OpSite s;
+  s.op = op.name;
+  s.ttir_file = module.filename;
+  s.ttir_line = op.pos.line;
+  s.ttir_col = op.pos.col;
+  s.file = op.loc.file;
+  s.line = op.loc.line;
+  s.col = op.loc.col;
+  s.var = op.loc.var;
+  s.source_line = sources.get(s.file, s.line);
+  for (auto& [f, l] : op.loc.stack) {
+    bool triton_lib =
+        f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
+    if (!(f == s.file && l == s.line) && !triton_lib) s.inlined_from.push_back(fmt::format("{}:{}", f, l));
+  }
+  return s;
 }
 
 namespace {
@@ -93,6 +132,12 @@ std::string what_happened(const Finding& f) {
     case Kind::int32_overflow:
       return fmt::format("{} overflows int32 and the wrapped value is used as an address by {}", f.site.op,
                          f.use ? f.use->op : "a memory op");
+    case Kind::uninitialized_read:
+      return fmt::format(
+          "{} reads never-written memory of '{}' ({} elements): element offsets {}..{}, "
+          "allocated by {} at {} and not written since",
+          f.site.op, f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min,
+          f.offset_max, f.allocation ? f.allocation->op : "?", f.allocation ? where_py(*f.allocation) : "?");
     case Kind::division_by_zero:
       return fmt::format("{} divides by zero and the result is used by {}", f.site.op,
                          f.use ? f.use->op : "a later op");

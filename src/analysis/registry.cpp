@@ -7,6 +7,7 @@
 
 #include "tilescope/analysis/analysis.h"
 #include "tilescope/analysis/sanitizer.h"
+#include "tilescope/analysis/uninit.h"
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::analysis {
@@ -67,11 +68,23 @@ std::unique_ptr<Analysis> make_sanitizer(const ir::Module& m, const Options& opt
   return std::make_unique<Sanitizer>(m, so);
 }
 
+std::unique_ptr<Analysis> make_uninit(const ir::Module& m, const Options& options) {
+  UninitOptions uo;
+  OptionReader r("uninit", options);
+  r.read("max_first", uo.max_first, 1, 1000);
+  r.done();
+  return std::make_unique<UninitAnalysis>(m, uo);
+}
+
 constexpr AnalysisDef kAnalyses[] = {
     {"sanitizer",
      "out-of-bounds and null accesses, failed asserts, undefined values, int32 overflow into addresses, "
      "division by zero",
      make_sanitizer},
+    {"uninit",
+     "reads of memory allocated uninitialized (torch.empty, numpy.empty) that nothing has written "
+     "(allocations tracked by the Python front door)",
+     make_uninit},
 };
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <cassert>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -145,7 +144,7 @@ struct Sanitizer::Impl {
   std::map<std::pair<uint32_t, const Op*>, uint32_t> derived_ids;
   std::map<Key, Agg> aggs;
   std::vector<Finding> findings;
-  std::map<std::string, std::vector<std::string>> files;
+  SourceLines sources;
 
   Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o) {
     if (opts.poison) plan = build_taint_plan(m);
@@ -992,39 +991,7 @@ struct Sanitizer::Impl {
 
   // -- findings ----------------------------------------------------------------------------------
 
-  std::string source_line(const std::string& file, int line) {
-    if (file.empty() || line <= 0) return "";
-    auto it = files.find(file);
-    if (it == files.end()) {
-      std::vector<std::string> lines;
-      std::ifstream in(file);
-      for (std::string s; std::getline(in, s);) {
-        if (!s.empty() && s.back() == '\r') s.pop_back();
-        lines.push_back(std::move(s));
-      }
-      it = files.emplace(file, std::move(lines)).first;
-    }
-    return line <= static_cast<int>(it->second.size()) ? it->second[line - 1] : "";
-  }
-
-  OpSite site_of(const Op* op) {
-    OpSite s;
-    s.op = op->name;
-    s.ttir_file = m.filename;
-    s.ttir_line = op->pos.line;
-    s.ttir_col = op->pos.col;
-    s.file = op->loc.file;
-    s.line = op->loc.line;
-    s.col = op->loc.col;
-    s.var = op->loc.var;
-    s.source_line = source_line(s.file, s.line);
-    for (auto& [f, l] : op->loc.stack) {
-      bool triton_lib =
-          f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
-      if (!(f == s.file && l == s.line) && !triton_lib) s.inlined_from.push_back(fmt::format("{}:{}", f, l));
-    }
-    return s;
-  }
+  OpSite site_of(const Op* op) { return op_site(m, *op, sources); }
 
   size_t finish(const LaunchInfo& info) {
     std::lock_guard<std::mutex> g(mu);

@@ -79,6 +79,12 @@ json finding_to_json(const Finding& f) {
   j["addresses"] =
       f.has_addresses ? json{{"min", hex(f.address_min)}, {"max", hex(f.address_max)}} : json(nullptr);
   j["message"] = f.message;
+  j["allocation"] = f.allocation ? json{{"call", f.allocation->op},
+                                        {"file", f.allocation->file},
+                                        {"line", f.allocation->line},
+                                        {"source", f.allocation->source_line}}
+                                 : json(nullptr);
+  j["hint"] = f.hint;
   j["launch_stack"] = f.launch_stack;
   json stacks = json::array();
   if (!f.launch_stacks.empty())
@@ -150,6 +156,16 @@ std::vector<Finding> from_json(const json& j) {
         f.address_max = std::stoull(x["addresses"].value("max", "0"), nullptr, 16);
       }
       f.message = x.value("message", "");
+      if (x.contains("allocation") && x["allocation"].is_object()) {
+        const json& a = x["allocation"];
+        OpSite s;
+        s.op = a.value("call", "");
+        s.file = a.value("file", "");
+        s.line = a.value("line", 0);
+        s.source_line = a.value("source", "");
+        f.allocation = s;
+      }
+      f.hint = x.value("hint", "");
       f.launch_stack = x.value("launch_stack", std::vector<std::string>{});
       if (x.contains("launches") && x["launches"].is_object()) {
         f.launches = x["launches"].value("count", int64_t{1});
@@ -233,6 +249,12 @@ json to_sarif(const std::vector<Finding>& findings) {
                 {"physicalLocation", physical(*f.use)},
                 {"message", {{"text", fmt::format("used by: {}", f.use->op)}}}};
       related.push_back(u);
+    }
+    if (f.allocation) {
+      json a = {{"id", id++},
+                {"physicalLocation", physical(*f.allocation)},
+                {"message", {{"text", fmt::format("allocated by {}", f.allocation->op)}}}};
+      related.push_back(a);
     }
     json r = {{"ruleId", analysis::kind_name(f.kind)},
               {"ruleIndex", static_cast<int>(f.kind)},

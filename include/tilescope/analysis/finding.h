@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tilescope/exec/events.h"
+#include "tilescope/ir/ir.h"
 
 namespace tilescope::analysis {
 
@@ -26,9 +28,10 @@ enum class Kind : uint8_t {
   int32_overflow,
   division_by_zero,
   wild_pointer,
+  uninitialized_read,
 };
 
-inline constexpr int kNumKinds = static_cast<int>(Kind::wild_pointer) + 1;
+inline constexpr int kNumKinds = static_cast<int>(Kind::uninitialized_read) + 1;
 
 /// One row of the table of finding kinds (finding.cpp; a static_assert checks it covers the enum).
 struct KindInfo {
@@ -55,6 +58,20 @@ struct OpSite {
   std::vector<std::string>
       inlined_from;  // call-site chain of inlined @jit helpers: "file:line", innermost first
 };
+
+/// The text of Python source lines, each file read once (for OpSite::source_line). Not thread-safe.
+class SourceLines {
+ public:
+  /// Line `line` (1-based) of `file` without its newline; "" when the file or line cannot be read.
+  const std::string& get(const std::string& file, int line);
+
+ private:
+  std::map<std::string, std::vector<std::string>> files_;
+};
+
+/// `op`'s site: its TTIR position in `module`, its Python location, variable and source line, and the
+/// call sites of inlined @jit helpers (Triton's own library frames left out).
+OpSite op_site(const ir::Module& module, const ir::Op& op, SourceLines& sources);
 
 struct BufferInfo {
   std::string name;                     // kernel argument name
@@ -85,7 +102,11 @@ struct Finding {
   int64_t elements_past = 0;    // how far the highest offset lies past the last element (0 if not)
   bool has_addresses = false;   // null-pointer: raw addresses
   uint64_t address_min = 0, address_max = 0;
-  std::string message;                    // assert-failed: the assert's message
+  std::string message;  // assert-failed: the assert's message
+  // uninitialized-read: where the program allocated the memory (op: the call, "torch.empty"; file,
+  // line and source_line; no TTIR position).
+  std::optional<OpSite> allocation;
+  std::string hint;                       // one line: how to fix it ("" when the kind has none)
   std::vector<std::string> launch_stack;  // Python stack of the launch, "file:line in func", innermost last
   // Launches folded into this finding by report::merge (1 for one launch), and the distinct launch
   // stacks among them, first seen first (at most kMaxLaunchStacks; empty: launch_stack alone).
