@@ -81,7 +81,7 @@ def uninit_findings():
 
 
 def scale(x, n=None):
-    n = x.numel() if n is None else n
+    n = (x.numel() if isinstance(x, torch.Tensor) else x.size) if n is None else n
     out = torch.empty(n) if isinstance(x, torch.Tensor) else np.zeros(n, dtype=x.dtype)
     scale_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
     return out
