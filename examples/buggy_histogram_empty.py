@@ -2,9 +2,9 @@
 
 The bug (line 33, marked `# BUG:`): the bins come from `torch.empty`, whose contents are unspecified,
 and the kernel only adds to them with `tl.atomic_add`, so every count starts from whatever the memory
-held. On a GPU the result is usually right by luck (fresh device memory is often zero), and
-compute-sanitizer's initcheck did not report it on an H200. tilescope tracks `torch.empty` memory and
-reports the atomic that reads never-written bins, naming the allocation's line. Fix: `torch.zeros`.
+held. On an NVIDIA H200 the counts came out wrong, and compute-sanitizer's initcheck reported 0 errors.
+tilescope tracks `torch.empty` memory and reports the atomic that reads never-written bins, naming
+the allocation's line. Fix: `torch.zeros`.
 
 Run: tilescope sanitize -- python examples/buggy_histogram_empty.py
 """

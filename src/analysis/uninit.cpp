@@ -113,6 +113,28 @@ bool TrackedAllocation::reads_undefined(uint64_t off, uint64_t n) {
   return undefined;
 }
 
+bool TrackedAllocation::all_defined(uint64_t off, uint64_t n) const {
+  const uint64_t end = std::min(bytes, off + n);
+  while (off < end) {
+    const uint64_t p = off / kPage;
+    const uint64_t page_end = std::min(end, (p + 1) * kPage);
+    if (!full_[p]) {
+      const uint64_t* words = pages_[p].get();
+      if (!words) return false;
+      for (uint64_t b = off; b < page_end;) {
+        const uint64_t i = b % kPage;
+        const uint64_t bit = i % 64;
+        const uint64_t take = std::min<uint64_t>(64 - bit, page_end - b);
+        const uint64_t mask = (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
+        if ((words[i / 64] & mask) != mask) return false;
+        b += take;
+      }
+    }
+    off = page_end;
+  }
+  return true;
+}
+
 uint64_t TrackedAllocation::bitmap_bytes() const {
   uint64_t n = 0;
   for (const auto& p : pages_) n += p ? kPage / 8 : 0;
@@ -256,31 +278,51 @@ struct UninitAnalysis::Impl {
     return nullptr;
   }
 
-  /// The lanes of an access to check or define: calls f(alloc, offset in alloc, bytes, lane, buffer
-  /// element offset, buffer) for active in-bounds lanes inside a tracked allocation, with alloc->mu() held.
+  /// The lanes of an access to check or define, as runs of consecutive active lanes at consecutive
+  /// addresses inside one tracked allocation: calls f(alloc, byte offset in alloc, bytes, first lane,
+  /// lanes, byte offset in the buffer, buffer) with alloc->mu() held. Lanes outside their buffer, masked-off
+  /// lanes and lanes in no tracked allocation are skipped.
   template <class F>
-  void lanes(int64_t n, const uint64_t* addrs, const uint8_t* mask, bool mask_scalar, int eb, F&& f) {
+  void runs(int64_t n, const uint64_t* addrs, const uint8_t* mask, bool mask_scalar, int eb, F&& f) {
     std::unique_lock<std::mutex> held;
     TrackedAllocation* cur = nullptr;
-    for (int64_t i = 0; i < n; ++i) {
-      if (mask && !mask[mask_scalar ? 0 : i]) continue;
+    const auto active = [&](int64_t i) { return !mask || mask[mask_scalar ? 0 : i]; };
+    const auto ueb = static_cast<uint64_t>(eb);
+    for (int64_t i = 0; i < n;) {
+      if (!active(i)) {
+        ++i;
+        continue;
+      }
       exec::Where w = memory->where(addrs[i], eb);
-      if (!w.in_bounds) continue;
-      TrackedAllocation* a = alloc_of(*w.buffer, static_cast<uint64_t>(w.offset));
+      if (!w.in_bounds) {
+        ++i;
+        continue;
+      }
+      const auto boff = static_cast<uint64_t>(w.offset);
+      TrackedAllocation* a = alloc_of(*w.buffer, boff);
+      // The access may begin before a tracked allocation that starts inside the element.
+      if (!a) a = alloc_of(*w.buffer, boff + ueb - 1);
       if (!a) {
-        // The access may begin before a tracked allocation that starts inside the element.
-        a = alloc_of(*w.buffer, static_cast<uint64_t>(w.offset) + static_cast<uint64_t>(eb) - 1);
-        if (!a) continue;
+        ++i;
+        continue;
       }
       if (a != cur) {
         held = std::unique_lock<std::mutex>(a->mu());
         cur = a;
       }
       const std::byte* h = w.buffer->host + w.offset;
-      const uint64_t lo = h < a->host ? 0 : static_cast<uint64_t>(h - a->host);
-      const uint64_t n_bytes = static_cast<uint64_t>(h + eb - (a->host + lo));
-      const int buf_eb = std::max(1, ir::elem_bytes(w.buffer->dtype));
-      f(*a, lo, n_bytes, i, w.offset / buf_eb, *w.buffer);
+      int64_t count = 1;
+      if (h >= a->host) {  // extend over the following lanes that continue the run
+        const auto lo = static_cast<uint64_t>(h - a->host);
+        while (i + count < n && active(i + count) && addrs[i + count] == addrs[i + count - 1] + ueb &&
+               lo + (static_cast<uint64_t>(count) + 1) * ueb <= a->bytes &&
+               boff + (static_cast<uint64_t>(count) + 1) * ueb <= w.buffer->bytes)
+          ++count;
+        f(*a, lo, static_cast<uint64_t>(count) * ueb, i, count, boff, *w.buffer);
+      } else {  // one lane straddling the allocation's start: the bytes inside it
+        f(*a, 0, static_cast<uint64_t>(h + eb - a->host), i, count, boff, *w.buffer);
+      }
+      i += count;
     }
   }
 
@@ -289,12 +331,22 @@ struct UninitAnalysis::Impl {
   void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
             bool mask_scalar, int eb, bool define) {
     st.hits.clear();
-    lanes(n, addrs, mask, mask_scalar, eb,
-          [&](TrackedAllocation& a, uint64_t off, uint64_t nb, int64_t lane, int64_t elem,
-              const exec::Buffer& b) {
-            if (a.reads_undefined(off, nb)) st.hits.emplace_back(&a, lane, elem, &b);
-            if (define) a.define(off, nb);
-          });
+    const auto ueb = static_cast<uint64_t>(eb);
+    runs(n, addrs, mask, mask_scalar, eb,
+         [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
+             const exec::Buffer& b) {
+           if (!a.all_defined(off, len)) {
+             const auto buf_eb = static_cast<uint64_t>(std::max(1, ir::elem_bytes(b.dtype)));
+             const uint64_t lane_bytes = count == 1 ? len : ueb;
+             for (int64_t k = 0; k < count; ++k) {
+               if (a.reads_undefined(off + static_cast<uint64_t>(k) * ueb, lane_bytes))
+                 st.hits.emplace_back(&a, lane + k,
+                                      static_cast<int64_t>((boff + static_cast<uint64_t>(k) * ueb) / buf_eb),
+                                      &b);
+             }
+           }
+           if (define) a.define(off, len);
+         });
     if (!st.hits.empty()) record(op, pid, st);
   }
 
@@ -454,10 +506,9 @@ void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
     return;
   }
   // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
-  I.lanes(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
-          [](TrackedAllocation& a, uint64_t off, uint64_t nb, int64_t, int64_t, const exec::Buffer&) {
-            a.define(off, nb);
-          });
+  I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
+         [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,
+            const exec::Buffer&) { a.define(off, len); });
 }
 
 void UninitAnalysis::collect(const LaunchInfo& info, std::vector<Finding>& out) {

@@ -58,6 +58,9 @@ class TrackedAllocation {
   /// Call with mu() held. Whether a read of bytes [off, off + n) reads an undefined byte, after
   /// seeing host writes into the windows of the undefined ones (which are defined from then on).
   bool reads_undefined(uint64_t off, uint64_t n);
+  /// Call with mu() held. Whether the bits say every byte of [off, off + n) is defined (host writes
+  /// not looked at).
+  bool all_defined(uint64_t off, uint64_t n) const;
   /// Call with mu() held. Whether byte `off` is defined by the bits (host writes not looked at).
   bool defined(uint64_t off) const;
   /// Bytes the bits call undefined (atomic: may be read without mu()).

@@ -42,6 +42,10 @@ struct Tracked {
     std::lock_guard<std::mutex> g(a->mu());
     return a->defined(off);
   }
+  bool all_defined(uint64_t off, uint64_t n) {
+    std::lock_guard<std::mutex> g(a->mu());
+    return a->all_defined(off, n);
+  }
 };
 
 TEST(Definedness, TrackFillsTheSentinelAndEverythingIsUndefined) {
@@ -66,6 +70,9 @@ TEST(Definedness, KernelWritesDefineExactlyTheirBytes) {
   EXPECT_EQ(t.a->undefined_bytes(), 56u);
   t.define(8, 8);  // overlaps: only 4 new bytes
   EXPECT_EQ(t.a->undefined_bytes(), 52u);
+  EXPECT_TRUE(t.all_defined(4, 12));
+  EXPECT_FALSE(t.all_defined(4, 13));
+  EXPECT_FALSE(t.all_defined(3, 2));
   EXPECT_FALSE(t.reads_undefined(4, 12));
   EXPECT_TRUE(t.reads_undefined(12, 8));  // 12..15 defined, 16..19 not
 }
@@ -94,6 +101,8 @@ TEST(Definedness, BitsArePerPageAndFreedWhenAPageIsFull) {
   EXPECT_EQ(t.a->bitmap_bytes(), 4096u / 8);
   t.define(4096, 4096);
   EXPECT_EQ(t.a->bitmap_bytes(), 0u);
+  EXPECT_FALSE(t.all_defined(4000, 4096 + 100));  // bytes 4000..4095 are not
+  EXPECT_TRUE(t.all_defined(4096, 4096));
   EXPECT_TRUE(t.defined(4096 + 4095));
   EXPECT_FALSE(t.defined(2 * 4096));
   t.define(3 * 4096, 100);  // the last, short page fills too
