@@ -151,7 +151,14 @@ Definedness& Definedness::process() {
 
 uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site) {
   if (!host || bytes == 0) return 0;
-  for (uint64_t i = 0; i < bytes; i += kWindow) std::memcpy(host + i, kPattern, std::min(kWindow, bytes - i));
+  // The pattern, then copies of what is filled so far (doubling, up to 1 MiB a copy).
+  const uint64_t first = std::min(kWindow, bytes);
+  std::memcpy(host, kPattern, first);
+  for (uint64_t done = first; done < bytes;) {
+    const uint64_t n = std::min({done, bytes - done, uint64_t{1} << 20});
+    std::memcpy(host + done, host, n);
+    done += n;
+  }
   std::lock_guard<std::mutex> g(mu_);
   const auto lo = reinterpret_cast<uintptr_t>(host);
   const auto hi = lo + bytes;
@@ -289,8 +296,9 @@ struct UninitAnalysis::Impl {
     const auto active = [&](int64_t i) { return !mask || mask[mask_scalar ? 0 : i]; };
     const auto ueb = static_cast<uint64_t>(eb);
     for (int64_t i = 0; i < n;) {
-      if (!active(i)) {
-        ++i;
+      const int k = memory->region(addrs[i]);
+      if (!active(i) || k < 0 || static_cast<size_t>(k) >= tracked.size() || tracked[k].empty()) {
+        ++i;  // masked off, in no buffer, or in a buffer with nothing tracked
         continue;
       }
       exec::Where w = memory->where(addrs[i], eb);
