@@ -26,7 +26,8 @@ struct Tracked {
   uint64_t id;
   std::shared_ptr<TrackedAllocation> a;
   explicit Tracked(size_t n, int line = 7) : mem(n, 0) {
-    id = Definedness::process().track(reinterpret_cast<std::byte*>(mem.data()), n, {"torch.empty", "t.py", line});
+    id = Definedness::process().track(reinterpret_cast<std::byte*>(mem.data()), n,
+                                      {"torch.empty", "t.py", line});
     a = Definedness::process().find(reinterpret_cast<std::byte*>(mem.data()));
   }
   ~Tracked() { Definedness::process().forget(id); }
@@ -145,7 +146,8 @@ TEST(Definedness, ConcurrentWritersCountEveryByteOnce) {
   std::vector<std::thread> ws;
   for (int k = 0; k < 4; ++k)
     ws.emplace_back([&, k] {
-      for (uint64_t off = static_cast<uint64_t>(k) * 8; off < 8 * 4096; off += 32) t.define(off, 12);  // overlaps
+      for (uint64_t off = static_cast<uint64_t>(k) * 8; off < 8 * 4096; off += 32)
+        t.define(off, 12);  // overlaps
     });
   for (auto& w : ws) w.join();
   // Thread k writes [32j + 8k, 32j + 8k + 12): together they cover every byte, several twice.
@@ -162,7 +164,7 @@ std::string slurp(const fs::path& p) {
 }
 
 std::vector<Finding> run(const fs::path& file, const std::vector<exec::Arg>& args, exec::Memory& mem,
-                         int threads = 1) {
+                         int threads = 1, std::array<int64_t, 3> grid = {1, 1, 1}) {
   fs::path old = fs::current_path();
   fs::current_path(kRoot);
   ir::Module m = ir::read(slurp(file), file.string());
@@ -171,6 +173,7 @@ std::vector<Finding> run(const fs::path& file, const std::vector<exec::Arg>& arg
   UninitAnalysis u(m);
   exec::LaunchOptions o;
   o.threads = threads;
+  o.grid = grid;
   o.observers = {&u};
   e.launch(m.entry()->name, args, mem, o);
   std::vector<Finding> out;
@@ -187,7 +190,8 @@ int add(exec::Memory& mem, std::vector<T>& v, const char* name, ir::Elem e) {
 TEST(UninitAnalysis, LoadOfNeverWrittenElementsIsAFinding) {
   // add_tail: out[i] = x[i] + y[i] for i < n, BLOCK 128 per program.
   std::vector<float> x(128), y(128, 1.0f), out(128, 0.0f);
-  uint64_t id = Definedness::process().track(reinterpret_cast<std::byte*>(x.data()), 512, {"torch.empty", "s.py", 9});
+  uint64_t id =
+      Definedness::process().track(reinterpret_cast<std::byte*>(x.data()), 512, {"torch.empty", "s.py", 9});
   for (int i = 0; i < 64; ++i) x[i] = 2.0f;  // the host writes the first half
   exec::Memory mem;
   int xb = add(mem, x, "x_ptr", ir::Elem::f32);
@@ -214,7 +218,8 @@ TEST(UninitAnalysis, LoadOfNeverWrittenElementsIsAFinding) {
 
 TEST(UninitAnalysis, WhatAKernelStoredIsDefinedForTheNextLaunch) {
   std::vector<float> x(128, 1.0f), y(128, 1.0f), out(128), out2(128);
-  uint64_t id = Definedness::process().track(reinterpret_cast<std::byte*>(out.data()), 512, {"torch.empty", "s.py", 3});
+  uint64_t id =
+      Definedness::process().track(reinterpret_cast<std::byte*>(out.data()), 512, {"torch.empty", "s.py", 3});
   exec::Memory mem;
   int xb = add(mem, x, "x_ptr", ir::Elem::f32);
   int yb = add(mem, y, "y_ptr", ir::Elem::f32);
@@ -236,7 +241,8 @@ TEST(UninitAnalysis, AtomicAddIntoNeverWrittenMemoryIsAFinding) {
   // atomic_hist: hist[idx[i]] += 1 for 16 lanes; idx = i % 10.
   std::vector<int32_t> idx(16), hist(10);
   for (int i = 0; i < 16; ++i) idx[i] = i % 10;
-  uint64_t id = Definedness::process().track(reinterpret_cast<std::byte*>(hist.data()), 40, {"torch.empty", "h.py", 4});
+  uint64_t id =
+      Definedness::process().track(reinterpret_cast<std::byte*>(hist.data()), 40, {"torch.empty", "h.py", 4});
   exec::Memory mem;
   int ib = add(mem, idx, "idx_ptr", ir::Elem::i32);
   int hb = add(mem, hist, "hist_ptr", ir::Elem::i32);
@@ -250,6 +256,24 @@ TEST(UninitAnalysis, AtomicAddIntoNeverWrittenMemoryIsAFinding) {
   EXPECT_EQ(fs[0].offset_min, 0);
   EXPECT_EQ(fs[0].offset_max, 9);
   EXPECT_TRUE(again.empty());  // the atomics defined every counter
+}
+
+TEST(UninitAnalysis, ConcurrentAtomicsReportEachNeverWrittenElementOnce) {
+  // 8 programs on 4 threads add to the same 10 counters: whichever lane reaches a counter first reads
+  // it never written, every other lane reads what an atomic wrote, whatever the interleaving.
+  std::vector<int32_t> idx(16), hist(10);
+  for (int i = 0; i < 16; ++i) idx[i] = i % 10;
+  uint64_t id =
+      Definedness::process().track(reinterpret_cast<std::byte*>(hist.data()), 40, {"torch.empty", "h.py", 4});
+  exec::Memory mem;
+  int ib = add(mem, idx, "idx_ptr", ir::Elem::i32);
+  int hb = add(mem, hist, "hist_ptr", ir::Elem::i32);
+  auto fs = run(kHere / "atomic_hist.ttir", {exec::Arg::buf(ib), exec::Arg::buf(hb)}, mem, 4, {8, 1, 1});
+  Definedness::process().forget(id);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].lanes, 10);
+  EXPECT_EQ(fs[0].offset_min, 0);
+  EXPECT_EQ(fs[0].offset_max, 9);
 }
 
 TEST(UninitAnalysis, NoTrackedBufferSubscribesToNothing) {

@@ -186,7 +186,8 @@ TEST(ReportUninit, AllocationSiteAndHintInEveryFormat) {
   const Finding f = uninit();
   EXPECT_NE(f.summary.find("allocated by torch.empty at /src/prog.py:41"), std::string::npos) << f.summary;
   const std::string t = to_text({f}, false);
-  EXPECT_NE(t.find("= allocated by: torch.empty at /src/prog.py:41\n      41 | hist = torch.empty(20, dtype=torch.int32)"),
+  EXPECT_NE(t.find("= allocated by: torch.empty at /src/prog.py:41\n      41 | hist = torch.empty(20, "
+                   "dtype=torch.int32)"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("= hint: zero the buffer"), std::string::npos) << t;
