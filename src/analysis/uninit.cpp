@@ -239,7 +239,7 @@ bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
 struct State {
   std::vector<uint8_t> counted;
   std::vector<uint32_t> counted_ids;
-  // One access's undefined lanes: (allocation, lane, element offset in the buffer).
+  // One access's undefined lanes: (allocation, lane, element offset in the buffer, the buffer).
   std::vector<std::tuple<const TrackedAllocation*, int64_t, int64_t, const exec::Buffer*>> hits;
 };
 
