@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tilescope/analysis/uninit.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
@@ -285,6 +286,33 @@ NB_MODULE(_native, m) {
         return report::to_text(report::merge(g_findings), color);
       },
       nb::arg("color") = false, "Text report of every finding of this process so far");
+  m.def(
+      "uninit_track",
+      [](uintptr_t host, uint64_t nbytes, const std::string& call, const std::string& file, int line) {
+        return analysis::Definedness::process().track(reinterpret_cast<std::byte*>(host), nbytes,
+                                                      {call, file, line});
+      },
+      nb::arg("host"), nb::arg("nbytes"), nb::arg("call"), nb::arg("file"), nb::arg("line"),
+      "Track host bytes [host, host + nbytes), just allocated uninitialized by `call` at file:line, for the "
+      "uninit analysis: fills them with the sentinel pattern and marks them undefined (the memory must be "
+      "writable and of plain data). Returns the id uninit_forget takes (0: nothing tracked).");
+  m.def(
+      "uninit_forget", [](uint64_t id) { analysis::Definedness::process().forget(id); }, nb::arg("id"),
+      "Stop tracking allocation `id` (its owner was freed).");
+  m.def(
+      "uninit_defined",
+      [](uintptr_t host) {
+        auto a = analysis::Definedness::process().find(reinterpret_cast<const std::byte*>(host));
+        if (!a) return -1;
+        std::lock_guard<std::mutex> g(a->mu());
+        return a->defined(static_cast<uint64_t>(reinterpret_cast<const std::byte*>(host) - a->host)) ? 1 : 0;
+      },
+      nb::arg("host"),
+      "Whether a kernel has defined host byte `host` of a tracked allocation: 1 or 0 (host writes not "
+      "looked at); -1 when no tracked allocation holds it.");
+  m.def(
+      "uninit_tracked", [] { return analysis::Definedness::process().size(); },
+      "How many allocations are tracked by the uninit analysis now");
   m.def("clear", [] {
     std::lock_guard<std::mutex> g(g_findings_mu);
     g_findings.clear();

@@ -46,13 +46,16 @@ def trace(client="sanitizer", **options):
     kernel object itself, marked, so everything else about it stays as Triton made it.
 
     Options: ``races=False`` turns the race detector off for this kernel (it is on by default, as in
-    ``tilescope sanitize``; ``--no-races`` there turns it off for every kernel)."""
+    ``tilescope sanitize``; ``--no-races`` there turns it off for every kernel); ``uninit=False`` turns off
+    the reporting of reads of uninitialized memory (torch.empty, numpy.empty) for this kernel's launches
+    (README, "Uninitialized memory")."""
+    unknown = set(options) - {"races", "uninit"}
+    if unknown:
+        raise TypeError(
+            f"tilescope.trace: unknown option(s) {', '.join(sorted(unknown))} (supported: races, uninit)")
     if callable(client) and not isinstance(client, str):  # used bare: @tilescope.trace
         return trace()(client)
     name = getattr(client, "name", client)
-    unknown = set(options) - {"races"}
-    if unknown:
-        raise ValueError(f"tilescope.trace: unknown option(s) {', '.join(sorted(unknown))} (supported: races)")
     if name not in _CLIENTS:
         raise ValueError(f"tilescope.trace: unknown client {client!r} (supported: {', '.join(_CLIENTS)})")
 
@@ -66,6 +69,7 @@ def trace(client="sanitizer", **options):
         base._tilescope_trace = True
         if "races" in options:
             base._tilescope_races = bool(options["races"])
+        base._tilescope_uninit = bool(options.get("uninit", True))
         from . import _state
 
         _state._ensure_exit_hook()

@@ -21,8 +21,8 @@ registered as its root array (``.base`` chain). torch's CPU allocator has no Pyt
 allocations, so memory that was never passed to a launch and whose address was never read through
 ``data_ptr()`` (``ndarray.ctypes.data`` of an array never launched, a ctypes buffer) is unknown.
 
-Interface (for the launch path and for analyses that need the program's memory, such as the
-uninitialized-memory tracking): ``note(obj, name)``, ``live() -> list[Allocation]``, ``buffers()``.
+Interface (for the launch path): ``note(obj, name)``, ``live() -> list[Allocation]``, ``buffers()``.
+The uninitialized-memory tracking keeps its own store of the allocations it tracks (``_uninit.py``).
 """
 from __future__ import annotations
 

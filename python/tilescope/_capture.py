@@ -20,7 +20,7 @@ import sys
 import sysconfig
 import threading
 
-from . import _alloc, _state
+from . import _alloc, _state, _uninit
 from ._compiled import Compiled  # noqa: F401  (launches return it)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -453,11 +453,14 @@ def run(jitfn, args, grid, warmup, kwargs):
 
     from . import _native
 
+    _uninit.install()  # torch or numpy imported after Triton: tracked from now on
     stack = launch_stack()
     try:
         threads, max_steps = _state.launch_limits()
         res = _native.launch(kernel.native, native_args, grid, threads=threads, max_steps=max_steps,
-                             analyses=_state.analyses_json(jitfn.__dict__.get("_tilescope_races")), stack=stack,
+                             analyses=_state.analyses_json(jitfn.__dict__.get("_tilescope_races"),
+                                                           uninit=jitfn.__dict__.get("_tilescope_uninit", True)),
+                             stack=stack,
                              specialization=kernel.specialization,
                              allocations=_alloc.buffers() if kernel.makes_pointers else [],
                              max_memory=_state.max_memory)
@@ -492,6 +495,7 @@ def install():
 
     _driver.install()
     _alloc.install()
+    _uninit.install()
     if _original_run is not None:
         return
     _original_run = jit.JITFunction.run

@@ -195,12 +195,18 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def analyses_json(races_on: bool | None = None) -> str:
+def analyses_json(races_on: bool | None = None, uninit: bool = True) -> str:
     """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options,
-    and the race detector unless `races_on` (default: this process's ``races``) is false."""
+    the race detector unless `races_on` (default: this process's ``races``) is false, and reads of
+    uninitialized memory (unless TILESCOPE_UNINIT=0 or `uninit` is false: the kernel's
+    ``@tilescope.trace(uninit=False)``)."""
+    from . import _uninit
+
     a = [["sanitizer", {"abort_on_first": bool(abort_on_first)}]]
     if races if races_on is None else races_on:
         a.append(["races", {}])
+    if uninit and _uninit.enabled:
+        a.append(["uninit", {}])
     return json.dumps(a)
 
 

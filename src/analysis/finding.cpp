@@ -33,6 +33,9 @@ constexpr KindInfo kKinds[] = {
     {Kind::intra_program_race, "intra-program-race",
      "Lanes of one program race through global memory: one store writes an address with different values, "
      "or a lane reads what another lane stored with no tl.debug_barrier() in between."},
+    {Kind::uninitialized_read, "uninitialized-read",
+     "A kernel reads memory that the program allocated uninitialized (torch.empty, numpy.empty) and "
+     "that nothing has written."},
 };
 static_assert(std::size(kKinds) == kNumKinds, "one row per finding kind");
 
@@ -116,6 +119,12 @@ std::string what_happened(const Finding& f) {
       return fmt::format("{} ({}){}: {} and {}", what, f.race, where, side(&f.site, f.first_programs),
                          side(f.other ? &*f.other : nullptr, f.other_first_programs));
     }
+    case Kind::uninitialized_read:
+      return fmt::format(
+          "{} reads never-written memory of '{}' ({} elements): element offsets {}..{}, "
+          "allocated by {} at {} and not written since",
+          f.site.op, f.buffer ? f.buffer->name : "?", f.buffer ? f.buffer->numel : 0, f.offset_min,
+          f.offset_max, f.allocation ? f.allocation->op : "?", f.allocation ? where_py(*f.allocation) : "?");
     case Kind::division_by_zero:
       return fmt::format("{} divides by zero and the result is used by {}", f.site.op,
                          f.use ? f.use->op : "a later op");

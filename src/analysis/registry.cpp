@@ -8,6 +8,7 @@
 #include "tilescope/analysis/analysis.h"
 #include "tilescope/analysis/races.h"
 #include "tilescope/analysis/sanitizer.h"
+#include "tilescope/analysis/uninit.h"
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::analysis {
@@ -78,6 +79,14 @@ std::unique_ptr<Analysis> make_races(const ir::Module& m, const Options& options
   return std::make_unique<Races>(m, ro);
 }
 
+std::unique_ptr<Analysis> make_uninit(const ir::Module& m, const Options& options) {
+  UninitOptions uo;
+  OptionReader r("uninit", options);
+  r.read("max_first", uo.max_first, 1, 1000);
+  r.done();
+  return std::make_unique<UninitAnalysis>(m, uo);
+}
+
 constexpr AnalysisDef kAnalyses[] = {
     {"sanitizer",
      "out-of-bounds and null accesses, failed asserts, undefined values, int32 overflow into addresses, "
@@ -85,6 +94,10 @@ constexpr AnalysisDef kAnalyses[] = {
      make_sanitizer},
     {"races", "data races between programs and races between lanes of one program, through global memory",
      make_races},
+    {"uninit",
+     "reads of memory allocated uninitialized (torch.empty, numpy.empty) that nothing has written "
+     "(allocations tracked by the Python front door)",
+     make_uninit},
 };
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <cassert>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <tuple>

@@ -19,9 +19,10 @@ class SiteMaker {
   /// `op`'s TTIR position, Python file:line:col, variable, source line and inlined-from chain (frames
   /// inside triton/language and triton/runtime are left out).
   OpSite of(const ir::Op* op);
+  /// Line `line` (1-based) of `file` without its newline; "" when the file or line cannot be read.
+  std::string source_line(const std::string& file, int line);
 
  private:
-  std::string source_line(const std::string& file, int line);
   const ir::Module& m_;
   std::map<std::string, std::vector<std::string>> files_;  // file -> lines ("" when unreadable)
 };

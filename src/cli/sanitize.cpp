@@ -356,6 +356,9 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
   s->add_flag("--abort-on-first", o.abort_on_first, "stop the program at the first finding");
   s->add_flag("!--no-races", o.races, "no race detection (data-race, intra-program-race)");
+  s->add_flag("--no-uninit", o.no_uninit,
+              "do not track torch.empty / numpy.empty memory for reads of never-written bytes "
+              "(uninitialized-read)");
   s->add_option(
        "--threads", o.threads,
        fmt::format("engine worker threads: 0 for all cores (the default), at most {}", exec::kMaxThreads))
@@ -444,6 +447,7 @@ int sanitize_command(const SanitizeOptions& o) {
   if (o.max_memory > 0) setenv("TILESCOPE_MAX_MEMORY", std::to_string(o.max_memory).c_str(), 1);
   if (o.abort_on_first) setenv("TILESCOPE_ABORT_ON_FIRST", "1", 1);
   if (!o.races) setenv("TILESCOPE_RACES", "0", 1);
+  if (o.no_uninit) setenv("TILESCOPE_UNINIT", "0", 1);
   setenv("TILESCOPE_TARGET", target.c_str(), 1);
   if (o.cuda_on_cpu) setenv("TILESCOPE_CUDA_ON_CPU", "1", 1);
   if (o.bench_all) setenv("TILESCOPE_BENCH_ALL", "1", 1);

@@ -14,6 +14,7 @@ struct SanitizeOptions {
   int exit_code = 1;       // --exit-code: the status when there are findings
   bool abort_on_first = false;
   bool races = true;                 // --no-races: no data-race / intra-program-race (analysis/races.h)
+  bool no_uninit = false;            // --no-uninit: no uninitialized-read tracking (TILESCOPE_UNINIT=0)
   std::string threads;               // --threads as given (checked by exec::parse_threads); empty: not given
   std::string max_steps;             // --max-steps as given; empty: not given
   int64_t max_memory = 0;            // --max-memory: bytes of program frames per launch; 0: the default

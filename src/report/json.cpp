@@ -79,6 +79,12 @@ json finding_to_json(const Finding& f) {
   j["addresses"] =
       f.has_addresses ? json{{"min", hex(f.address_min)}, {"max", hex(f.address_max)}} : json(nullptr);
   j["message"] = f.message;
+  j["allocation"] = f.allocation ? json{{"call", f.allocation->op},
+                                        {"file", f.allocation->file},
+                                        {"line", f.allocation->line},
+                                        {"source", f.allocation->source_line}}
+                                 : json(nullptr);
+  j["hint"] = f.hint;
   j["launch_stack"] = f.launch_stack;
   json stacks = json::array();
   if (!f.launch_stacks.empty())
@@ -97,7 +103,6 @@ json finding_to_json(const Finding& f) {
   } else {
     j["other"] = nullptr;
   }
-  j["hint"] = f.hint;
   return j;
 }
 
@@ -174,6 +179,15 @@ std::vector<Finding> from_json(const json& j) {
         }
         if (o.contains("lanes") && o["lanes"].is_object())
           f.other_first_lanes = o["lanes"].value("first", std::vector<int64_t>{});
+      }
+      if (x.contains("allocation") && x["allocation"].is_object()) {
+        const json& a = x["allocation"];
+        OpSite s;
+        s.op = a.value("call", "");
+        s.file = a.value("file", "");
+        s.line = a.value("line", 0);
+        s.source_line = a.value("source", "");
+        f.allocation = s;
       }
       f.hint = x.value("hint", "");
       f.launch_stack = x.value("launch_stack", std::vector<std::string>{});
@@ -265,6 +279,12 @@ json to_sarif(const std::vector<Finding>& findings) {
                 {"physicalLocation", physical(*f.use)},
                 {"message", {{"text", fmt::format("used by: {}", f.use->op)}}}};
       related.push_back(u);
+    }
+    if (f.allocation) {
+      json a = {{"id", id++},
+                {"physicalLocation", physical(*f.allocation)},
+                {"message", {{"text", fmt::format("allocated by {}", f.allocation->op)}}}};
+      related.push_back(a);
     }
     json r = {{"ruleId", analysis::kind_name(f.kind)},
               {"ruleIndex", static_cast<int>(f.kind)},

@@ -1,4 +1,6 @@
 // Grouping findings across launches and processes (see report.h: merge).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -15,11 +17,12 @@ using analysis::Finding;
 
 // What makes two findings one: the same kind at the same op of the same kernel (Python and TTIR
 // position), the same cause op, and for out-of-bounds kinds the same buffer: name, dtype, shape,
-// strides and size; for races also the second access's op and the race ("RAW", ...). Offsets are only
-// comparable against one buffer shape, so launches on buffers of other sizes stay separate findings.
-using Key =
-    std::tuple<int, std::string, std::string, int, int, int, int, std::string, int, int, std::string,
-               std::string, std::vector<int64_t>, std::vector<int64_t>, uint64_t, int, int, std::string>;
+// strides and size; for races also the second access's op and the race ("RAW", ...); for reads of
+// uninitialized memory the allocation site. Offsets are only comparable against one buffer shape, so
+// launches on buffers of other sizes stay separate findings.
+using Key = std::tuple<int, std::string, std::string, int, int, int, int, std::string, int, int, std::string,
+                       std::string, std::vector<int64_t>, std::vector<int64_t>, uint64_t, int, int,
+                       std::string, std::string>;
 
 Key key_of(const Finding& f) {
   const analysis::BufferInfo none;
@@ -41,7 +44,8 @@ Key key_of(const Finding& f) {
              b.bytes,
              f.other ? f.other->ttir_line : 0,
              f.other ? f.other->ttir_col : 0,
-             f.race};
+             f.race,
+             f.allocation ? fmt::format("{}:{}", f.allocation->file, f.allocation->line) : std::string()};
 }
 
 bool pid_less(const exec::ProgramId& a, const exec::ProgramId& b) {
@@ -102,6 +106,7 @@ void fold(Finding& g, const Finding& f, size_t keep) {
   }
   if (!g.use && f.use) g.use = f.use;
   if (g.message.empty()) g.message = f.message;
+  if (g.hint.empty()) g.hint = f.hint;
   g.launches += f.launches;
   std::vector<std::vector<std::string>> stacks = stacks_of(g);
   for (auto& s : stacks_of(f))

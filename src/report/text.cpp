@@ -148,6 +148,16 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
         note("second programs", first_of(f.other_programs, join(opids), opids.size()));
       note("second lanes", join(f.other_first_lanes));
     }
+    if (f.allocation) {
+      note("allocated by",
+           fmt::format("{} at {}:{}", f.allocation->op, f.allocation->file, f.allocation->line));
+      if (!f.allocation->source_line.empty()) {
+        std::string t = f.allocation->source_line;
+        size_t b = t.find_first_not_of(" \t");
+        out += fmt::format("      {} {} {}\n", st.blue(std::to_string(f.allocation->line)), st.blue("|"),
+                           st.dim(b == std::string::npos ? t : t.substr(b)));
+      }
+    }
     if (!f.hint.empty()) note("help", f.hint);
     if (f.launch_stacks.size() > 1) {
       out += fmt::format("  {} launched from {} places ({} launches{}):\n", st.blue("="),

@@ -22,7 +22,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 EXAMPLES = os.path.join(ROOT, "examples")
 KINDS = {"out-of-bounds-load", "out-of-bounds-store", "out-of-bounds-atomic", "null-pointer", "int32-overflow",
-         "undefined-value", "division-by-zero", "assert-failed", "data-race", "intra-program-race"}
+         "undefined-value", "division-by-zero", "assert-failed", "data-race", "intra-program-race",
+         "uninitialized-read"}
 
 CORRECT = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "*.py"))
                  if not os.path.basename(p).startswith(("buggy_", "demo")))

@@ -478,7 +478,7 @@ def test_decorator_races_option(tmp_path):
         print("OFF", tilescope.findings())
         try:
             make(race=False)
-        except ValueError as e:
+        except TypeError as e:
             print("BAD", e)
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}

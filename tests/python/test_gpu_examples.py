@@ -157,6 +157,8 @@ POLICY = {
     ("layer_norm", "layer_norm_bwd_dx", "db_part_ptr"): close(1e-5, 1e-5),
     ("layer_norm", "sum_partials", "out_ptr"): close(1e-5, 1e-5),
     ("matmul", "matmul_kernel", "c_ptr"): dot(80 * 2.0 ** -24),
+    ("partial_sums", "partial_sum_kernel", "partial_ptr"): close(1e-5, 1e-5),  # tl.sum of 128 terms
+    ("partial_sums", "row_total_kernel", "out_ptr"): close(1e-5, 1e-5),
     ("softmax", "softmax_kernel", "y_ptr"): close(2e-5, 1e-9),
     # TF32 inputs (rounded alike on both sides), the dot's order, and 4 float atomic adds per element.
     ("splitk_matmul", "splitk_kernel", "c_ptr"): dot(2.0 ** -17),

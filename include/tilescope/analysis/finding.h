@@ -28,9 +28,10 @@ enum class Kind : uint8_t {
   wild_pointer,
   data_race,
   intra_program_race,
+  uninitialized_read,
 };
 
-inline constexpr int kNumKinds = static_cast<int>(Kind::intra_program_race) + 1;
+inline constexpr int kNumKinds = static_cast<int>(Kind::uninitialized_read) + 1;
 
 /// One row of the table of finding kinds (finding.cpp; a static_assert checks it covers the enum).
 struct KindInfo {
@@ -87,7 +88,10 @@ struct Finding {
   int64_t elements_past = 0;    // how far the highest offset lies past the last element (0 if not)
   bool has_addresses = false;   // null-pointer: raw addresses
   uint64_t address_min = 0, address_max = 0;
-  std::string message;                    // assert-failed: the assert's message
+  std::string message;  // assert-failed: the assert's message
+  // uninitialized-read: where the program allocated the memory (op: the call, "torch.empty"; file,
+  // line and source_line; no TTIR position).
+  std::optional<OpSite> allocation;
   std::vector<std::string> launch_stack;  // Python stack of the launch, "file:line in func", innermost last
   // Launches folded into this finding by report::merge (1 for one launch), and the distinct launch
   // stacks among them, first seen first (at most kMaxLaunchStacks; empty: launch_stack alone).
@@ -104,7 +108,7 @@ struct Finding {
   int64_t other_programs = 0;
   std::vector<exec::ProgramId> other_first_programs;
   std::vector<int64_t> other_first_lanes;
-  std::string hint;  // one line: how such bugs are usually fixed
+  std::string hint;  // one line: how such bugs are usually fixed ("" when the kind has none)
 };
 
 inline constexpr size_t kMaxLaunchStacks = 16;

@@ -128,7 +128,7 @@ TEST(Runner, AnalysesAndOptionsAreChecked) {
   };
   RunOptions unknown;
   unknown.analyses.push_back({"racecheck", nullptr});
-  EXPECT_EQ(error_of(unknown), "no analysis named 'racecheck' (known: sanitizer, races)");
+  EXPECT_EQ(error_of(unknown), "no analysis named 'racecheck' (known: sanitizer, races, uninit)");
   EXPECT_EQ(error_of(sanitize({{"posion", false}})),
             "analysis 'sanitizer': unknown option 'posion' (it has: abort_on_first, poison, max_first)");
   EXPECT_EQ(error_of(sanitize({{"poison", 1}})), "analysis 'sanitizer': option 'poison' must be a boolean");
@@ -136,6 +136,9 @@ TEST(Runner, AnalysesAndOptionsAreChecked) {
             "analysis 'sanitizer': option 'max_first' must be an integer from 1 to 1000");
   EXPECT_EQ(error_of(sanitize(nlohmann::json::array())),
             "analysis 'sanitizer': options must be a JSON object");
+  RunOptions uninit;
+  uninit.analyses.push_back({"uninit", {{"max_firts", 3}}});
+  EXPECT_EQ(error_of(uninit), "analysis 'uninit': unknown option 'max_firts' (it has: max_first)");
 }
 
 TEST(Runner, GridsAreCheckedAgainstCudaLimits) {

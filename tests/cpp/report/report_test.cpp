@@ -219,6 +219,65 @@ TEST(ReportJson, RoundTrip) {
   EXPECT_EQ(to_text(back, false), to_text(in, false));
 }
 
+Finding uninit() {
+  Finding f;
+  f.kind = Kind::uninitialized_read;
+  f.kernel = "hist";
+  f.site = site("tt.atomic_rmw", 30, 4, "    tl.atomic_add(hist_ptr + b, 1, mask=mask)");
+  f.programs = 2;
+  f.first_programs = {{0, 0, 0}, {1, 0, 0}};
+  f.last_program = {1, 0, 0};
+  f.lanes = 20;
+  f.first_lanes = {0, 1};
+  f.buffer = analysis::BufferInfo{"hist_ptr", "i32", {20}, {1}, 80, 20};
+  f.has_offsets = true;
+  f.offset_min = 0;
+  f.offset_max = 19;
+  analysis::OpSite a;
+  a.op = "torch.empty";
+  a.file = "/src/prog.py";
+  a.line = 41;
+  a.source_line = "    hist = torch.empty(20, dtype=torch.int32)";
+  f.allocation = a;
+  f.hint = "zero the buffer";
+  f.summary = analysis::summarize(f);
+  return f;
+}
+
+TEST(ReportUninit, AllocationSiteAndHintInEveryFormat) {
+  const Finding f = uninit();
+  EXPECT_NE(f.summary.find("allocated by torch.empty at /src/prog.py:41"), std::string::npos) << f.summary;
+  const std::string t = to_text({f}, false);
+  EXPECT_NE(t.find("= allocated by: torch.empty at /src/prog.py:41\n      41 | hist = torch.empty(20, "
+                   "dtype=torch.int32)"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("= help: zero the buffer"), std::string::npos) << t;
+  nlohmann::json j = to_json({f});
+  EXPECT_EQ(j[0]["kind"], "uninitialized-read");
+  EXPECT_EQ(j[0]["allocation"]["call"], "torch.empty");
+  EXPECT_EQ(j[0]["allocation"]["line"], 41);
+  EXPECT_EQ(j[0]["hint"], "zero the buffer");
+  EXPECT_TRUE(to_json({oob()})[0]["allocation"].is_null());
+  std::vector<Finding> back = from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(to_json(back), j);
+  nlohmann::json r = to_sarif({f})["runs"][0]["results"][0];
+  EXPECT_EQ(r["ruleId"], "uninitialized-read");
+  ASSERT_EQ(r["relatedLocations"].size(), 2u);  // the TTIR op, the allocation
+  EXPECT_EQ(r["relatedLocations"][1]["physicalLocation"]["artifactLocation"]["uri"], "/src/prog.py");
+  EXPECT_EQ(r["relatedLocations"][1]["physicalLocation"]["region"]["startLine"], 41);
+  EXPECT_EQ(r["relatedLocations"][1]["message"]["text"], "allocated by torch.empty");
+}
+
+TEST(ReportMerge, UninitializedReadsOfDifferentAllocationsStaySeparate) {
+  Finding a = uninit(), b = uninit(), c = uninit();
+  c.allocation->line = 50;
+  std::vector<Finding> m = merge({a, b, c});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].lanes, 40);
+  EXPECT_EQ(m[1].allocation->line, 50);
+}
+
 TEST(ReportJson, BadInputIsALocatedError) {
   EXPECT_THROW(from_json(nlohmann::json::object()), Error);
   EXPECT_THROW(from_json(nlohmann::json::parse(R"([{"kind": "no-such-kind"}])")), Error);
@@ -330,7 +389,7 @@ TEST(ReportSarif, Shape) {
   const auto& run = s["runs"][0];
   EXPECT_EQ(run["tool"]["driver"]["name"], "tilescope");
   const auto& rules = run["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), 11u);  // one per kind
+  ASSERT_EQ(rules.size(), 12u);  // one per kind
   ASSERT_EQ(run["results"].size(), 2u);
   const auto& r0 = run["results"][0];
   EXPECT_EQ(r0["ruleId"], "out-of-bounds-store");

@@ -1,0 +1,529 @@
+// Uninitialized memory: the process-wide Definedness store and the `uninit` analysis (see
+// include/tilescope/analysis/uninit.h for the rules).
+#include "tilescope/analysis/uninit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "site.h"
+#include "tilescope/exec/memory.h"
+
+namespace tilescope::analysis {
+
+// ---------------------------------------------------------------------------------------------
+// TrackedAllocation
+
+namespace {
+
+// Four little-endian float32 quiet NaNs: 0x7fd35aa5, 0x7fe16996, 0x7fc44bb4, 0x7ff07887.
+constexpr uint8_t kPattern[Definedness::kWindow] = {0xa5, 0x5a, 0xd3, 0x7f, 0x96, 0x69, 0xe1, 0x7f,
+                                                    0xb4, 0x4b, 0xc4, 0x7f, 0x87, 0x78, 0xf0, 0x7f};
+
+uint8_t load_byte(const std::byte* p) {
+  // Other programs may store to neighbouring bytes meanwhile: read without a data race.
+  return __atomic_load_n(reinterpret_cast<const uint8_t*>(p), __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+uint8_t Definedness::sentinel(uint64_t off) { return kPattern[off % kWindow]; }
+
+TrackedAllocation::TrackedAllocation(uint64_t id_, std::byte* host_, uint64_t bytes_, AllocationSite site_)
+    : id(id_),
+      host(host_),
+      bytes(bytes_),
+      site(std::move(site_)),
+      pages_((bytes_ + kPage - 1) / kPage),
+      full_(pages_.size(), 0),
+      defined_in_page_(pages_.size(), 0),
+      undefined_(bytes_) {}
+
+bool TrackedAllocation::defined(uint64_t off) const {
+  const uint64_t p = off / kPage;
+  if (full_[p]) return true;
+  const uint64_t* w = pages_[p].get();
+  if (!w) return false;
+  const uint64_t b = off % kPage;
+  return (w[b / 64] >> (b % 64)) & 1;
+}
+
+void TrackedAllocation::define_range(uint64_t off, uint64_t n) {
+  const uint64_t end = std::min(bytes, off + n);
+  uint64_t newly = 0;
+  while (off < end) {
+    const uint64_t p = off / kPage;
+    const uint64_t page_end = std::min(end, (p + 1) * kPage);
+    if (full_[p]) {
+      off = page_end;
+      continue;
+    }
+    auto& words = pages_[p];
+    if (!words) words = std::make_unique<uint64_t[]>(kWords);  // zeroed
+    uint64_t page_new = 0;
+    for (uint64_t b = off; b < page_end;) {
+      const uint64_t i = b % kPage;
+      const uint64_t bit = i % 64;
+      const uint64_t take = std::min<uint64_t>(64 - bit, page_end - b);
+      const uint64_t mask = (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
+      page_new += static_cast<uint64_t>(std::popcount(mask & ~words[i / 64]));
+      words[i / 64] |= mask;
+      b += take;
+    }
+    defined_in_page_[p] = static_cast<uint16_t>(defined_in_page_[p] + page_new);
+    newly += page_new;
+    if (defined_in_page_[p] == std::min(kPage, bytes - p * kPage)) {
+      full_[p] = 1;
+      words.reset();
+    }
+    off = page_end;
+  }
+  undefined_.fetch_sub(newly, std::memory_order_relaxed);
+}
+
+void TrackedAllocation::define(uint64_t off, uint64_t n) {
+  if (off >= bytes) return;
+  define_range(off, n);
+}
+
+bool TrackedAllocation::window_written(uint64_t w) {
+  const uint64_t lo = w * Definedness::kWindow;
+  const uint64_t hi = std::min(bytes, lo + Definedness::kWindow);
+  for (uint64_t b = lo; b < hi; ++b)
+    if (!defined(b) && load_byte(host + b) != Definedness::sentinel(b)) return true;
+  return false;
+}
+
+bool TrackedAllocation::reads_undefined(uint64_t off, uint64_t n) {
+  const uint64_t end = std::min(bytes, off + n);
+  bool undefined = false;
+  for (uint64_t b = off; b < end; ++b) {
+    if (defined(b)) continue;
+    const uint64_t w = b / Definedness::kWindow;
+    if (window_written(w)) {
+      define_range(w * Definedness::kWindow, Definedness::kWindow);
+      continue;
+    }
+    undefined = true;
+  }
+  return undefined;
+}
+
+bool TrackedAllocation::all_defined(uint64_t off, uint64_t n) const {
+  const uint64_t end = std::min(bytes, off + n);
+  while (off < end) {
+    const uint64_t p = off / kPage;
+    const uint64_t page_end = std::min(end, (p + 1) * kPage);
+    if (!full_[p]) {
+      const uint64_t* words = pages_[p].get();
+      if (!words) return false;
+      for (uint64_t b = off; b < page_end;) {
+        const uint64_t i = b % kPage;
+        const uint64_t bit = i % 64;
+        const uint64_t take = std::min<uint64_t>(64 - bit, page_end - b);
+        const uint64_t mask = (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
+        if ((words[i / 64] & mask) != mask) return false;
+        b += take;
+      }
+    }
+    off = page_end;
+  }
+  return true;
+}
+
+uint64_t TrackedAllocation::bitmap_bytes() const {
+  uint64_t n = 0;
+  for (const auto& p : pages_) n += p ? kPage / 8 : 0;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Definedness
+
+Definedness& Definedness::process() {
+  static Definedness* d = new Definedness;  // never destroyed: finalizers may run at interpreter exit
+  return *d;
+}
+
+uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site) {
+  if (!host || bytes == 0) return 0;
+  // The pattern, then copies of what is filled so far (doubling, up to 1 MiB a copy).
+  const uint64_t first = std::min(kWindow, bytes);
+  std::memcpy(host, kPattern, first);
+  for (uint64_t done = first; done < bytes;) {
+    const uint64_t n = std::min({done, bytes - done, uint64_t{1} << 20});
+    std::memcpy(host + done, host, n);
+    done += n;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  const auto lo = reinterpret_cast<uintptr_t>(host);
+  const auto hi = lo + bytes;
+  // Forget what overlaps: that memory was freed and is now this allocation.
+  std::erase_if(by_host_, [&](const std::shared_ptr<TrackedAllocation>& a) {
+    const auto alo = reinterpret_cast<uintptr_t>(a->host);
+    return alo < hi && lo < alo + a->bytes;
+  });
+  auto a = std::make_shared<TrackedAllocation>(next_id_++, host, bytes, std::move(site));
+  auto it =
+      std::lower_bound(by_host_.begin(), by_host_.end(), host,
+                       [](const std::shared_ptr<TrackedAllocation>& x, std::byte* h) { return x->host < h; });
+  by_host_.insert(it, a);
+  return a->id;
+}
+
+void Definedness::forget(uint64_t id) {
+  std::lock_guard<std::mutex> g(mu_);
+  std::erase_if(by_host_, [&](const std::shared_ptr<TrackedAllocation>& a) { return a->id == id; });
+}
+
+std::vector<std::shared_ptr<TrackedAllocation>> Definedness::overlapping(const std::byte* host,
+                                                                         uint64_t bytes) const {
+  std::vector<std::shared_ptr<TrackedAllocation>> out;
+  std::lock_guard<std::mutex> g(mu_);
+  if (by_host_.empty() || bytes == 0) return out;
+  const auto lo = reinterpret_cast<uintptr_t>(host);
+  const auto hi = lo + bytes;
+  auto it = std::upper_bound(
+      by_host_.begin(), by_host_.end(), host,
+      [](const std::byte* h, const std::shared_ptr<TrackedAllocation>& x) { return h < x->host; });
+  if (it != by_host_.begin()) --it;  // the last one starting at or before `host` may reach into it
+  for (; it != by_host_.end() && reinterpret_cast<uintptr_t>((*it)->host) < hi; ++it) {
+    const auto alo = reinterpret_cast<uintptr_t>((*it)->host);
+    if (alo + (*it)->bytes > lo && (*it)->undefined_bytes() > 0) out.push_back(*it);
+  }
+  return out;
+}
+
+std::shared_ptr<TrackedAllocation> Definedness::find(const std::byte* p) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = std::upper_bound(
+      by_host_.begin(), by_host_.end(), p,
+      [](const std::byte* h, const std::shared_ptr<TrackedAllocation>& x) { return h < x->host; });
+  if (it == by_host_.begin()) return nullptr;
+  --it;
+  return p < (*it)->host + (*it)->bytes ? *it : nullptr;
+}
+
+size_t Definedness::size() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return by_host_.size();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analysis
+
+namespace {
+
+using exec::ProgramId;
+
+bool pid_less(const ProgramId& a, const ProgramId& b) {
+  return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
+}
+
+template <class T>
+void keep_first(std::vector<T>& v, const T& x, size_t cap, bool (*less)(const T&, const T&)) {
+  auto it = std::lower_bound(v.begin(), v.end(), x, less);
+  if (it != v.end() && !less(x, *it) && !less(*it, x)) return;
+  if (v.size() >= cap && it == v.end()) return;
+  v.insert(it, x);
+  if (v.size() > cap) v.pop_back();
+}
+
+bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
+
+/// Per program: the sites it has been counted at (a flag per site id), so it counts once per site.
+struct State {
+  std::vector<uint8_t> counted;
+  std::vector<uint32_t> counted_ids;
+  // One access's undefined lanes: (allocation, lane, element offset in the buffer, the buffer).
+  std::vector<std::tuple<const TrackedAllocation*, int64_t, int64_t, const exec::Buffer*>> hits;
+};
+
+}  // namespace
+
+struct UninitAnalysis::Impl {
+  struct Agg {
+    uint32_t id = 0;
+    const ir::Op* op = nullptr;
+    std::shared_ptr<TrackedAllocation> alloc;
+    int64_t programs = 0;
+    std::vector<ProgramId> first_pids;
+    ProgramId last_pid{0, 0, 0};
+    int64_t lanes = 0;
+    std::vector<int64_t> first_lanes;
+    int64_t occurrences = 0;
+    BufferInfo buffer;
+    int64_t off_min = INT64_MAX, off_max = INT64_MIN;
+  };
+
+  const ir::Module& m;
+  UninitOptions opts;
+  const exec::Memory* memory = nullptr;
+  // Per buffer id of the launch: the tracked allocations it overlaps (most have none).
+  std::vector<std::vector<std::shared_ptr<TrackedAllocation>>> tracked;
+  int64_t tracked_buffers = 0;
+
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<State>> states;
+  std::vector<State*> free_states;
+
+  std::mutex mu;  // guards aggs
+  std::map<std::pair<const ir::Op*, uint64_t>, Agg> aggs;
+  SiteMaker sites;
+
+  Impl(const ir::Module& mod, UninitOptions o) : m(mod), opts(o), sites(mod) {}
+
+  TrackedAllocation* alloc_of(const exec::Buffer& b, uint64_t off) const {
+    if (b.id < 0 || static_cast<size_t>(b.id) >= tracked.size()) return nullptr;
+    const std::byte* h = b.host + off;
+    for (const auto& a : tracked[b.id])
+      if (h >= a->host && h < a->host + a->bytes) return a.get();
+    return nullptr;
+  }
+
+  /// The lanes of an access to check or define, as runs of consecutive active lanes at consecutive
+  /// addresses inside one tracked allocation: calls f(alloc, byte offset in alloc, bytes, first lane,
+  /// lanes, byte offset in the buffer, buffer) with alloc->mu() held. Lanes outside their buffer, masked-off
+  /// lanes and lanes in no tracked allocation are skipped.
+  template <class F>
+  void runs(int64_t n, const uint64_t* addrs, const uint8_t* mask, bool mask_scalar, int eb, F&& f) {
+    std::unique_lock<std::mutex> held;
+    TrackedAllocation* cur = nullptr;
+    const auto active = [&](int64_t i) { return !mask || mask[mask_scalar ? 0 : i]; };
+    const auto ueb = static_cast<uint64_t>(eb);
+    for (int64_t i = 0; i < n;) {
+      const int k = memory->region(addrs[i]);
+      if (!active(i) || k < 0 || static_cast<size_t>(k) >= tracked.size() || tracked[k].empty()) {
+        ++i;  // masked off, in no buffer, or in a buffer with nothing tracked
+        continue;
+      }
+      exec::Where w = memory->where(addrs[i], eb);
+      if (!w.in_bounds) {
+        ++i;
+        continue;
+      }
+      const auto boff = static_cast<uint64_t>(w.offset);
+      TrackedAllocation* a = alloc_of(*w.buffer, boff);
+      // The access may begin before a tracked allocation that starts inside the element.
+      if (!a) a = alloc_of(*w.buffer, boff + ueb - 1);
+      if (!a) {
+        ++i;
+        continue;
+      }
+      if (a != cur) {
+        held = std::unique_lock<std::mutex>(a->mu());
+        cur = a;
+      }
+      const std::byte* h = w.buffer->host + w.offset;
+      int64_t count = 1;
+      if (h >= a->host) {  // extend over the following lanes that continue the run
+        const auto lo = static_cast<uint64_t>(h - a->host);
+        while (i + count < n && active(i + count) && addrs[i + count] == addrs[i + count - 1] + ueb &&
+               lo + (static_cast<uint64_t>(count) + 1) * ueb <= a->bytes &&
+               boff + (static_cast<uint64_t>(count) + 1) * ueb <= w.buffer->bytes)
+          ++count;
+        f(*a, lo, static_cast<uint64_t>(count) * ueb, i, count, boff, *w.buffer);
+      } else {  // one lane straddling the allocation's start: the bytes inside it
+        f(*a, 0, static_cast<uint64_t>(h + eb - a->host), i, count, boff, *w.buffer);
+      }
+      i += count;
+    }
+  }
+
+  /// A read of `n` lanes: undefined ones become findings at `op`; `define` marks them defined after
+  /// (an atomic writes what it read).
+  void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
+            bool mask_scalar, int eb, bool define) {
+    st.hits.clear();
+    const auto ueb = static_cast<uint64_t>(eb);
+    runs(n, addrs, mask, mask_scalar, eb,
+         [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
+             const exec::Buffer& b) {
+           if (!a.all_defined(off, len)) {
+             const auto buf_eb = static_cast<uint64_t>(std::max(1, ir::elem_bytes(b.dtype)));
+             const uint64_t lane_bytes = count == 1 ? len : ueb;
+             for (int64_t k = 0; k < count; ++k) {
+               if (a.reads_undefined(off + static_cast<uint64_t>(k) * ueb, lane_bytes))
+                 st.hits.emplace_back(&a, lane + k,
+                                      static_cast<int64_t>((boff + static_cast<uint64_t>(k) * ueb) / buf_eb),
+                                      &b);
+             }
+           }
+           if (define) a.define(off, len);
+         });
+    if (!st.hits.empty()) record(op, pid, st);
+  }
+
+  void record(const ir::Op* op, ProgramId pid, State& st) {
+    std::lock_guard<std::mutex> g(mu);
+    const TrackedAllocation* last = nullptr;
+    Agg* a = nullptr;
+    for (auto& [alloc, lane, elem, buf] : st.hits) {
+      if (alloc != last) {
+        last = alloc;
+        auto [it, fresh] = aggs.try_emplace({op, alloc->id});
+        a = &it->second;
+        if (fresh) {
+          a->id = static_cast<uint32_t>(aggs.size() - 1);
+          a->op = op;
+          for (auto& v : tracked)
+            for (auto& t : v)
+              if (t.get() == alloc) a->alloc = t;
+          const exec::Buffer& b = *buf;
+          a->buffer.name = b.name;
+          a->buffer.dtype = ir::elem_name(b.dtype);
+          a->buffer.shape = b.shape;
+          a->buffer.strides = b.strides;
+          a->buffer.bytes = b.bytes;
+          a->buffer.numel =
+              static_cast<int64_t>(b.bytes / static_cast<uint64_t>(std::max(1, ir::elem_bytes(b.dtype))));
+        }
+        a->occurrences++;
+        if (a->id >= st.counted.size()) st.counted.resize(a->id + 1, 0);
+        if (!st.counted[a->id]) {
+          st.counted[a->id] = 1;
+          st.counted_ids.push_back(a->id);
+          if (a->programs++ == 0 || pid_less(a->last_pid, pid)) a->last_pid = pid;
+          keep_first<ProgramId>(a->first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
+        }
+      }
+      a->lanes++;
+      keep_first<int64_t>(a->first_lanes, lane, static_cast<size_t>(opts.max_first), i64_less);
+      a->off_min = std::min(a->off_min, elem);
+      a->off_max = std::max(a->off_max, elem);
+    }
+  }
+
+  void findings(std::vector<Finding>& out, const LaunchInfo& info) {
+    std::lock_guard<std::mutex> g(mu);
+    std::vector<Finding> found;
+    for (auto& [key, a] : aggs) {
+      Finding f;
+      f.kind = Kind::uninitialized_read;
+      f.kernel = info.kernel;
+      f.site = sites.of(a.op);
+      f.programs = a.programs;
+      f.first_programs = a.first_pids;
+      f.last_program = a.last_pid;
+      f.lanes = a.lanes;
+      f.first_lanes = a.first_lanes;
+      f.occurrences = a.occurrences;
+      f.buffer = a.buffer;
+      f.has_offsets = true;
+      f.offset_min = a.off_min;
+      f.offset_max = a.off_max;
+      OpSite s;
+      s.op = a.alloc->site.call;
+      s.file = a.alloc->site.file;
+      s.line = a.alloc->site.line;
+      s.source_line = sites.source_line(s.file, s.line);
+      f.allocation = std::move(s);
+      f.hint =
+          "zero the buffer (torch.zeros) or write every element the kernel reads (mask the load, or the "
+          "store that should have written it)";
+      f.launch_stack = info.stack;
+      f.summary = summarize(f);
+      found.push_back(std::move(f));
+    }
+    std::sort(found.begin(), found.end(), [](const Finding& x, const Finding& y) {
+      return std::tie(x.site.ttir_line, x.site.ttir_col) < std::tie(y.site.ttir_line, y.site.ttir_col);
+    });
+    aggs.clear();
+    for (auto& f : found) out.push_back(std::move(f));
+  }
+};
+
+UninitAnalysis::UninitAnalysis(const ir::Module& module, UninitOptions opts)
+    : impl_(std::make_unique<Impl>(module, opts)) {}
+
+UninitAnalysis::~UninitAnalysis() = default;
+
+exec::Subscription UninitAnalysis::on_launch_begin(const exec::LaunchContext& ctx) {
+  Impl& I = *impl_;
+  I.memory = ctx.memory;
+  I.tracked.clear();
+  I.tracked_buffers = 0;
+  exec::Subscription sub;
+  if (!ctx.memory) return sub;
+  const Definedness& store = Definedness::process();
+  if (store.size() == 0) return sub;
+  for (const exec::Buffer& b : ctx.memory->buffers()) {
+    if (b.id >= static_cast<int>(I.tracked.size())) I.tracked.resize(static_cast<size_t>(b.id) + 1);
+    I.tracked[b.id] = store.overlapping(b.host, b.bytes);
+    I.tracked_buffers += I.tracked[b.id].empty() ? 0 : 1;
+  }
+  if (I.tracked_buffers == 0) return sub;  // nothing to check: no event at all
+  sub.kinds = exec::kAccess | exec::kOpBegin | exec::kProgram;
+  // Atomics are checked before they run (their access event comes after the write).
+  sub.ops = [](const ir::Op& op) -> const void* {
+    return op.name == "tt.atomic_rmw" || op.name == "tt.atomic_cas" ? &op : nullptr;
+  };
+  return sub;
+}
+
+void UninitAnalysis::on_launch_end(const exec::LaunchContext&, const exec::LaunchStats&) {
+  impl_->memory = nullptr;
+}
+
+void* UninitAnalysis::on_program_begin(exec::ProgramId) {
+  Impl& I = *impl_;
+  State* st;
+  {
+    std::lock_guard<std::mutex> g(I.pool_mu);
+    if (I.free_states.empty()) {
+      I.states.push_back(std::make_unique<State>());
+      I.free_states.push_back(I.states.back().get());
+    }
+    st = I.free_states.back();
+    I.free_states.pop_back();
+  }
+  for (uint32_t id : st->counted_ids) st->counted[id] = 0;
+  st->counted_ids.clear();
+  return st;
+}
+
+void UninitAnalysis::on_program_end(exec::ProgramId, void* state) {
+  std::lock_guard<std::mutex> g(impl_->pool_mu);
+  impl_->free_states.push_back(static_cast<State*>(state));
+}
+
+void UninitAnalysis::on_op_begin(const exec::OpEvent& e, void* state) {
+  const ir::Op& op = *e.op;
+  if (op.results.empty() || op.operands.empty()) return;
+  const int eb = ir::elem_bytes(op.results[0]->type->elem);
+  const exec::ValueRef ptr = e.operand(0);
+  const int64_t n = ptr.numel();
+  const uint8_t* mask = nullptr;
+  bool mask_scalar = false;
+  if (op.name == "tt.atomic_rmw" && op.operands.size() > 2) {
+    const exec::ValueRef m = e.operand(2);
+    mask = m.as<uint8_t>();
+    mask_scalar = m.numel() == 1;
+  }
+  impl_->read(e.op, e.pid, *static_cast<State*>(state), n, ptr.as<uint64_t>(), mask, mask_scalar, eb, true);
+}
+
+void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
+  Impl& I = *impl_;
+  if (e.kind == exec::AccessKind::load) {
+    I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false);
+    return;
+  }
+  // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
+  I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
+         [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,
+            const exec::Buffer&) { a.define(off, len); });
+}
+
+void UninitAnalysis::collect(const LaunchInfo& info, std::vector<Finding>& out) {
+  impl_->findings(out, info);
+}
+
+nlohmann::json UninitAnalysis::statistics() const { return {{"tracked_buffers", impl_->tracked_buffers}}; }
+
+}  // namespace tilescope::analysis
