@@ -1,11 +1,12 @@
-"""The race cases of tests/gpu/sync_cases.py under tilescope's race detector, against what they are.
+"""The cases of tests/gpu/sync_cases.py under tilescope's race detector and uninitialized-memory tracking,
+against what they are.
 
 Each case (the bugs of real reports and their correct forms) runs on the CPU through the front door with
 every launch sanitized; the race findings of the case must be exactly what ``sync_cases.EXPECT`` says it
 is (independent of tilescope: "race" -> data-race, "intra-program-race" -> intra-program-race, anything
-else -> no race finding; the uninitialized-read cases belong to another analysis and must give no race
-finding), and a case with a race-free reference must reproduce it. The H200 runs of the same cases
-(tests/gpu/data/sync_h200.json) show which races a GPU makes visible.
+else -> no race finding), its uninitialized-read findings exactly those of the cases that read never-written
+memory, and a case with a race-free reference must reproduce it. EXPECT itself is checked against the H200
+runs of the same cases (tests/gpu/data/sync_h200.json), which also show which races a GPU makes visible.
 """
 from __future__ import annotations
 
@@ -73,6 +74,30 @@ def test_case_race_findings(results, name):
     assert got == want, r
     if sync_cases.EXPECT[name] == "" and r["matches"] is not None:  # correct cases compute the reference
         assert r["matches"], r
+
+
+@pytest.mark.parametrize("name", sorted(sync_cases.CASES))
+def test_case_uninitialized_read_findings(results, name):
+    # Reads of never-written memory: exactly the cases that are that bug (an atomic_add into torch.empty, a
+    # tail no program wrote read by the next kernel); the correct forms (the buffer zeroed first, every
+    # element written, partials from torch.empty that every program writes before the last reads) none.
+    r = results[name]
+    want = {"uninitialized-read"} if sync_cases.EXPECT[name] == "uninitialized-read" else set()
+    assert set(r["kinds"]) & {"uninitialized-read"} == want, r
+
+
+def test_expectations_agree_with_the_gpu():
+    # EXPECT is checked against what the H200 did with the same kernels: a case whose results were wrong or
+    # varied over the runs is a bug in EXPECT, and every correct case gave the reference every time.
+    with open(os.path.join(ROOT, "tests", "gpu", "data", "sync_h200.json")) as f:
+        truth = json.load(f)
+    assert set(truth["cases"]) == set(sync_cases.CASES), "re-record tests/gpu/data/sync_h200.json"
+    for name, r in truth["cases"].items():
+        wrong = r["distinct_results"] > 1 or (r["matches_reference"] is not None and r["matches_reference"] < r["runs"])
+        if wrong:
+            assert sync_cases.EXPECT[name], name
+        if not sync_cases.EXPECT[name]:
+            assert r["matches_reference"] == r["runs"] and r["distinct_results"] == 1, name
 
 
 def test_same_findings_with_one_thread_and_four(results, results_one_thread):
