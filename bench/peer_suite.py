@@ -427,6 +427,33 @@ class Suite:
     causes: list[tuple[str, str, str, str]]
     interp_causes: list[tuple[str, str]]
     notes: str
+    # Findings in the peer's own kernels, each examined: (regex on "kind test_function", what it is). A
+    # finding that matches none is listed as "not examined yet" (a false positive is a tilescope bug).
+    finding_causes: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+# Findings of the race detector and the uninitialized-memory tracking in Triton's own test kernels, read one
+# by one (the tests check compilation or values that these bugs do not change on today's GPUs).
+TRITON_FINDING_CAUSES = [
+    (r"^data-race test_atomic_cas$",
+     "true race: test_atomic_cas[*-release] and [*-relaxed] take a spin lock with a compare-and-swap of sem "
+     "'release' / 'relaxed', which acquires nothing, so the critical sections (load, add, store of the same "
+     "128 floats by 2000 programs) are not ordered; the default, 'acquire' and 'acq_rel' cases have no finding"),
+    (r"^data-race test_(load_scope_sem_coop_grid_cta_(not_)?one|clamp|clamp_symmetric|num_programs)$",
+     "true race, benign values: every program of the grid loads / stores the same elements (no program id in "
+     "the offsets), so the programs write the same bytes with nothing ordering them; they happen to write the "
+     "same values"),
+    (r"^uninitialized-read test_(load_cache_modifier|store_cache_modifier|store_eviction_policy|"
+     r"vectorization_hints)$",
+     "true read of never-written memory: the kernel loads `src = torch.empty(...)`, never filled (the test "
+     "checks the generated PTX, not the values)"),
+]
+
+
+def finding_tests(fd: dict) -> list[str]:
+    """The test functions (`test_*`) in a finding's launch stacks."""
+    stacks = (fd.get("launches") or {}).get("stacks") or [fd.get("launch_stack") or []]
+    return sorted({fr.rsplit(" in ", 1)[-1] for st in stacks for fr in st if " in test_" in fr})
 
 
 SUITES: dict[str, Suite] = {
@@ -444,7 +471,7 @@ SUITES: dict[str, Suite] = {
         prepare=prepare_triton, test_dir="unit/language", files=TRITON_FILES, smoke=TRITON_SMOKE, filters={},
         pytest_args=TRITON_PYTEST_ARGS, shim_ini=False, old_numpy=True, retarget=TRITON_RETARGET,
         causes=TRITON_CAUSES,
-        interp_causes=TRITON_INTERP_CAUSES, notes=TRITON_NOTES),
+        interp_causes=TRITON_INTERP_CAUSES, notes=TRITON_NOTES, finding_causes=TRITON_FINDING_CAUSES),
 }
 
 
@@ -791,11 +818,20 @@ def write_markdown(path: str, name: str, args, version: str, files: list[str], b
         if nf == 0:
             L.append("None: the sanitizer reported no finding in any launch of these tests.\n")
         else:
-            L.append(f"{nf} finding(s):\n")
+            L.append(f"{nf} finding(s), grouped by kind, test and line; each examined (the cause column):\n")
+            L.append("| findings | kind | test | kernel | line | cause |")
+            L.append("| ---: | --- | --- | --- | --- | --- |")
+            groups: dict[tuple, int] = {}
             for file, x in runs:
                 for fd in x["findings"]:
-                    L.append(f"- {file}: {fd.get('kind')} in {fd.get('kernel')} "
-                             f"at {fd.get('location', fd.get('python', ''))}")
+                    tests = ", ".join(finding_tests(fd)) or "?"
+                    where = f"{os.path.basename(fd.get('file') or file)}:{fd.get('line', '?')}"
+                    key = (fd.get("kind"), tests, fd.get("kernel"), where)
+                    groups[key] = groups.get(key, 0) + 1
+            for (kind, tests, kernel, where), n in sorted(groups.items(), key=lambda kv: kv[0][3]):
+                why = next((w for pat, w in suite.finding_causes if re.search(pat, f"{kind} {tests}")),
+                           "not examined yet")
+                L.append(f"| {n} | {kind} | {tests} | {kernel} | {where} | {why} |")
             L.append("")
     if "interpret" in by_mode:
         groups: dict[str, int] = {}
