@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <unordered_set>
 
 #include "site.h"
 #include "tilescope/exec/memory.h"
@@ -275,8 +276,34 @@ struct UninitAnalysis::Impl {
   std::mutex mu;  // guards aggs
   std::map<std::pair<const ir::Op*, uint64_t>, Agg> aggs;
   SiteMaker sites;
+  // tt.atomic_rmw exch ops whose old value the kernel never uses: they only write (the value stored does
+  // not depend on what was there), so they are not checked as reads.
+  std::unordered_set<const ir::Op*> write_only;
 
-  Impl(const ir::Module& mod, UninitOptions o) : m(mod), opts(o), sites(mod) {}
+  Impl(const ir::Module& mod, UninitOptions o) : m(mod), opts(o), sites(mod) {
+    std::unordered_set<const ir::Value*> used;
+    std::vector<const ir::Op*> exch;
+    auto walk = [&](auto& self, const ir::Region& r) -> void {
+      for (auto& b : r.blocks)
+        for (auto& op : b->ops) {
+          for (const ir::Value* v : op->operands) used.insert(v);
+          for (auto& so : op->successor_operands)
+            for (const ir::Value* v : so) used.insert(v);
+          if (op->name == "tt.atomic_rmw" && !op->results.empty()) {
+            const ir::Attr* k = op->attr("atomic_rmw_op");
+            const bool is_exch =
+                k && ((k->kind == ir::Attr::Kind::Int && k->i == 10) ||
+                      ((k->kind == ir::Attr::Kind::Keyword || k->kind == ir::Attr::Kind::String) &&
+                       k->s.find("exch") != std::string::npos));
+            if (is_exch) exch.push_back(op.get());
+          }
+          for (auto& sub : op->regions) self(self, *sub);
+        }
+    };
+    for (auto& f : mod.functions) walk(walk, f->body);
+    for (const ir::Op* op : exch)
+      if (!used.count(op->result(0))) write_only.insert(op);
+  }
 
   TrackedAllocation* alloc_of(const exec::Buffer& b, uint64_t off) const {
     if (b.id < 0 || static_cast<size_t>(b.id) >= tracked.size()) return nullptr;
@@ -423,9 +450,11 @@ struct UninitAnalysis::Impl {
       s.line = a.alloc->site.line;
       s.source_line = sites.source_line(s.file, s.line);
       f.allocation = std::move(s);
-      f.hint =
-          "zero the buffer (torch.zeros) or write every element the kernel reads (mask the load, or the "
-          "store that should have written it)";
+      const bool numpy = a.alloc->site.call.rfind("numpy", 0) == 0 || a.alloc->site.call.rfind("np.", 0) == 0;
+      f.hint = fmt::format(
+          "zero the buffer ({}) or write every element the kernel reads (mask the load, or the store that "
+          "should have written it)",
+          numpy ? "numpy.zeros" : "torch.zeros");
       f.launch_stack = info.stack;
       f.summary = summarize(f);
       found.push_back(std::move(f));
@@ -460,7 +489,8 @@ exec::Subscription UninitAnalysis::on_launch_begin(const exec::LaunchContext& ct
   if (I.tracked_buffers == 0) return sub;  // nothing to check: no event at all
   sub.kinds = exec::kAccess | exec::kOpBegin | exec::kProgram;
   // Atomics are checked before they run (their access event comes after the write).
-  sub.ops = [](const ir::Op& op) -> const void* {
+  sub.ops = [&I](const ir::Op& op) -> const void* {
+    if (I.write_only.count(&op)) return nullptr;
     return op.name == "tt.atomic_rmw" || op.name == "tt.atomic_cas" ? &op : nullptr;
   };
   return sub;

@@ -112,6 +112,29 @@ def test_atomic_add_into_zeroed_memory_is_not_reported():
     assert uninit_findings() == []
 
 
+@tilescope.trace("sanitizer")
+@triton.jit
+def xchg_kernel(out_ptr, old_ptr, BLOCK: tl.constexpr, KEEP_OLD: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    old = tl.atomic_xchg(out_ptr + offs, offs.to(tl.float32))  # MARK-xchg
+    if KEEP_OLD:
+        tl.store(old_ptr + offs, old)
+
+
+def test_atomic_xchg_whose_old_value_is_unused_only_writes():
+    # The stored value does not depend on what was there: with the old value unused it is a store (found by
+    # a new user: it was reported, with the advice to zero the buffer). With the old value kept, the kernel
+    # reads never-written memory and it is reported.
+    out, old = torch.empty(256), torch.zeros(256)
+    xchg_kernel[(4,)](out, old, BLOCK=64, KEEP_OLD=False)
+    assert uninit_findings() == []
+    assert torch.equal(out, torch.arange(256, dtype=torch.float32))
+    out2 = torch.empty(256)
+    xchg_kernel[(4,)](out2, old, BLOCK=64, KEEP_OLD=True)
+    fs = uninit_findings()
+    assert len(fs) == 1 and (fs[0]["op"], fs[0]["line"]) == ("tt.atomic_rmw", line_of("MARK-xchg")), fs
+
+
 def test_a_column_no_program_wrote_is_reported_where_the_next_kernel_reads_it():
     rows, cols = 4, 16
     out = torch.empty(rows, cols)  # MARK-cols-alloc
@@ -188,6 +211,7 @@ def test_numpy_empty_is_tracked_and_numpy_writes_define_it():
     fs = uninit_findings()
     assert len(fs) == 1 and fs[0]["allocation"]["call"] == "numpy.empty"
     assert fs[0]["allocation"]["line"] == line_of("MARK-np-alloc")
+    assert "numpy.zeros" in fs[0]["hint"] and "torch.zeros" not in fs[0]["hint"]
     tilescope.clear_findings()
     b = np.empty(64, dtype=np.float32)
     b[:] = np.arange(64)
