@@ -51,10 +51,6 @@ struct State {
   std::vector<uint32_t> counted_ids;
 };
 
-bool pid_less(const ProgramId& a, const ProgramId& b) {
-  return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
-}
-
 template <class T>
 bool any_zero(const void* p, int64_t n) {
   const T* v = static_cast<const T*>(p);
@@ -87,17 +83,6 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
   return s;
 }
-
-template <class T>
-void keep_first(std::vector<T>& v, const T& x, size_t cap, bool (*less)(const T&, const T&)) {
-  auto it = std::lower_bound(v.begin(), v.end(), x, less);
-  if (it != v.end() && !less(x, *it) && !less(*it, x)) return;
-  if (v.size() >= cap && it == v.end()) return;
-  v.insert(it, x);
-  if (v.size() > cap) v.pop_back();
-}
-
-bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
 
 }  // namespace
 

@@ -222,21 +222,6 @@ namespace {
 
 using exec::ProgramId;
 
-bool pid_less(const ProgramId& a, const ProgramId& b) {
-  return std::tie(a[2], a[1], a[0]) < std::tie(b[2], b[1], b[0]);
-}
-
-template <class T>
-void keep_first(std::vector<T>& v, const T& x, size_t cap, bool (*less)(const T&, const T&)) {
-  auto it = std::lower_bound(v.begin(), v.end(), x, less);
-  if (it != v.end() && !less(x, *it) && !less(*it, x)) return;
-  if (v.size() >= cap && it == v.end()) return;
-  v.insert(it, x);
-  if (v.size() > cap) v.pop_back();
-}
-
-bool i64_less(const int64_t& a, const int64_t& b) { return a < b; }
-
 /// Per program: the sites it has been counted at (a flag per site id), so it counts once per site.
 struct State {
   std::vector<uint8_t> counted;
