@@ -101,6 +101,8 @@ struct Runner {
     for (size_t i = 0; i < made.size(); ++i) {
       made[i]->collect(info, r.findings);
       r.statistics[o.analyses[i].name] = made[i]->statistics();
+      if (nlohmann::json rep = made[i]->report(); !rep.is_null())
+        r.reports[o.analyses[i].name] = std::move(rep);
     }
     return r;
   }

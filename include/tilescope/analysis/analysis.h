@@ -29,6 +29,9 @@ class Analysis : public exec::Observer {
   virtual void collect(const LaunchInfo& info, std::vector<Finding>& out) = 0;
   /// Counters for reports and benchmarks (e.g. {"watched_ops": 12}).
   virtual nlohmann::json statistics() const { return nlohmann::json::object(); }
+  /// After collect: this launch's report, for analyses that measure rather than find (the profiler's
+  /// counts; the trace stores it per launch). Null: the analysis has none.
+  virtual nlohmann::json report() const { return nullptr; }
 };
 
 /// One row of the registry.

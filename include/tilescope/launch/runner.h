@@ -68,6 +68,7 @@ struct RunResult {
   std::string prints;                       // tt.print text, when RunOptions::print is null
   std::string failed_asserts;  // one line per failed tt.assert event (for front doors that run no analysis)
   nlohmann::json statistics = nlohmann::json::object();  // per analysis name
+  nlohmann::json reports = nlohmann::json::object();     // per analysis name, those with a report
   double seconds = 0;                                    // wall time of the grid
 };
 
