@@ -463,7 +463,7 @@ def run(jitfn, args, grid, warmup, kwargs):
                              stack=stack,
                              specialization=kernel.specialization,
                              allocations=_alloc.buffers() if kernel.makes_pointers else [],
-                             max_memory=_state.max_memory)
+                             max_memory=_state.max_memory, trace=_state.trace_path)
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:
