@@ -86,16 +86,17 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
       args += fmt::format(" --arg {}", shell_quote(a.name + "=" + scalar_text(a.value)));
     }
   }
-  const std::string cmd = fmt::format("tilescope run {}{} --grid {},{},{}{}", shell_quote(name + ".ttir"),
+  const std::string cmd = fmt::format("run {}{} --grid {},{},{}{}", shell_quote(name + ".ttir"),
                                       r.kernel.empty() ? "" : " --kernel " + shell_quote(r.kernel), r.grid[0],
                                       r.grid[1], r.grid[2], args);
   const fs::path script = fs::path(dir) / "run.sh";
   write_file_atomically(script.string(),
-                        {"#!/bin/sh\n# Launch ", std::to_string(s.id), " of a tilescope trace, as `tilescope run` runs it.\n",
-                         "cd \"$(dirname \"$0\")\" && exec ", cmd, " \"$@\"\n"});
+                        {"#!/bin/sh\n# Launch ", std::to_string(s.id),
+                         " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope).\n",
+                         "cd \"$(dirname \"$0\")\" && exec \"${TILESCOPE_BIN:-tilescope}\" ", cmd, " \"$@\"\n"});
   fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add, ec);
-  return cmd;
+  return "tilescope " + cmd;
 }
 
 }  // namespace
