@@ -54,8 +54,13 @@ class Db {
 
   sqlite3* get() const { return db_; }
   const std::string& path() const { return path_; }
+  /// Throws the error for result code `rc` of `what`; a file that is not a database or is damaged is
+  /// said as such, whatever was being done.
   [[noreturn]] void fail(int rc, std::string_view what) const {
-    throw Error(fmt::format("{}: {}: {}", path_, what, sqlite_problem(rc, sqlite3_errmsg(db_))));
+    const std::string problem = sqlite_problem(rc, sqlite3_errmsg(db_));
+    if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+      throw Error(fmt::format("{}: {}", path_, problem));
+    throw Error(fmt::format("{}: {}: {}", path_, what, problem));
   }
   void exec(const char* sql, std::string_view what = "SQL") const {
     char* err = nullptr;
