@@ -180,9 +180,18 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
+  std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    res = trace_path.empty() ? launch::run_launch(*k, rec, opts) : trace_writer(trace_path).run(*k, rec, opts);
+    trace::Writer* writer = nullptr;
+    if (!trace_path.empty()) {
+      try {
+        writer = &trace_writer(trace_path);
+      } catch (const Error& e) {
+        trace_error = e.what();
+      }
+    }
+    res = writer ? writer->run(*k, rec, opts, &trace_error) : launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
     throw nb::python_error();
@@ -204,6 +213,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   out["stderr"] = opts.analyses.empty() ? res.failed_asserts : std::string();
   out["statistics"] = res.statistics.dump();
   out["record"] = launch::to_json(rec, false).dump();  // the launch record, without the TTIR text
+  out["trace_error"] = trace_error;
   return out;
 }
 
@@ -286,7 +296,8 @@ NB_MODULE(_native, m) {
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "
-        "launch record as JSON text, without the TTIR}; the caller writes the text. The GIL is released "
+        "launch record as JSON text, without the TTIR, 'trace_error': why the launch could not be recorded "
+        "('' when it was, or no trace)}; the caller writes the text. The GIL is released "
         "while the grid runs.");
   m.def(
       "analyses",

@@ -229,7 +229,7 @@ Writer::~Writer() = default;
 const std::string& Writer::path() const { return impl_->db.path(); }
 
 launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
-                              const launch::RunOptions& options) {
+                              const launch::RunOptions& options, std::string* write_error) {
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
@@ -267,6 +267,8 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   const std::string analyses = analyses_json(options.analyses).dump();
   const ir::Function& fn = kernel.function(rec.kernel);
 
+  // One transaction: a crash or a failed write leaves the file as it was before this launch.
+  auto write = [&] {
   Transaction t(db);
   const int64_t budget = impl_->budget;
   int64_t used = std::stoll(meta(db, "used"));
@@ -490,6 +492,13 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
   upd.bind(1, std::to_string(used + bytes)).run();
   t.commit();
+  };
+  try {
+    write();
+  } catch (const Error& e) {
+    if (!write_error || failure) throw;
+    *write_error = e.what();
+  }
   if (failure) std::rethrow_exception(failure);
   return r;
 }

@@ -45,10 +45,11 @@ class Writer {
   Writer& operator=(const Writer&) = delete;
 
   /// launch::run_launch(kernel, record, options) with the launch recorded. A launch that throws is
-  /// recorded with its error (and no detail), then the exception propagates. Throws tilescope::Error
-  /// naming the file when the trace cannot be written (the launch has run then; its result is lost).
+  /// recorded with its error, then the exception propagates. When the trace cannot be written (a full
+  /// disk), the launch has run: the error (naming the file) goes to `*write_error` when given and the
+  /// result is returned; else it is thrown as tilescope::Error.
   launch::RunResult run(launch::Kernel& kernel, const launch::LaunchRecord& record,
-                        const launch::RunOptions& options);
+                        const launch::RunOptions& options, std::string* write_error = nullptr);
   const std::string& path() const;
 
  private:
