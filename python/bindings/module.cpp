@@ -13,7 +13,6 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-
 #include <unistd.h>
 
 #include <atomic>

@@ -315,8 +315,10 @@ int main(int argc, char** argv) {
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  run->add_option("--trace", run_report.trace_path, "record the launch into this trace file (docs/trace-format.md)");
-  run->add_option("--trace-budget", run_report.trace_budget, "most bytes of payload the trace may hold (e.g. 64M)")
+  run->add_option("--trace", run_report.trace_path,
+                  "record the launch into this trace file (docs/trace-format.md)");
+  run->add_option("--trace-budget", run_report.trace_budget,
+                  "most bytes of payload the trace may hold (e.g. 64M)")
       ->transform(CLI::AsSizeValue(false));
   tilescope::cli::SanitizeOptions sanitize_opts, trace_opts;
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main

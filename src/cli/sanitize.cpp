@@ -351,21 +351,24 @@ CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes) {
 CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& name) {
   const bool trace = name == "trace";
   auto* s = app.add_subcommand(
-      name, trace ? "Run a program with every Triton launch sanitized and recorded into a trace file (tilescope "
-                    "sanitize --trace FILE)"
-                  : "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
+      name,
+      trace ? "Run a program with every Triton launch sanitized and recorded into a trace file (tilescope "
+              "sanitize --trace FILE)"
+            : "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
   if (trace) {
     o.trace_path = "tilescope.tstrace";
     s->add_option("-o,--output", o.trace_path, "the trace file to write")->capture_default_str();
   } else {
-    s->add_option("--trace", o.trace_path,
-                  "record every launch of every process of the run into this trace file (replaced when it is a "
-                  "trace already; docs/trace-format.md)");
+    s->add_option(
+        "--trace", o.trace_path,
+        "record every launch of every process of the run into this trace file (replaced when it is a "
+        "trace already; docs/trace-format.md)");
   }
-  s->add_option("--trace-budget", o.trace_budget,
-                fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
-                            "beyond it, detail for a sample of programs (docs/trace-format.md)",
-                            trace::kDefaultBudget >> 20))
+  s->add_option(
+       "--trace-budget", o.trace_budget,
+       fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
+                   "beyond it, detail for a sample of programs (docs/trace-format.md)",
+                   trace::kDefaultBudget >> 20))
       ->transform(CLI::AsSizeValue(false));
   s->add_option("--json", o.json_path, "write all findings as JSON (schema: README)");
   s->add_option("--sarif", o.sarif_path, "write all findings as SARIF 2.1.0");
@@ -408,8 +411,8 @@ int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
   static const std::set<std::string> with_value = {
-      "--json",  "--sarif",  "--exit-code", "--threads", "--max-steps",    "--max-memory",
-      "--color", "--target", "--trace",     "-o",        "--output",       "--trace-budget"};
+      "--json",  "--sarif",  "--exit-code", "--threads", "--max-steps", "--max-memory",
+      "--color", "--target", "--trace",     "-o",        "--output",    "--trace-budget"};
   const std::string name = argv[1];
   std::vector<std::string> ours, command;
   int i = 2;

@@ -41,8 +41,9 @@ json comparable(const json& findings) {
 }
 
 std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+          std::string::npos)
     return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -90,10 +91,11 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
                                       r.kernel.empty() ? "" : " --kernel " + shell_quote(r.kernel), r.grid[0],
                                       r.grid[1], r.grid[2], args);
   const fs::path script = fs::path(dir) / "run.sh";
-  write_file_atomically(script.string(),
-                        {"#!/bin/sh\n# Launch ", std::to_string(s.id),
-                         " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope).\n",
-                         "cd \"$(dirname \"$0\")\" && exec \"${TILESCOPE_BIN:-tilescope}\" ", cmd, " \"$@\"\n"});
+  write_file_atomically(
+      script.string(),
+      {"#!/bin/sh\n# Launch ", std::to_string(s.id),
+       " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope).\n",
+       "cd \"$(dirname \"$0\")\" && exec \"${TILESCOPE_BIN:-tilescope}\" ", cmd, " \"$@\"\n"});
   fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add, ec);
   return "tilescope " + cmd;
@@ -102,9 +104,12 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
 }  // namespace
 
 CLI::App* add_show(CLI::App& app, ShowOptions& o) {
-  auto* s = app.add_subcommand("show", "Summarize a trace file: launches, kernels, findings, top lines by bytes");
+  auto* s =
+      app.add_subcommand("show", "Summarize a trace file: launches, kernels, findings, top lines by bytes");
   s->add_option("trace", o.path, "the trace file (tilescope sanitize --trace FILE)")->required();
-  s->add_option("--top", o.top, "source lines to list by bytes")->capture_default_str()->check(CLI::Range(0, 100000));
+  s->add_option("--top", o.top, "source lines to list by bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   return s;
 }
 
@@ -118,9 +123,10 @@ CLI::App* add_replay(CLI::App& app, ReplayOptions& o) {
   auto* s = app.add_subcommand("replay", "Run a recorded launch again from a trace file alone");
   s->add_option("trace", o.path, "the trace file")->required();
   s->add_option("--launch", o.launch, "the launch to run (its number in `tilescope show`)")->required();
-  s->add_option("--save-inputs", o.save_dir,
-                "also write the launch as KERNEL.ttir, one .npy per buffer argument and run.sh (the `tilescope "
-                "run` command) into DIR");
+  s->add_option(
+      "--save-inputs", o.save_dir,
+      "also write the launch as KERNEL.ttir, one .npy per buffer argument and run.sh (the `tilescope "
+      "run` command) into DIR");
   s->add_option("--json", o.json_path, "write the replay's findings as JSON");
   s->add_option("--threads", o.threads, "worker threads: 0 for all cores (the default)")->type_name("N");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
@@ -136,9 +142,10 @@ int replay_command(const ReplayOptions& o) {
   launch::LaunchRecord& rec = s.record;
   const std::string where = fmt::format("{}: launch {}", o.path, o.launch);
   if (!rec.allocations.empty())
-    throw Error(fmt::format("{}: the kernel makes pointers from integers (addresses of the recorded process in "
-                            "its arguments); replay cannot run it",
-                            where));
+    throw Error(
+        fmt::format("{}: the kernel makes pointers from integers (addresses of the recorded process in "
+                    "its arguments); replay cannot run it",
+                    where));
   // Buffers that overlapped in the recorded process overlap again: one host block per group.
   struct Block {
     uint64_t start = 0, end = 0;
@@ -149,9 +156,10 @@ int replay_command(const ReplayOptions& o) {
   for (size_t i = 0; i < rec.args.size(); ++i) {
     if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
     if (!s.before[i])
-      throw Error(fmt::format("{}: the contents of argument '{}' before the launch are not in the trace (the "
-                              "trace budget dropped them; record again with a larger --trace-budget)",
-                              where, rec.args[i].name));
+      throw Error(
+          fmt::format("{}: the contents of argument '{}' before the launch are not in the trace (the "
+                      "trace budget dropped them; record again with a larger --trace-budget)",
+                      where, rec.args[i].name));
     order.push_back(i);
   }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.host_addr[a] < s.host_addr[b]; });
@@ -187,19 +195,21 @@ int replay_command(const ReplayOptions& o) {
   }
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
   launch::RunResult r = launch::run_launch(rec, opts);
-  const bool color = o.color == "always" || (o.color == "auto" && isatty(STDERR_FILENO) && !std::getenv("NO_COLOR"));
+  const bool color =
+      o.color == "always" || (o.color == "auto" && isatty(STDERR_FILENO) && !std::getenv("NO_COLOR"));
   if (!r.findings.empty()) std::cerr << report::to_text(r.findings, color);
   const json found = report::to_json(r.findings);
   const bool same = comparable(found) == comparable(s.findings);
   const std::vector<analysis::Finding> recorded = report::from_json(comparable(s.findings));
-  std::cerr << fmt::format("tilescope: replay of launch {}: {}; {}{}\n", o.launch,
-                           r.findings.empty() ? std::string("no findings") : report::summary_line(r.findings),
-                           same ? "the same findings as recorded"
-                                : fmt::format("DIFFERENT from the recording ({})",
-                                              recorded.empty() ? std::string("no findings")
-                                                               : report::summary_line(recorded)),
-                           skipped_uninit ? " (uninitialized-read is not replayed)" : "");
-  if (!s.error.empty()) std::cerr << fmt::format("tilescope: note: the recorded launch failed: {}\n", s.error);
+  std::cerr << fmt::format(
+      "tilescope: replay of launch {}: {}; {}{}\n", o.launch,
+      r.findings.empty() ? std::string("no findings") : report::summary_line(r.findings),
+      same ? "the same findings as recorded"
+           : fmt::format("DIFFERENT from the recording ({})",
+                         recorded.empty() ? std::string("no findings") : report::summary_line(recorded)),
+      skipped_uninit ? " (uninitialized-read is not replayed)" : "");
+  if (!s.error.empty())
+    std::cerr << fmt::format("tilescope: note: the recorded launch failed: {}\n", s.error);
   if (!o.json_path.empty()) write_file_atomically(o.json_path, {found.dump(2), "\n"});
   if (!same) return 4;
   return r.findings.empty() ? 0 : 1;

@@ -14,10 +14,10 @@ struct ShowOptions {
 
 struct ReplayOptions {
   std::string path;
-  int64_t launch = 0;      // --launch N (1-based trace launch id)
-  std::string save_dir;    // --save-inputs DIR
-  std::string json_path;   // --json: the replay's findings
-  std::string threads;     // --threads as given; empty: all cores
+  int64_t launch = 0;     // --launch N (1-based trace launch id)
+  std::string save_dir;   // --save-inputs DIR
+  std::string json_path;  // --json: the replay's findings
+  std::string threads;    // --threads as given; empty: all cores
   std::string color = "auto";
 };
 

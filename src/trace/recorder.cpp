@@ -22,14 +22,10 @@ void collect_ops(const ir::Region& r, std::vector<const ir::Op*>& out) {
 
 int64_t read_int(const exec::ValueRef& v) {
   switch (v.elem()) {
-    case ir::Elem::i8:
-      return *v.as<int8_t>();
-    case ir::Elem::i16:
-      return *v.as<int16_t>();
-    case ir::Elem::i32:
-      return *v.as<int32_t>();
-    default:
-      return *v.as<int64_t>();
+    case ir::Elem::i8: return *v.as<int8_t>();
+    case ir::Elem::i16: return *v.as<int16_t>();
+    case ir::Elem::i32: return *v.as<int32_t>();
+    default: return *v.as<int64_t>();
   }
 }
 
@@ -103,7 +99,8 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
     const exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
     if (!w.in_bounds) continue;
     ++in_bounds;
-    const int arg = w.buffer->id < static_cast<int>(arg_of_buffer_.size()) ? arg_of_buffer_[w.buffer->id] : -1;
+    const int arg =
+        w.buffer->id < static_cast<int>(arg_of_buffer_.size()) ? arg_of_buffer_[w.buffer->id] : -1;
     int64_t elem = -1;
     if (arg >= 0) {
       elem = w.offset / elem_bytes_[arg];

@@ -33,9 +33,9 @@ struct SiteStats {
 /// One execution of a memory op in one program, for one argument.
 struct AccessRow {
   int site = 0;
-  int64_t seq = 0;  // the n-th execution of the op in this program (0-based)
-  int arg = -1;     // TTIR argument index; -1: lanes in no argument (other allocations, or none in bounds)
-  uint8_t kind = 0;           // exec::AccessKind
+  int64_t seq = 0;   // the n-th execution of the op in this program (0-based)
+  int arg = -1;      // TTIR argument index; -1: lanes in no argument (other allocations, or none in bounds)
+  uint8_t kind = 0;  // exec::AccessKind
   int64_t lanes = 0, active = 0, oob = 0;
   std::vector<int64_t> runs;  // (first element offset, count) pairs over active in-bounds lanes in lane order
 };

@@ -19,24 +19,19 @@ namespace tilescope::trace {
 /// What SQLite's result code `rc` means for a trace file, for messages.
 inline std::string sqlite_problem(int rc, const char* msg) {
   switch (rc & 0xff) {
-    case SQLITE_NOTADB:
-      return "not a tilescope trace (not an SQLite database)";
-    case SQLITE_CORRUPT:
-      return fmt::format("the trace is truncated or corrupted (SQLite: {})", msg);
-    case SQLITE_CANTOPEN:
-      return fmt::format("cannot open ({})", msg);
-    case SQLITE_BUSY:
-      return fmt::format("the file stayed locked by another process ({})", msg);
-    default:
-      return msg;
+    case SQLITE_NOTADB: return "not a tilescope trace (not an SQLite database)";
+    case SQLITE_CORRUPT: return fmt::format("the trace is truncated or corrupted (SQLite: {})", msg);
+    case SQLITE_CANTOPEN: return fmt::format("cannot open ({})", msg);
+    case SQLITE_BUSY: return fmt::format("the file stayed locked by another process ({})", msg);
+    default: return msg;
   }
 }
 
 class Db {
  public:
   Db(const std::string& path, bool write) : path_(path) {
-    const int flags = (write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) |
-                      SQLITE_OPEN_NOMUTEX;
+    const int flags =
+        (write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);

@@ -96,7 +96,8 @@ void check_format(const Db& db, bool empty_ok) {
     }
   }
   if (!has_table(db, "meta") || meta(db, "format") != kFormatName)
-    throw Error(fmt::format("{}: not a tilescope trace (an SQLite database without tilescope's meta table)", p));
+    throw Error(
+        fmt::format("{}: not a tilescope trace (an SQLite database without tilescope's meta table)", p));
   const std::string v = meta(db, "version");
   int version = 0;
   try {
@@ -106,12 +107,13 @@ void check_format(const Db& db, bool empty_ok) {
                             kFormatVersion));
   }
   if (version > kFormatVersion)
-    throw Error(fmt::format("{}: trace format version {} is newer than this tilescope reads ({}); use a newer "
-                            "tilescope",
-                            p, version, kFormatVersion));
+    throw Error(
+        fmt::format("{}: trace format version {} is newer than this tilescope reads ({}); use a newer "
+                    "tilescope",
+                    p, version, kFormatVersion));
   if (version != kFormatVersion)
-    throw Error(fmt::format("{}: unknown trace format version {} (this tilescope reads version {})", p, version,
-                            kFormatVersion));
+    throw Error(fmt::format("{}: unknown trace format version {} (this tilescope reads version {})", p,
+                            version, kFormatVersion));
 }
 
 /// Source files of a launch: the Python stack's files and the files of the kernel's op locations.
@@ -123,7 +125,8 @@ std::set<std::string> source_files(const launch::LaunchRecord& rec, const std::v
     if (colon != std::string::npos && colon > 0) files.insert(frame.substr(0, colon));
   }
   auto triton_lib = [](const std::string& f) {
-    return f.find("/triton/language/") != std::string::npos || f.find("/triton/runtime/") != std::string::npos;
+    return f.find("/triton/language/") != std::string::npos ||
+           f.find("/triton/runtime/") != std::string::npos;
   };
   for (const ir::Op* op : sites) {
     if (!op->loc.file.empty() && !triton_lib(op->loc.file)) files.insert(op->loc.file);
@@ -158,12 +161,9 @@ std::vector<int64_t> rle(const std::vector<uint32_t>& v) {
 
 const char* kind_name(uint8_t k) {
   switch (static_cast<exec::AccessKind>(k)) {
-    case exec::AccessKind::load:
-      return "load";
-    case exec::AccessKind::store:
-      return "store";
-    default:
-      return "atomic";
+    case exec::AccessKind::load: return "load";
+    case exec::AccessKind::store: return "store";
+    default: return "atomic";
   }
 }
 
@@ -269,229 +269,236 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
 
   // One transaction: a crash or a failed write leaves the file as it was before this launch.
   auto write = [&] {
-  Transaction t(db);
-  const int64_t budget = impl_->budget;
-  int64_t used = std::stoll(meta(db, "used"));
-  int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() + statistics.size() +
-                                       analyses.size()) +
-                  64;
-  json dropped = json::object();
+    Transaction t(db);
+    const int64_t budget = impl_->budget;
+    int64_t used = std::stoll(meta(db, "used"));
+    int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() +
+                                         statistics.size() + analyses.size()) +
+                    64;
+    json dropped = json::object();
 
-  // The kernel's text and sites, once per distinct text.
-  const std::string hash = fnv1a(kernel.text());
-  int64_t kernel_id = -1;
-  {
-    Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
-    find.bind(1, hash);
-    while (find.step())
-      if (find.text(1) == kernel.text()) kernel_id = find.i64(0);
-  }
-  if (kernel_id < 0) {
-    Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
-    ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
-    kernel_id = sqlite3_last_insert_rowid(db.get());
-    bytes += static_cast<int64_t>(kernel.text().size());
-    Stmt site(db,
-              "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    const auto& sites = recorder.sites();
-    for (size_t i = 0; i < sites.size(); ++i) {
-      const ir::Op& op = *sites[i];
-      json inlined = json::array();
-      for (const auto& [f, l] : op.loc.stack)
-        if (!(f == op.loc.file && l == op.loc.line) && f.find("/triton/language/") == std::string::npos &&
-            f.find("/triton/runtime/") == std::string::npos)
-          inlined.push_back(fmt::format("{}:{}", f, l));
-      site.bind(1, kernel_id)
-          .bind(2, static_cast<int64_t>(i))
-          .bind(3, op.name)
-          .bind(4, op.pos.line)
-          .bind(5, op.pos.col)
-          .bind(6, op.loc.file)
-          .bind(7, op.loc.line)
-          .bind(8, op.loc.col)
-          .bind(9, op.loc.var)
-          .bind(10, inlined.dump());
-      if ((op.name == "tt.dot" || op.name == "tt.dot_scaled") && op.operands.size() >= 2 &&
-          op.operands[0]->type->shape.size() >= 2 && op.operands[1]->type->shape.size() >= 2) {
-        const auto& a = op.operands[0]->type->shape;
-        const auto& b = op.operands[1]->type->shape;
-        site.bind(11, json{a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]}.dump());  // [M, N, K]
+    // The kernel's text and sites, once per distinct text.
+    const std::string hash = fnv1a(kernel.text());
+    int64_t kernel_id = -1;
+    {
+      Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
+      find.bind(1, hash);
+      while (find.step())
+        if (find.text(1) == kernel.text()) kernel_id = find.i64(0);
+    }
+    if (kernel_id < 0) {
+      Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
+      ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
+      kernel_id = sqlite3_last_insert_rowid(db.get());
+      bytes += static_cast<int64_t>(kernel.text().size());
+      Stmt site(
+          db,
+          "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      const auto& sites = recorder.sites();
+      for (size_t i = 0; i < sites.size(); ++i) {
+        const ir::Op& op = *sites[i];
+        json inlined = json::array();
+        for (const auto& [f, l] : op.loc.stack)
+          if (!(f == op.loc.file && l == op.loc.line) && f.find("/triton/language/") == std::string::npos &&
+              f.find("/triton/runtime/") == std::string::npos)
+            inlined.push_back(fmt::format("{}:{}", f, l));
+        site.bind(1, kernel_id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, op.name)
+            .bind(4, op.pos.line)
+            .bind(5, op.pos.col)
+            .bind(6, op.loc.file)
+            .bind(7, op.loc.line)
+            .bind(8, op.loc.col)
+            .bind(9, op.loc.var)
+            .bind(10, inlined.dump());
+        if ((op.name == "tt.dot" || op.name == "tt.dot_scaled") && op.operands.size() >= 2 &&
+            op.operands[0]->type->shape.size() >= 2 && op.operands[1]->type->shape.size() >= 2) {
+          const auto& a = op.operands[0]->type->shape;
+          const auto& b = op.operands[1]->type->shape;
+          site.bind(11, json{a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]}.dump());  // [M, N, K]
+        }
+        site.run();
+        bytes += 64;
       }
-      site.run();
-      bytes += 64;
     }
-  }
 
-  Stmt ins_launch(db,
-                  "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
-                  "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '{}', 0)");
-  ins_launch.bind(1, kernel_id)
-      .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
-      .bind(3, static_cast<int64_t>(getpid()))
-      .bind(4, started)
-      .bind(5, ended)
-      .bind(6, r.seconds)
-      .bind(7, rec.grid[0])
-      .bind(8, rec.grid[1])
-      .bind(9, rec.grid[2])
-      .bind(10, r.stats.programs)
-      .bind(11, record_json)
-      .bind(12, analyses)
-      .bind(13, findings)
-      .bind(14, reports)
-      .bind(15, statistics);
-  if (failure)
-    ins_launch.bind(16, error);
-  else
-    ins_launch.null(16);
-  ins_launch.run();
-  const int64_t id = sqlite3_last_insert_rowid(db.get());
+    Stmt ins_launch(
+        db,
+        "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
+        "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '{}', 0)");
+    ins_launch.bind(1, kernel_id)
+        .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
+        .bind(3, static_cast<int64_t>(getpid()))
+        .bind(4, started)
+        .bind(5, ended)
+        .bind(6, r.seconds)
+        .bind(7, rec.grid[0])
+        .bind(8, rec.grid[1])
+        .bind(9, rec.grid[2])
+        .bind(10, r.stats.programs)
+        .bind(11, record_json)
+        .bind(12, analyses)
+        .bind(13, findings)
+        .bind(14, reports)
+        .bind(15, statistics);
+    if (failure)
+      ins_launch.bind(16, error);
+    else
+      ins_launch.null(16);
+    ins_launch.run();
+    const int64_t id = sqlite3_last_insert_rowid(db.get());
 
-  // Python sources, deduplicated by path and content.
-  {
-    Stmt find(db, "SELECT id FROM sources WHERE path = ? AND hash = ?");
-    Stmt ins(db, "INSERT INTO sources(path, hash, content) VALUES (?, ?, ?)");
-    Stmt link(db, "INSERT OR IGNORE INTO launch_sources(launch, source) VALUES (?, ?)");
-    for (const std::string& f : source_files(rec, recorder.sites())) {
-      std::optional<std::string> text = read_source(f);
-      if (!text) continue;
-      const std::string h = fnv1a(*text);
-      find.bind(1, f).bind(2, h);
-      int64_t sid = find.step() ? find.i64(0) : -1;
-      find.reset();
-      if (sid < 0) {
-        ins.bind(1, f).bind(2, h).blob(3, text->data(), text->size()).run();
-        sid = sqlite3_last_insert_rowid(db.get());
-        bytes += static_cast<int64_t>(text->size());
+    // Python sources, deduplicated by path and content.
+    {
+      Stmt find(db, "SELECT id FROM sources WHERE path = ? AND hash = ?");
+      Stmt ins(db, "INSERT INTO sources(path, hash, content) VALUES (?, ?, ?)");
+      Stmt link(db, "INSERT OR IGNORE INTO launch_sources(launch, source) VALUES (?, ?)");
+      for (const std::string& f : source_files(rec, recorder.sites())) {
+        std::optional<std::string> text = read_source(f);
+        if (!text) continue;
+        const std::string h = fnv1a(*text);
+        find.bind(1, f).bind(2, h);
+        int64_t sid = find.step() ? find.i64(0) : -1;
+        find.reset();
+        if (sid < 0) {
+          ins.bind(1, f).bind(2, h).blob(3, text->data(), text->size()).run();
+          sid = sqlite3_last_insert_rowid(db.get());
+          bytes += static_cast<int64_t>(text->size());
+        }
+        link.bind(1, id).bind(2, sid).run();
       }
-      link.bind(1, id).bind(2, sid).run();
     }
-  }
 
-  // Aggregates over every program.
-  {
-    Stmt ins(db, "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    const auto& st = recorder.site_stats();
-    for (size_t i = 0; i < st.size(); ++i) {
-      if (st[i].executions == 0) continue;
-      ins.bind(1, id)
-          .bind(2, static_cast<int64_t>(i))
-          .bind(3, st[i].executions)
-          .bind(4, st[i].lanes)
-          .bind(5, st[i].active)
-          .bind(6, st[i].oob)
-          .bind(7, st[i].bytes)
-          .run();
-      bytes += 56;
-    }
-    Stmt cnt(db, "INSERT INTO element_counts(launch, arg, loads, stores) VALUES (?, ?, ?, ?)");
-    json too_big = json::array();
-    const auto& counts = recorder.counts();
-    for (size_t i = 0; i < counts.size() && i < rec.args.size(); ++i) {
-      if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
-      if (counts[i].loads.empty() && rec.args[i].bytes > 0) {
-        too_big.push_back(rec.args[i].name);
-        continue;
-      }
-      const std::vector<int64_t> l = rle(counts[i].loads), s = rle(counts[i].stores);
-      cnt.bind(1, id)
-          .bind(2, static_cast<int64_t>(i))
-          .blob(3, l.data(), l.size() * 8)
-          .blob(4, s.data(), s.size() * 8)
-          .run();
-      bytes += static_cast<int64_t>((l.size() + s.size()) * 8);
-    }
-    if (!too_big.empty()) dropped["element_counts"] = too_big;
-  }
-
-  // Argument contents before the launch, then the sampled detail, then the contents after: each only
-  // when it fits what the budget has left.
-  Stmt content(db, "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data) VALUES (?, ?, ?, ?, ?, ?)");
-  auto write_contents = [&](const char* phase, bool keep, const std::vector<std::vector<std::byte>>* data) {
-    json lost = json::array();
-    for (size_t i = 0; i < rec.args.size(); ++i) {
-      const launch::ArgRecord& a = rec.args[i];
-      if (a.kind != launch::ArgRecord::Kind::buffer) continue;
-      content.bind(1, id)
-          .bind(2, static_cast<int64_t>(i))
-          .bind(3, phase)
-          .bind(4, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
-          .bind(5, static_cast<int64_t>(a.bytes));
-      if (keep && data) {
-        content.blob(6, (*data)[i].data(), (*data)[i].size());
-        bytes += static_cast<int64_t>((*data)[i].size());
-      } else {
-        content.null(6);
-        lost.push_back(a.name);
-      }
-      content.run();
-      bytes += 32;
-    }
-    if (!lost.empty()) dropped[fmt::format("contents_{}", phase)] = lost;
-  };
-  const bool before_fits = keep_before && used + bytes + before_bytes <= budget;
-  write_contents("before", before_fits, &before);
-
-  recorder.fit(budget - used - bytes);
-  const int64_t stride = recorder.stride();
-  std::vector<std::unique_ptr<ProgramDetail>> detail = recorder.take_detail();
-  {
-    Stmt acc(db,
-             "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs) "
-             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Stmt loop(db,
-              "INSERT INTO loops(launch, site, pid_x, pid_y, pid_z, executions, trips) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    for (const auto& d : detail) {
-      for (const AccessRow& a : d->accesses)
-        acc.bind(1, id)
-            .bind(2, a.site)
-            .bind(3, d->pid[0])
-            .bind(4, d->pid[1])
-            .bind(5, d->pid[2])
-            .bind(6, a.seq)
-            .bind(7, a.arg)
-            .bind(8, kind_name(a.kind))
-            .bind(9, a.lanes)
-            .bind(10, a.active)
-            .bind(11, a.oob)
-            .blob(12, a.runs.data(), a.runs.size() * 8)
+    // Aggregates over every program.
+    {
+      Stmt ins(db,
+               "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes) VALUES (?, ?, ?, "
+               "?, ?, ?, ?)");
+      const auto& st = recorder.site_stats();
+      for (size_t i = 0; i < st.size(); ++i) {
+        if (st[i].executions == 0) continue;
+        ins.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, st[i].executions)
+            .bind(4, st[i].lanes)
+            .bind(5, st[i].active)
+            .bind(6, st[i].oob)
+            .bind(7, st[i].bytes)
             .run();
-      for (const LoopRow& l : d->loops)
-        loop.bind(1, id)
-            .bind(2, l.site)
-            .bind(3, d->pid[0])
-            .bind(4, d->pid[1])
-            .bind(5, d->pid[2])
-            .bind(6, l.executions)
-            .bind(7, l.trips)
+        bytes += 56;
+      }
+      Stmt cnt(db, "INSERT INTO element_counts(launch, arg, loads, stores) VALUES (?, ?, ?, ?)");
+      json too_big = json::array();
+      const auto& counts = recorder.counts();
+      for (size_t i = 0; i < counts.size() && i < rec.args.size(); ++i) {
+        if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
+        if (counts[i].loads.empty() && rec.args[i].bytes > 0) {
+          too_big.push_back(rec.args[i].name);
+          continue;
+        }
+        const std::vector<int64_t> l = rle(counts[i].loads), s = rle(counts[i].stores);
+        cnt.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .blob(3, l.data(), l.size() * 8)
+            .blob(4, s.data(), s.size() * 8)
             .run();
-      bytes += d->bytes;
+        bytes += static_cast<int64_t>((l.size() + s.size()) * 8);
+      }
+      if (!too_big.empty()) dropped["element_counts"] = too_big;
     }
-  }
-  const int64_t programs = r.stats.programs;
-  if (stride != 1 && programs > 0)
-    dropped["detail"] = {{"stride", stride},
-                         {"programs_kept", static_cast<int64_t>(detail.size())},
-                         {"programs", programs}};
 
-  std::vector<std::vector<std::byte>> after(rec.args.size());
-  int64_t after_bytes = 0;
-  for (size_t i = 0; i < rec.args.size(); ++i)
-    if (rec.args[i].kind == launch::ArgRecord::Kind::buffer) after_bytes += static_cast<int64_t>(rec.args[i].bytes);
-  const bool after_fits = used + bytes + after_bytes <= budget;
-  if (after_fits)
+    // Argument contents before the launch, then the sampled detail, then the contents after: each only
+    // when it fits what the budget has left.
+    Stmt content(
+        db, "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data) VALUES (?, ?, ?, ?, ?, ?)");
+    auto write_contents = [&](const char* phase, bool keep, const std::vector<std::vector<std::byte>>* data) {
+      json lost = json::array();
+      for (size_t i = 0; i < rec.args.size(); ++i) {
+        const launch::ArgRecord& a = rec.args[i];
+        if (a.kind != launch::ArgRecord::Kind::buffer) continue;
+        content.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, phase)
+            .bind(4, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
+            .bind(5, static_cast<int64_t>(a.bytes));
+        if (keep && data) {
+          content.blob(6, (*data)[i].data(), (*data)[i].size());
+          bytes += static_cast<int64_t>((*data)[i].size());
+        } else {
+          content.null(6);
+          lost.push_back(a.name);
+        }
+        content.run();
+        bytes += 32;
+      }
+      if (!lost.empty()) dropped[fmt::format("contents_{}", phase)] = lost;
+    };
+    const bool before_fits = keep_before && used + bytes + before_bytes <= budget;
+    write_contents("before", before_fits, &before);
+
+    recorder.fit(budget - used - bytes);
+    const int64_t stride = recorder.stride();
+    std::vector<std::unique_ptr<ProgramDetail>> detail = recorder.take_detail();
+    {
+      Stmt acc(
+          db,
+          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt loop(db,
+                "INSERT INTO loops(launch, site, pid_x, pid_y, pid_z, executions, trips) VALUES (?, ?, ?, ?, "
+                "?, ?, ?)");
+      for (const auto& d : detail) {
+        for (const AccessRow& a : d->accesses)
+          acc.bind(1, id)
+              .bind(2, a.site)
+              .bind(3, d->pid[0])
+              .bind(4, d->pid[1])
+              .bind(5, d->pid[2])
+              .bind(6, a.seq)
+              .bind(7, a.arg)
+              .bind(8, kind_name(a.kind))
+              .bind(9, a.lanes)
+              .bind(10, a.active)
+              .bind(11, a.oob)
+              .blob(12, a.runs.data(), a.runs.size() * 8)
+              .run();
+        for (const LoopRow& l : d->loops)
+          loop.bind(1, id)
+              .bind(2, l.site)
+              .bind(3, d->pid[0])
+              .bind(4, d->pid[1])
+              .bind(5, d->pid[2])
+              .bind(6, l.executions)
+              .bind(7, l.trips)
+              .run();
+        bytes += d->bytes;
+      }
+    }
+    const int64_t programs = r.stats.programs;
+    if (stride != 1 && programs > 0)
+      dropped["detail"] = {
+          {"stride", stride}, {"programs_kept", static_cast<int64_t>(detail.size())}, {"programs", programs}};
+
+    std::vector<std::vector<std::byte>> after(rec.args.size());
+    int64_t after_bytes = 0;
     for (size_t i = 0; i < rec.args.size(); ++i)
-      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
-        after[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
-  write_contents("after", after_fits, &after);
+      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer)
+        after_bytes += static_cast<int64_t>(rec.args[i].bytes);
+    const bool after_fits = used + bytes + after_bytes <= budget;
+    if (after_fits)
+      for (size_t i = 0; i < rec.args.size(); ++i)
+        if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
+          after[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
+    write_contents("after", after_fits, &after);
 
-  Stmt fin(db, "UPDATE launches SET detail_stride = ?, dropped = ?, bytes = ? WHERE id = ?");
-  fin.bind(1, stride).bind(2, dropped.dump()).bind(3, bytes).bind(4, id).run();
-  Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
-  upd.bind(1, std::to_string(used + bytes)).run();
-  t.commit();
+    Stmt fin(db, "UPDATE launches SET detail_stride = ?, dropped = ?, bytes = ? WHERE id = ?");
+    fin.bind(1, stride).bind(2, dropped.dump()).bind(3, bytes).bind(4, id).run();
+    Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
+    upd.bind(1, std::to_string(used + bytes)).run();
+    t.commit();
   };
   try {
     write();
@@ -551,13 +558,14 @@ std::vector<int64_t> Reader::launches() const {
 StoredLaunch Reader::launch(int64_t id) const {
   const Db& db = impl_->db;
   Stmt s(db,
-         "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped FROM launches l "
+         "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name FROM "
+         "launches l "
          "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
   s.bind(1, id);
   if (!s.step()) {
     const auto ids = launches();
     throw Error(fmt::format("{}: no launch {} (the trace has {})", db.path(), id,
-                            ids.empty()      ? std::string("no launches")
+                            ids.empty()       ? std::string("no launches")
                             : ids.size() == 1 ? std::string("launch 1")
                                               : fmt::format("launches {} to {}", ids.front(), ids.back())));
   }
@@ -568,7 +576,9 @@ StoredLaunch Reader::launch(int64_t id) const {
     rec["ttir"] = s.text(1);
     out.record = launch::record_from_json(rec);
     if (out.record.ttir_file.empty()) out.record.ttir_file = s.text(2);
-    for (const json& a : json::parse(s.text(3))) out.analyses.push_back({a.at(0).get<std::string>(), a.at(1)});
+    if (out.record.kernel.empty()) out.record.kernel = s.text(7);  // the function that ran
+    for (const json& a : json::parse(s.text(3)))
+      out.analyses.push_back({a.at(0).get<std::string>(), a.at(1)});
     out.findings = json::parse(s.text(4));
     out.dropped = json::parse(s.text(6));
   } catch (const json::exception& e) {
@@ -602,20 +612,23 @@ std::string Reader::summary(int top_lines) const {
            "(SELECT value FROM meta WHERE key = 'used'), (SELECT value FROM meta WHERE key = 'budget') "
            "FROM launches");
     s.step();
-    out += fmt::format("{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
-                       "of budget used\n",
-                       db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2), std::stod(s.text(3)) / (1 << 20),
-                       std::stod(s.text(4)) / (1 << 20));
+    out += fmt::format(
+        "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
+        "of budget used\n",
+        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2), std::stod(s.text(3)) / (1 << 20),
+        std::stod(s.text(4)) / (1 << 20));
   }
   out += "\nlaunches:\n";
   std::vector<analysis::Finding> all;
   {
-    Stmt s(db,
-           "SELECT id, name, grid_x, grid_y, grid_z, programs, seconds, findings, error, detail_stride, dropped "
-           "FROM launches ORDER BY id");
+    Stmt s(
+        db,
+        "SELECT id, name, grid_x, grid_y, grid_z, programs, seconds, findings, error, detail_stride, dropped "
+        "FROM launches ORDER BY id");
     while (s.step()) {
       json f = json::parse(s.text(7), nullptr, false);
-      std::vector<analysis::Finding> found = f.is_array() ? report::from_json(f) : std::vector<analysis::Finding>{};
+      std::vector<analysis::Finding> found =
+          f.is_array() ? report::from_json(f) : std::vector<analysis::Finding>{};
       std::string note;
       if (!s.is_null(8)) note += fmt::format(", failed: {}", s.text(8));
       const int64_t stride = s.i64(9);
@@ -625,15 +638,16 @@ std::string Reader::summary(int top_lines) const {
         note += fmt::format(", detail for every {}th program (budget)", stride);
       json dropped = json::parse(s.text(10), nullptr, false);
       if (dropped.is_object() && dropped.contains("contents_before")) note += ", inputs not stored (budget)";
-      out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0), s.text(1),
-                         s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.f64(6) * 1e3,
+      out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0),
+                         s.text(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.f64(6) * 1e3,
                          found.empty() ? std::string("no findings") : report::summary_line(found), note);
       all.insert(all.end(), found.begin(), found.end());
     }
   }
   out += "\nkernels:\n";
   {
-    Stmt s(db, "SELECT name, count(*), sum(programs) FROM launches GROUP BY name ORDER BY count(*) DESC, name");
+    Stmt s(db,
+           "SELECT name, count(*), sum(programs) FROM launches GROUP BY name ORDER BY count(*) DESC, name");
     while (s.step())
       out += fmt::format("  {}  {} launch(es), {} program(s)\n", s.text(0), s.i64(1), s.i64(2));
   }
@@ -641,8 +655,10 @@ std::string Reader::summary(int top_lines) const {
   out += "\ntop lines by bytes (all launches, active in-bounds lanes):\n";
   {
     Stmt s(db,
-           "SELECT st.file, st.line, sum(ss.bytes), sum(CASE WHEN st.op LIKE '%store%' THEN ss.bytes ELSE 0 END), "
-           "sum(ss.executions), group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = ss.launch "
+           "SELECT st.file, st.line, sum(ss.bytes), sum(CASE WHEN st.op LIKE '%store%' THEN ss.bytes ELSE 0 "
+           "END), "
+           "sum(ss.executions), group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
+           "ss.launch "
            "JOIN sites st ON st.kernel = l.kernel AND st.site = ss.site GROUP BY st.file, st.line "
            "ORDER BY sum(ss.bytes) DESC, st.file, st.line LIMIT ?");
     s.bind(1, top_lines);

@@ -1,8 +1,6 @@
 // The trace store: a launch written and read back (record, contents, findings, per-program accesses
 // and loop trips checked against values computed by hand from the kernels), the budget's sample rule,
 // independence from the thread count, and clear errors for files that are not this version's traces.
-#include "tilescope/trace/trace.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,6 +12,7 @@
 #include "src/trace/sqlite.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
 
 namespace tilescope::trace {
 namespace {
@@ -69,8 +68,8 @@ struct Copy {
     rec.ttir = kCopy;
     rec.ttir_file = "copy.ttir";
     rec.grid = {(n + 31) / 32, 1, 1};
-    rec.args = {launch::ArgRecord::buffer("x_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(x.data()), n * 4,
-                                          {n}, {1}),
+    rec.args = {launch::ArgRecord::buffer("x_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(x.data()),
+                                          n * 4, {n}, {1}),
                 launch::ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()),
                                           n * 4, {n}, {1}),
                 launch::ArgRecord::scalar("n", n)};
@@ -88,8 +87,9 @@ launch::RunOptions sanitize(int threads = 0) {
 class TempTrace : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (fs::temp_directory_path() / fmt::format("tilescope-trace-test-{}-{}.tstrace", getpid(), counter_++))
-                .string();
+    path_ =
+        (fs::temp_directory_path() / fmt::format("tilescope-trace-test-{}-{}.tstrace", getpid(), counter_++))
+            .string();
     fs::remove(path_);
   }
   void TearDown() override {
@@ -142,9 +142,10 @@ TEST_F(TempTrace, RoundTripOfALaunch) {
   Db db(path_, false);
   // Per program: the load reads 32 consecutive elements from 32p (program 3: 96..99 in bounds, 28 lanes
   // out); the store writes the active lanes (program 3: 4).
-  Stmt acc(db,
-           "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs FROM accesses a JOIN launches l ON "
-           "l.id = a.launch JOIN sites s ON s.kernel = l.kernel AND s.site = a.site ORDER BY a.pid_x, a.site");
+  Stmt acc(
+      db,
+      "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs FROM accesses a JOIN launches l ON "
+      "l.id = a.launch JOIN sites s ON s.kernel = l.kernel AND s.site = a.site ORDER BY a.pid_x, a.site");
   int n = 0;
   while (acc.step()) {
     const int64_t p = acc.i64(0);
@@ -190,7 +191,8 @@ TEST_F(TempTrace, LoopTripsAndLaunchesAppend) {
   rec.grid = {8, 1, 1};
   rec.args = {
       launch::ArgRecord::buffer("x_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(x.data()), 32, {8}, {1}),
-      launch::ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()), 32, {8}, {1})};
+      launch::ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()), 32, {8},
+                                {1})};
   auto k = launch::compile(rec.ttir, "loop.ttir");
   {
     Writer w(path_);
@@ -298,7 +300,8 @@ TEST_F(TempTrace, RecordsTheSameWhateverTheThreadCount) {
       w.run(*k, c.rec, sanitize(i == 0 ? 1 : 4));
     }
     Db db(path_, false);
-    Stmt s(db, "SELECT site, pid_x, seq, arg, kind, lanes, active, oob, hex(runs) FROM accesses ORDER BY rowid");
+    Stmt s(db,
+           "SELECT site, pid_x, seq, arg, kind, lanes, active, oob, hex(runs) FROM accesses ORDER BY rowid");
     while (s.step())
       for (int col = 0; col < 9; ++col) dump[i] += s.text(col) + (col == 8 ? "\n" : "|");
     Stmt d(db, "SELECT dropped FROM launches");
@@ -328,9 +331,7 @@ TEST_F(TempTrace, VersionMismatchIsAClearError) {
 
 TEST_F(TempTrace, FilesThatAreNotTracesAreClearErrors) {
   EXPECT_EQ(error_of([&] { Reader r(path_); }), path_ + ": no such trace file");
-  {
-    std::ofstream(path_) << "x_ptr,out_ptr\n1,2\n";
-  }
+  { std::ofstream(path_) << "x_ptr,out_ptr\n1,2\n"; }
   EXPECT_EQ(error_of([&] { Reader r(path_); }), path_ + ": not a tilescope trace (not an SQLite database)");
   EXPECT_EQ(error_of([&] { Writer w(path_); }), path_ + ": not a tilescope trace (not an SQLite database)");
   // create() never overwrites a file that is not a trace.
