@@ -84,14 +84,16 @@ def traced(tmp_path_factory):
     prog.write_text(PROGRAM)
     p = tilescope_cli(["trace", "--color", "never", "-o", "run.tstrace", "--", sys.executable, str(prog)], d)
     assert p.returncode == 1, p.stderr  # the shift kernel's out-of-bounds read
-    assert "trace of 3 launch(es) written to run.tstrace" in p.stderr, p.stderr
+    assert "trace of 4 launch(es) written to run.tstrace" in p.stderr, p.stderr
     return d, str(prog), tilescope.load_trace(d / "run.tstrace")
 
 
 def test_every_launch_of_every_process_is_recorded(traced):
     d, prog, t = traced
-    assert [launch["name"] for launch in t.launches] == ["add_kernel", "shift_kernel", "shift_kernel"]
+    # The parent's two launches, then the child's (each process commits its own launches in order).
+    assert [launch["name"] for launch in t.launches] == ["add_kernel", "shift_kernel"] * 2
     assert len({launch["process"] for launch in t.launches}) == 2
+    assert t.launches[0]["process"] != t.launches[2]["process"]
     assert t.launches[0]["grid"] == (GRID, 1, 1) and t.launches[0]["programs"] == GRID
     rec = t.launches[0]["record"]
     assert [a["name"] for a in rec["args"]] == ["x_ptr", "y_ptr", "out_ptr", "n"]
@@ -145,7 +147,7 @@ def test_findings_are_the_reports(traced):
     text = open(prog).read()
     found = [(f["launch"], f["kind"], f["line"]) for f in t.findings]
     bug = line_of("MARK-bug", text)
-    assert found == [(2, "out-of-bounds-load", bug), (3, "out-of-bounds-load", bug)]
+    assert found == [(2, "out-of-bounds-load", bug), (4, "out-of-bounds-load", bug)]
     f = t.findings[0]
     assert f["lanes"]["count"] == 1 and f["offsets"]["min"] == N
     assert t.launches[1]["findings"][0] == {k: v for k, v in f.items() if k != "launch"}
@@ -156,15 +158,16 @@ def test_show_summarizes(traced):
     p = tilescope_cli(["show", "run.tstrace"], d)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert "3 launch(es) in 2 process(es)" in out, out
-    assert "add_kernel  1 launch(es)" in out and "shift_kernel  2 launch(es)" in out, out
+    assert "4 launch(es) in 2 process(es)" in out, out
+    assert "add_kernel  2 launch(es)" in out and "shift_kernel  2 launch(es)" in out, out
     assert "findings: " in out and "out-of-bounds" in out, out
-    # Bytes per line: the add's two loads and store move 4 * N each; the shift kernel (two launches)
-    # stores 4 * N per launch and loads 4 * (N - 1) in bounds (its last lane reads past x).
+    # Bytes per line over the two processes: the add's two loads and its store move 4 * N per launch,
+    # the shift's store too, the shift's load 4 * (N - 1) in bounds (its last lane reads past x).
     top = [line.split() for line in out.split("top lines by bytes")[1].splitlines()[2:] if line.strip()]
-    assert [int(row[0]) for row in top] == [8 * N, 8 * (N - 1), 4 * N, 4 * N, 4 * N], out
+    assert [int(row[0]) for row in top] == [8 * N] * 4 + [8 * (N - 1)], out
     text = open(prog).read()
-    assert top[1][3] == f"{prog}:{line_of('MARK-bug', text)}", out
+    assert top[4][3] == f"{prog}:{line_of('MARK-bug', text)}", out
+    assert top[0][3] == f"{prog}:{line_of('MARK-x-load', text)}" and "tl.load(x_ptr + offs, mask=mask)" in out
 
 
 def test_replay_gives_the_recorded_findings(traced, tmp_path):
@@ -179,7 +182,7 @@ def test_replay_gives_the_recorded_findings(traced, tmp_path):
     p = tilescope_cli(["replay", str(d / "run.tstrace"), "--launch", "1"], d)
     assert p.returncode == 0 and "no findings; the same findings as recorded" in p.stderr, p.stderr
     p = tilescope_cli(["replay", str(d / "run.tstrace"), "--launch", "9"], d)
-    assert p.returncode == 2 and "no launch 9 (the trace has launches 1 to 3)" in p.stderr, p.stderr
+    assert p.returncode == 2 and "no launch 9 (the trace has launches 1 to 4)" in p.stderr, p.stderr
 
 
 def test_save_inputs_runs_under_tilescope_run(traced, tmp_path):
