@@ -245,3 +245,15 @@ def test_bad_files_are_clear_errors(tmp_path):
         tilescope.load_trace(newer)
     p = tilescope_cli(["show", str(newer)], tmp_path)
     assert p.returncode == 2 and "version 99 is newer" in p.stderr, p.stderr
+
+
+def test_a_killed_process_keeps_its_committed_launches(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.replace('    if "--child" not in sys.argv:',
+                                    '    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n'
+                                    '    if "--child" not in sys.argv:'))
+    p = tilescope_cli(["trace", "-o", "killed.tstrace", "--", sys.executable, str(prog)], tmp_path)
+    assert p.returncode == 128 + 9, p.stderr
+    t = tilescope.load_trace(tmp_path / "killed.tstrace")  # a valid file (the integrity check runs)
+    assert [launch["name"] for launch in t.launches] == ["add_kernel", "shift_kernel"]
+    assert [f["launch"] for f in t.findings] == [2]
