@@ -69,7 +69,7 @@ exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
   }
   exec::Subscription s;
   s.kinds = exec::kAccess | exec::kProgram | exec::kOpBegin;
-  s.ops = [this](const ir::Op& op) -> const void* {
+  s.ops = [](const ir::Op& op) -> const void* {
     return op.name == "scf.for" ? &op : nullptr;  // loops: trip counts from their bounds
   };
   return s;

@@ -91,7 +91,7 @@ class Recorder : public exec::Observer {
 
  private:
   struct Program;
-  void keep(std::unique_ptr<ProgramDetail> p);
+  void keep(std::unique_ptr<ProgramDetail> d);
   void shrink();
 
   std::vector<const ir::Op*> sites_;
