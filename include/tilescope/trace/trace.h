@@ -63,7 +63,7 @@ class Writer {
 void create(const std::string& path, int64_t budget = kDefaultBudget);
 
 /// One recorded launch, as replay needs it.
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate (its iterative teardown)
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct StoredLaunch {
   int64_t id = 0;
   launch::LaunchRecord record;  // with the TTIR text; buffer arguments' `host` are null
