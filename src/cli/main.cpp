@@ -35,6 +35,7 @@
 #include "cache.h"
 #include "interrupt.h"
 #include "llm.h"
+#include "view.h"
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
@@ -298,6 +299,8 @@ int main(int argc, char** argv) {
   tilescope::cli::add_sanitize(app, trace_opts, "trace");
   tilescope::cli::ShowOptions show_opts;
   auto* show = tilescope::cli::add_show(app, show_opts);
+  tilescope::cli::ViewOptions view_opts;
+  auto* view = tilescope::cli::add_view(app, view_opts);
   tilescope::cli::ReplayOptions replay_opts;
   auto* replay = tilescope::cli::add_replay(app, replay_opts);
   std::vector<std::string> demo_args;
@@ -323,6 +326,7 @@ int main(int argc, char** argv) {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
     if (*show) return tilescope::cli::show_command(show_opts);
+    if (*view) return tilescope::cli::view_command(view_opts);
     if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,

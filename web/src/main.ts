@@ -1,0 +1,492 @@
+// tilescope's web visualizer: every launch of a trace, the grid of programs, each program's memory
+// ops, the tensor each op touched, and the Python source beside the TTIR.
+import { api, ApiError, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
+import { CodeView } from "./code";
+import { Heatmap, type HeatmapModel, type Mark } from "./heatmap";
+import "./style.css";
+import { elemBytes, formatValue, valueAt } from "./values";
+
+type TensorMode = "op" | "all" | "before" | "after";
+
+const KIND_COLOR: Record<string, string> = { load: "#3b82f6", store: "#f59e0b", atomic: "#a855f7" };
+
+const state = {
+  launches: [] as LaunchSummary[],
+  launch: null as Launch | null,
+  programs: null as Programs | null,
+  pid: [0, 0, 0] as Pid,
+  program: null as Program | null,
+  access: -1, // index into program.accesses
+  mode: "op" as TensorMode,
+  contents: new Map<string, DataView | null>(), // "launch/arg/phase"
+  sources: new Map<number, string>(),
+  ttir: new Map<number, string>(),
+  shownSource: -1,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+
+const app = document.getElementById("app")!;
+app.innerHTML = `
+<header>
+  <strong>tilescope</strong><span id="file"></span>
+  <span class="spacer"></span>
+  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs</span>
+  <button id="theme" title="light / dark">◐</button>
+</header>
+<main>
+  <aside class="left">
+    <section><h2>Launches</h2><ul id="launches" class="list"></ul></section>
+    <section class="grow"><h2>Findings</h2><ul id="findings" class="list"></ul></section>
+  </aside>
+  <section class="center">
+    <div class="panel" id="grid-panel">
+      <h2>Programs <span id="grid-info" class="muted"></span>
+        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option></select></label></h2>
+      <div class="grid-host"><canvas id="grid" tabindex="0"></canvas></div>
+    </div>
+    <div class="panel" id="ops-panel">
+      <h2>Memory ops of program <span id="pid"></span> <span id="sampled" class="muted"></span></h2>
+      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th>variable</th><th>argument</th><th>seq</th><th>active / lanes</th><th>out of bounds</th></tr></thead><tbody></tbody></table></div>
+    </div>
+    <div class="panel grow" id="tensor-panel">
+      <h2><span id="tensor-title">Tensor</span>
+        <span class="right-of" id="modes">
+          <button data-mode="op" title="the elements the selected op touched in the selected program">this op</button>
+          <button data-mode="all" title="how many programs' accesses touched each element">all programs</button>
+          <button data-mode="before" title="values before the launch">before</button>
+          <button data-mode="after" title="values after the launch">after</button>
+        </span></h2>
+      <div class="heat-host" id="heat-host"></div>
+      <div id="hover" class="hover muted">hover an element</div>
+    </div>
+  </section>
+  <aside class="right">
+    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted"></span></h2><div class="code" id="py"></div></div>
+    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted"></span></h2><div class="code" id="ttir"></div></div>
+  </aside>
+</main>
+<div id="error" class="error" hidden></div>`;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const heat = new Heatmap($("heat-host"));
+const py = new CodeView($("py"), "python");
+const ttir = new CodeView($("ttir"), "ttir");
+
+function showError(e: unknown) {
+  const el = $("error");
+  el.hidden = false;
+  el.textContent = e instanceof ApiError ? `${e.code}: ${e.message}` : String(e);
+  setTimeout(() => (el.hidden = true), 6000);
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+const pidKey = (p: Pid) => p.join(",");
+const base = (path: string) => path.split("/").pop() ?? path;
+
+// ---------------------------------------------------------------------------------------------
+// Launches and findings
+
+function renderLaunches() {
+  const ul = $("launches");
+  ul.innerHTML = state.launches
+    .map(
+      (l) => `<li data-launch="${l.id}" class="${state.launch?.id === l.id ? "selected" : ""}">
+        <span class="name">${l.id}. ${esc(l.name)}</span>
+        <span class="muted">grid ${l.grid.join("×")}</span>
+        ${l.findings ? `<span class="badge bad">${l.findings}</span>` : `<span class="badge ok">0</span>`}
+        ${l.error ? `<span class="badge bad" title="${esc(l.error)}">error</span>` : ""}</li>`,
+    )
+    .join("");
+  ul.querySelectorAll("li").forEach((li) => li.addEventListener("click", () => selectLaunch(Number(li.dataset.launch))));
+}
+
+function renderFindings() {
+  const ul = $("findings");
+  const fs = state.launch?.findings ?? [];
+  ul.innerHTML = fs.length
+    ? fs
+        .map(
+          (f, i) => `<li data-finding="${i}"><span class="kind">${esc(f.kind)}</span>
+            <span class="muted">${esc(base(f.file))}:${f.line}</span><div class="summary">${esc(f.summary)}</div>
+            ${f.hint ? `<div class="hint">${esc(f.hint)}</div>` : ""}</li>`,
+        )
+        .join("")
+    : `<li class="muted">no findings in this launch</li>`;
+  ul.querySelectorAll("li[data-finding]").forEach((li) =>
+    li.addEventListener("click", () => selectFinding(state.launch!.findings[Number((li as HTMLElement).dataset.finding)])),
+  );
+}
+
+async function selectLaunch(id: number) {
+  try {
+    const [launch, programs] = await Promise.all([api.launch(id), api.programs(id)]);
+    state.launch = launch;
+    state.programs = programs;
+    state.access = -1;
+    renderLaunches();
+    renderFindings();
+    $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
+      programs.programs.length
+    }${programs.detail_stride > 1 ? ` (every ${programs.detail_stride}th)` : ""}`;
+    if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
+    ttir.setText(state.ttir.get(launch.kernel_id)!);
+    $("ttir-file").textContent = launch.name;
+    state.shownSource = -1;
+    const first = launch.findings[0];
+    if (first) await selectFinding(first);
+    else await selectProgram(programs.programs[0]?.pid ?? [0, 0, 0]);
+  } catch (e) {
+    showError(e);
+  }
+}
+
+/// A finding: its first program, the op at its site, and (for two-sided races) nothing more.
+async function selectFinding(f: Finding) {
+  const pid = f.programs.first[0] ?? [0, 0, 0];
+  await selectProgram(pid, f.ttir.line);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid map of programs
+
+function gridShape(l: Launch) {
+  return { cols: l.grid[0], rows: l.grid[1] * l.grid[2] };
+}
+
+function drawGrid() {
+  const c = $<HTMLCanvasElement>("grid");
+  const host = c.parentElement!;
+  const l = state.launch;
+  const dpr = window.devicePixelRatio || 1;
+  c.width = host.clientWidth * dpr;
+  c.height = host.clientHeight * dpr;
+  c.style.width = `${host.clientWidth}px`;
+  c.style.height = `${host.clientHeight}px`;
+  const g = c.getContext("2d")!;
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, host.clientWidth, host.clientHeight);
+  if (!l || !state.programs) return;
+  const { cols, rows } = gridShape(l);
+  const s = Math.max(0.5, Math.min(24, (host.clientWidth - 4) / cols, (host.clientHeight - 4) / rows));
+  const detail = new Map(state.programs.programs.map((p) => [pidKey(p.pid), p]));
+  const maxBytes = Math.max(1, ...state.programs.programs.map((p) => p.bytes));
+  const by = ($("color-by") as HTMLSelectElement).value;
+  const css = getComputedStyle(document.documentElement);
+  for (let r = 0; r < rows; r++)
+    for (let x = 0; x < cols; x++) {
+      const pid: Pid = [x, r % l.grid[1], Math.floor(r / l.grid[1])];
+      const k = pidKey(pid);
+      const d = detail.get(k);
+      let color = css.getPropertyValue("--cell").trim();
+      if (by === "findings" && state.programs.findings[k]) color = "#e5484d";
+      else if (d) color = `rgba(59,130,246,${by === "bytes" ? 0.15 + (0.85 * d.bytes) / maxBytes : 0.45})`;
+      g.fillStyle = color;
+      g.fillRect(2 + x * s, 2 + r * s, Math.max(s - (s > 4 ? 1 : 0), 0.5), Math.max(s - (s > 4 ? 1 : 0), 0.5));
+    }
+  const sr = state.pid[1] + l.grid[1] * state.pid[2];
+  g.strokeStyle = css.getPropertyValue("--fg").trim();
+  g.lineWidth = 2;
+  g.strokeRect(2 + state.pid[0] * s - 1, 2 + sr * s - 1, Math.max(s, 3) + 1, Math.max(s, 3) + 1);
+  c.dataset.selected = pidKey(state.pid);
+  c.dataset.scale = String(s);
+}
+
+$<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
+  const l = state.launch;
+  if (!l) return;
+  const c = e.currentTarget as HTMLCanvasElement;
+  const s = Number(c.dataset.scale);
+  const r = c.getBoundingClientRect();
+  const x = Math.floor((e.clientX - r.left - 2) / s), row = Math.floor((e.clientY - r.top - 2) / s);
+  const { cols, rows } = gridShape(l);
+  if (x >= 0 && x < cols && row >= 0 && row < rows) selectProgram([x, row % l.grid[1], Math.floor(row / l.grid[1])]);
+});
+$("color-by").addEventListener("change", drawGrid);
+new ResizeObserver(drawGrid).observe($("grid").parentElement!);
+
+// ---------------------------------------------------------------------------------------------
+// A program's memory ops
+
+function siteOf(a: Access) {
+  return state.launch!.sites.find((s) => s.site === a.site)!;
+}
+
+function argOf(i: number): Arg | undefined {
+  return state.launch!.args.find((a) => a.index === i);
+}
+
+async function selectProgram(pid: Pid, ttirLine?: number) {
+  const l = state.launch;
+  if (!l) return;
+  state.pid = pid;
+  drawGrid();
+  $("pid").textContent = `(${pid.join(", ")})`;
+  try {
+    state.program = await api.program(l.id, pid);
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  const p = state.program;
+  $("sampled").textContent = p.sampled ? "" : "(no detail recorded for this program: the trace's budget kept a sample)";
+  const body = $("ops").querySelector("tbody")!;
+  body.innerHTML = p.accesses
+    .map((a, i) => {
+      const s = siteOf(a);
+      const arg = argOf(a.arg);
+      return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
+        <td><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${esc(s.op)}</td>
+        <td>${s.line}</td><td>${esc(s.var)}</td><td>${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
+        <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
+    })
+    .join("");
+  body.querySelectorAll("tr").forEach((tr) => tr.addEventListener("click", () => selectAccess(Number(tr.dataset.access))));
+  let pick = 0;
+  if (ttirLine !== undefined) {
+    const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
+    if (i >= 0) pick = i;
+  } else if (state.access >= 0 && state.access < p.accesses.length) {
+    pick = state.access;
+  }
+  await selectAccess(p.accesses.length ? pick : -1, ttirLine);
+}
+
+async function selectAccess(i: number, ttirLine?: number) {
+  state.access = i;
+  $("ops")
+    .querySelectorAll("tbody tr")
+    .forEach((tr) => tr.classList.toggle("selected", Number((tr as HTMLElement).dataset.access) === i));
+  const a = i >= 0 ? state.program!.accesses[i] : null;
+  const line = a ? siteOf(a).ttir_line : ttirLine;
+  const site = a ? siteOf(a) : state.launch!.sites.find((s) => s.ttir_line === line);
+  if (site) await showSource(site.file, [site.line]);
+  ttir.highlight(line ? [line] : []);
+  await renderTensor();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source views
+
+async function showSource(file: string, lines: number[]) {
+  const l = state.launch!;
+  const src = l.sources.find((s) => s.path === file) ?? l.sources.find((s) => base(s.path) === base(file));
+  if (!src) {
+    if (state.shownSource !== -2) py.setText(`# ${file}: not in the trace`);
+    state.shownSource = -2;
+    $("py-file").textContent = file;
+    return;
+  }
+  if (state.shownSource !== src.id) {
+    if (!state.sources.has(src.id)) state.sources.set(src.id, (await api.source(src.id)).content);
+    py.setText(state.sources.get(src.id)!);
+    state.shownSource = src.id;
+    $("py-file").textContent = src.path;
+  }
+  py.highlight(lines);
+}
+
+ttir.onLineClick = async (line) => {
+  const p = state.program;
+  if (!p || !state.launch) return;
+  const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === line);
+  if (i >= 0) return selectAccess(i);
+  const site = state.launch.sites.find((s) => s.ttir_line === line);
+  ttir.highlight([line]);
+  if (site) await showSource(site.file, [site.line]);
+};
+
+py.onLineClick = async (line) => {
+  const l = state.launch, p = state.program;
+  if (!l || !p) return;
+  const sites = l.sites.filter((s) => s.line === line && l.sources.some((x) => x.id === state.shownSource && x.path === s.file));
+  if (!sites.length) return;
+  const i = p.accesses.findIndex((a) => sites.some((s) => s.site === a.site));
+  if (i >= 0) await selectAccess(i);
+  py.highlight([line]);
+  ttir.highlight(sites.map((s) => s.ttir_line));
+};
+
+// ---------------------------------------------------------------------------------------------
+// The tensor of the selected op
+
+function layout(arg: Arg): { elements: number; width: number } {
+  const n = Math.max(1, Math.floor((arg.bytes ?? 0) / elemBytes(arg.dtype ?? "f32")));
+  const shape = arg.shape ?? [n], strides = arg.strides ?? [1];
+  let width = shape[shape.length - 1] || 1;
+  if (shape.length >= 2 && strides[strides.length - 1] === 1 && strides[strides.length - 2] > 0) width = strides[strides.length - 2];
+  if (shape.length === 1 && n > 4096) width = Math.ceil(Math.sqrt(n));
+  return { elements: n, width: Math.max(1, width) };
+}
+
+async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView | null> {
+  const key = `${state.launch!.id}/${arg.index}/${phase}`;
+  if (!state.contents.has(key)) {
+    try {
+      state.contents.set(key, new DataView(await api.contents(state.launch!.id, arg.index, phase)));
+    } catch {
+      state.contents.set(key, null);
+    }
+  }
+  return state.contents.get(key)!;
+}
+
+/// Out-of-bounds offsets of the selected op in this program, from the findings at its site that name the
+/// program (the trace keeps in-bounds offsets per access; out-of-bounds ones as a finding's range).
+function outOfBounds(a: Access): number[] {
+  const l = state.launch!, s = siteOf(a), k = pidKey(state.pid);
+  const out: number[] = [];
+  for (const f of l.findings) {
+    if (!f.kind.startsWith("out-of-bounds") || f.ttir.line !== s.ttir_line || !f.offsets) continue;
+    if (!f.programs.first.some((p) => pidKey(p) === k)) continue; // the finding lists its first programs only
+    for (let o = f.offsets.min; o <= f.offsets.max && out.length < 65536; o++) {
+      const n = f.buffer?.numel ?? Infinity;
+      if (o < 0 || o >= n) out.push(o);
+    }
+  }
+  return out;
+}
+
+async function renderTensor() {
+  const p = state.program, l = state.launch;
+  const a = p && state.access >= 0 ? p.accesses[state.access] : null;
+  const arg = a ? argOf(a.arg) : undefined;
+  document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) => b.classList.toggle("selected", b.dataset.mode === state.mode));
+  if (!l || !a || !arg || arg.kind !== "buffer") {
+    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : "Tensor";
+    heat.show(null);
+    return;
+  }
+  const dtype = arg.dtype ?? "f32";
+  const { elements, width } = layout(arg);
+  $("tensor-title").textContent = `${arg.name}: ${dtype}[${(arg.shape ?? []).join(" × ")}] strides [${(arg.strides ?? []).join(", ")}]`;
+  const marks = new Map<number, Mark>();
+  let cell: (o: number) => string | null = () => null;
+  let counts: { loads: number[]; stores: number[] } | null = null;
+  let values: DataView | null = null;
+  if (state.mode === "op" || state.mode === "all") {
+    for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
+    for (const o of outOfBounds(a)) marks.set(o, { color: "#e5484d" });
+  }
+  if (state.mode === "all") {
+    try {
+      counts = await api.counts(l.id, arg.index);
+    } catch (e) {
+      showError(e);
+    }
+    if (counts) {
+      const max = Math.max(1, ...counts.loads.map((x, i) => x + counts!.stores[i]));
+      cell = (o) => {
+        const n = (counts!.loads[o] ?? 0) + (counts!.stores[o] ?? 0);
+        return n ? `rgba(16,185,129,${0.15 + (0.85 * n) / max})` : null;
+      };
+      marks.clear();
+    }
+  } else if (state.mode === "before" || state.mode === "after") {
+    values = await contentsOf(arg, state.mode);
+    if (values) {
+      let lo = Infinity, hi = -Infinity;
+      for (let i = 0; i < elements && i < 1 << 22; i++) {
+        const v = valueAt(values, dtype, i);
+        if (Number.isFinite(v)) (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+      }
+      const span = hi > lo ? hi - lo : 1;
+      cell = (o) => {
+        const v = valueAt(values, dtype, o);
+        if (Number.isNaN(v)) return "#e5484d";
+        const t = (v - lo) / span;
+        return `hsl(${240 - 240 * t}, 70%, 55%)`;
+      };
+    } else {
+      $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
+    }
+  }
+  const model: HeatmapModel = { elements, width, cell, marks };
+  heat.show(model);
+  heat.onHover = (o) => {
+    if (o === null) return void ($("hover").textContent = "hover an element");
+    const row = Math.floor(o / width), col = ((o % width) + width) % width;
+    const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
+    let text = `element ${o}${where}: row ${row}, column ${col}`;
+    if (marks.has(o)) text += ` · touched by this ${a.kind}`;
+    if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads[o] ?? 0}, stores ${counts.stores[o] ?? 0}`;
+    if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
+    $("hover").textContent = text;
+  };
+  heat.onClick = async (o) => {
+    if (o < 0 || o >= elements) return;
+    try {
+      const r = await api.element(l.id, arg.index, o);
+      const who = r.accesses.slice(0, 12).map((x) => `(${x.pid.join(",")}) ${x.kind}`).join(", ");
+      $("hover").textContent = `element ${o}: recorded accesses by ${r.accesses.length}${r.more ? "+" : ""}: ${who}`;
+    } catch (e) {
+      showError(e);
+    }
+  };
+}
+
+document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) =>
+  b.addEventListener("click", () => {
+    state.mode = b.dataset.mode as TensorMode;
+    renderTensor();
+  }),
+);
+
+// ---------------------------------------------------------------------------------------------
+// Keys, theme, start
+
+document.addEventListener("keydown", (e) => {
+  const l = state.launch;
+  if (!l || (e.target as HTMLElement).closest(".cm-editor, select")) return;
+  const [x, y, z] = state.pid;
+  const moves: Record<string, Pid> = {
+    ArrowLeft: [Math.max(0, x - 1), y, z],
+    ArrowRight: [Math.min(l.grid[0] - 1, x + 1), y, z],
+    ArrowUp: y > 0 ? [x, y - 1, z] : [x, y, Math.max(0, z - 1)],
+    ArrowDown: y + 1 < l.grid[1] ? [x, y + 1, z] : [x, y, Math.min(l.grid[2] - 1, z + 1)],
+  };
+  if (moves[e.key]) {
+    e.preventDefault();
+    selectProgram(moves[e.key]);
+  } else if ((e.key === "j" || e.key === "k") && state.program?.accesses.length) {
+    const n = state.program.accesses.length;
+    selectAccess((state.access + (e.key === "j" ? 1 : n - 1)) % n);
+  } else if (e.key === "[" || e.key === "]") {
+    const i = state.launches.findIndex((x2) => x2.id === l.id) + (e.key === "]" ? 1 : -1);
+    if (i >= 0 && i < state.launches.length) selectLaunch(state.launches[i].id);
+  } else if (e.key === "a") {
+    state.mode = state.mode === "all" ? "op" : "all";
+    renderTensor();
+  }
+});
+
+const savedTheme = localStorage.getItem("tilescope-theme");
+if (savedTheme) document.documentElement.dataset.theme = savedTheme;
+$("theme").addEventListener("click", () => {
+  const dark = document.documentElement.dataset.theme
+    ? document.documentElement.dataset.theme !== "dark"
+    : !window.matchMedia("(prefers-color-scheme: dark)").matches;
+  document.documentElement.dataset.theme = dark ? "dark" : "light";
+  localStorage.setItem("tilescope-theme", document.documentElement.dataset.theme);
+  drawGrid();
+  heat.draw();
+});
+
+(async () => {
+  try {
+    const [session, launches] = await Promise.all([api.session(), api.launches()]);
+    $("file").textContent = `${session.file} · ${session.launches} launch(es)`;
+    document.title = `tilescope · ${session.file}`;
+    state.launches = launches;
+    renderLaunches();
+    const first = launches.find((l) => l.findings > 0) ?? launches[0];
+    if (first) await selectLaunch(first.id);
+    document.body.dataset.ready = "1";
+  } catch (e) {
+    showError(e);
+  }
+})();
