@@ -41,6 +41,7 @@
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
+#include "view.h"
 
 namespace tilescope::cli {
 namespace fs = std::filesystem;
@@ -364,6 +365,9 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& nam
         "record every launch of every process of the run into this trace file (replaced when it is a "
         "trace already; docs/trace-format.md)");
   }
+  s->add_flag("--view", o.view,
+              "after the run, open the trace in the web visualizer (tilescope view) until Ctrl-C; without "
+              "--trace, into a temporary trace removed afterwards");
   s->add_option(
        "--trace-budget", o.trace_budget,
        fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
@@ -462,6 +466,11 @@ int sanitize_command(const SanitizeOptions& o) {
     std::error_code ec;
     trace_path = fs::absolute(o.trace_path, ec).string();
     trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+  } else if (o.view) {
+    // --view without --trace: a temporary trace, removed when the viewer stops.
+    std::error_code ec;
+    trace_path = (fs::temp_directory_path(ec) / fmt::format("tilescope-view-{}.tstrace", getpid())).string();
+    trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
   }
   ForwardSignals forwarding;
   TempDir dir;
@@ -537,7 +546,7 @@ int sanitize_command(const SanitizeOptions& o) {
   std::cerr << fmt::format(
       "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n", summary,
       c.launches, processes, status);
-  if (!trace_path.empty()) {
+  if (!o.trace_path.empty()) {
     try {
       trace::Reader r(trace_path);
       std::cerr << fmt::format("tilescope: trace of {} launch(es) written to {} (tilescope show {})\n",
@@ -561,9 +570,21 @@ int sanitize_command(const SanitizeOptions& o) {
   if (!(std::cerr << std::flush)) failed = true;  // the report was lost: nowhere left to say so
   // The program's own failure always wins; then tilescope's own (a report lost); --exit-code is the
   // status of a program that succeeded with findings.
-  if (status != 0) return status;
-  if (failed) return 2;
-  return findings.empty() ? 0 : o.exit_code;
+  const int rc = status != 0 ? status : failed ? 2 : findings.empty() ? 0 : o.exit_code;
+  if (o.view && !trace_path.empty()) {
+    // The trace in the web visualizer until Ctrl-C; a temporary trace goes with it.
+    struct RemoveAfter {
+      std::string path;
+      ~RemoveAfter() {
+        std::error_code ec;
+        if (!path.empty()) fs::remove(path, ec);
+      }
+    } remove_after{o.trace_path.empty() ? trace_path : ""};
+    ViewOptions v;
+    v.path = trace_path;
+    view_command(v);
+  }
+  return rc;
 }
 
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args) {

@@ -215,3 +215,23 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
     assert reads["grid_after_key"] == f"{pid[0] - 1},0,0"
     for name in ("view-finding", "view-all-programs"):
         assert os.path.getsize(os.path.join(SHOTS, f"{name}.png")) > 10_000
+
+
+def test_sanitize_view_serves_the_run_then_cleans_up(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.Popen([TILESCOPE, "sanitize", "--view", "--", sys.executable, EXAMPLE], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    url = None
+    for _ in range(10):
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", p.stdout.readline())
+        if m:
+            url = {"port": int(m.group(1)), "token": m.group(2)}
+            break
+    assert url, p.stderr.read()
+    launches = api(url, "/api/launches")
+    assert len(launches) == 1 and launches[0]["kinds"]["out-of-bounds-load"] == 1
+    assert list(tmp_path.glob("*.tstrace")), "the temporary trace is there while the viewer runs"
+    p.send_signal(2)
+    assert p.wait(timeout=20) == 1  # the run's status: findings
+    assert "out-of-bounds-load" in p.stderr.read()
+    assert not list(tmp_path.glob("*.tstrace")), "the temporary trace is removed with the viewer"
