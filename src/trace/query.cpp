@@ -171,45 +171,39 @@ json Query::launch(int64_t id) const {
   return out;
 }
 
-json Query::programs(int64_t launch) const {
+json Query::programs(int64_t launch, bool with_bytes) const {
   std::lock_guard<std::mutex> g(impl_->mu);
   const Db& db = impl_->db;
-  Stmt l(db, "SELECT detail_stride, findings FROM launches WHERE id = ?");
+  Stmt l(db, "SELECT detail_stride, findings, record FROM launches WHERE id = ?");
   l.bind(1, launch);
   if (!l.step()) throw NotFound(fmt::format("no launch {} in this trace", launch));
   json out = {{"detail_stride", l.i64(0)}};
   const json findings = parse_or(l.text(1), json::array());
-  // Per-program bytes are not stored: count element runs times the argument's element size.
-  std::map<int64_t, int64_t> elem_size;
-  {
-    Stmt r(db, "SELECT record FROM launches WHERE id = ?");
-    r.bind(1, launch);
-    r.step();
-    const json rec = parse_or(r.text(0), json::object());
-    const json args = rec.value("args", json::array());
-    for (size_t i = 0; i < args.size(); ++i) {
-      const json& a = args[i];
-      if (a.value("kind", "") != "buffer") continue;
-      const auto e = ir::elem_from_mlir(a.value("dtype", ""));
-      const int64_t size = e ? ir::elem_bytes(*e) : 0;
-      elem_size[static_cast<int64_t>(i)] = size;
-    }
-  }
   std::map<std::array<int64_t, 3>, std::array<int64_t, 2>> per;  // accesses, bytes
-  Stmt a(db, "SELECT pid_x, pid_y, pid_z, arg, runs FROM accesses WHERE launch = ?");
-  a.bind(1, launch);
-  while (a.step()) {
-    auto& p = per[{a.i64(0), a.i64(1), a.i64(2)}];
-    ++p[0];
-    int64_t elements = 0;
-    for (const auto& run : pairs(a.bytes(4))) elements += run[1];
-    auto es = elem_size.find(a.i64(3));
-    p[1] += elements * (es == elem_size.end() ? 0 : es->second);
+  if (with_bytes) {
+    // Bytes are not stored per program: element runs times the argument's element size.
+    const json args = parse_or(l.text(2), json::object()).value("args", json::array());
+    std::map<int64_t, int64_t> elem_size;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].value("kind", "") != "buffer") continue;
+      const auto e = ir::elem_from_mlir(args[i].value("dtype", ""));
+      elem_size[static_cast<int64_t>(i)] = e ? ir::elem_bytes(*e) : 0;
+    }
+    Stmt a(db, "SELECT pid_x, pid_y, pid_z, arg, runs FROM accesses WHERE launch = ?");
+    a.bind(1, launch);
+    while (a.step()) {
+      auto& p = per[{a.i64(0), a.i64(1), a.i64(2)}];
+      ++p[0];
+      int64_t elements = 0;
+      for (const auto& run : pairs(a.bytes(4))) elements += run[1];
+      auto es = elem_size.find(a.i64(3));
+      p[1] += elements * (es == elem_size.end() ? 0 : es->second);
+    }
   }
   json progs = json::array();
   for (const auto& [pid, v] : per)
     progs.push_back({{"pid", {pid[0], pid[1], pid[2]}}, {"accesses", v[0]}, {"bytes", v[1]}});
-  out["programs"] = progs;
+  if (with_bytes) out["programs"] = progs;
   json by_pid = json::object();
   for (size_t i = 0; i < findings.size(); ++i) {
     const json& f = findings[i];
@@ -234,7 +228,7 @@ json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
   Stmt a(db,
          "SELECT site, seq, arg, kind, lanes, active, oob, runs FROM accesses WHERE launch = ? AND pid_x = ? "
          "AND pid_y "
-         "= ? AND pid_z = ? ORDER BY site, seq, arg");
+         "= ? AND pid_z = ? ORDER BY +site, seq, arg");  // +: the program index, not the site one
   a.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
   while (a.step()) {
     json runs = json::array();
@@ -271,17 +265,18 @@ json Query::element_counts(int64_t launch, int arg) const {
   Stmt s(impl_->db, "SELECT loads, stores FROM element_counts WHERE launch = ? AND arg = ?");
   s.bind(1, launch).bind(2, arg);
   if (!s.step()) throw NotFound(fmt::format("launch {} has no element counts for argument {}", launch, arg));
-  auto expand = [](std::span<const std::byte> b) {
-    std::vector<int64_t> v;
-    for (const auto& [count, repeat] : pairs(b))
-      v.insert(v.end(), static_cast<size_t>(std::max<int64_t>(repeat, 0)), count);
+  auto runs = [](std::span<const std::byte> b, int64_t& n) {
+    json v = json::array();
+    n = 0;
+    for (const auto& [count, repeat] : pairs(b)) {
+      v.push_back({count, repeat});
+      n += repeat;
+    }
     return v;
   };
-  std::vector<int64_t> loads = expand(s.bytes(0)), stores = expand(s.bytes(1));
-  const size_t n = std::max(loads.size(), stores.size());
-  loads.resize(n);
-  stores.resize(n);
-  return {{"elements", n}, {"loads", loads}, {"stores", stores}};
+  int64_t nl = 0, ns = 0;
+  json loads = runs(s.bytes(0), nl), stores = runs(s.bytes(1), ns);
+  return {{"elements", std::max(nl, ns)}, {"loads", loads}, {"stores", stores}};
 }
 
 json Query::element_accesses(int64_t launch, int arg, int64_t element, int limit) const {

@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NU
   kind TEXT NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
   runs BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS accesses_launch ON accesses(launch, site);
+CREATE INDEX IF NOT EXISTS accesses_program ON accesses(launch, pid_x, pid_y, pid_z);
 CREATE TABLE IF NOT EXISTS loops(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
   pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, executions INTEGER NOT NULL, trips INTEGER NOT NULL);
 )sql";

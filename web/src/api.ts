@@ -93,9 +93,11 @@ export interface Launch extends Omit<LaunchSummary, "findings"> {
 }
 
 export interface Programs {
+  /// Programs whose linear id x + gx * (y + gy * z) is a multiple of it have recorded detail (0: none).
   detail_stride: number;
-  programs: { pid: Pid; accesses: number; bytes: number }[];
   findings: Record<string, number[]>;
+  /// Only with ?bytes=1.
+  programs?: { pid: Pid; accesses: number; bytes: number }[];
 }
 
 export interface Access {
@@ -116,10 +118,11 @@ export interface Program {
   loops: { site: number; executions: number; trips: number }[];
 }
 
+/// Per-element counts, run-length encoded: [count, repeat] pairs from element 0.
 export interface Counts {
   elements: number;
-  loads: number[];
-  stores: number[];
+  loads: [number, number][];
+  stores: [number, number][];
 }
 
 export class ApiError extends Error {
@@ -159,7 +162,7 @@ export const api = {
   session: () => get<Session>("/api/session"),
   launches: () => get<LaunchSummary[]>("/api/launches"),
   launch: (id: number) => get<Launch>(`/api/launches/${id}`),
-  programs: (id: number) => get<Programs>(`/api/launches/${id}/programs`),
+  programs: (id: number, bytes = false) => get<Programs>(`/api/launches/${id}/programs${bytes ? "?bytes=1" : ""}`),
   program: (id: number, p: Pid) => get<Program>(`/api/launches/${id}/programs/${p[0]}/${p[1]}/${p[2]}`),
   counts: (id: number, arg: number) => get<Counts>(`/api/launches/${id}/args/${arg}/counts`),
   element: (id: number, arg: number, e: number) =>

@@ -10,11 +10,26 @@ export interface Mark {
   color: string;
 }
 
+/// An opaque colour, 0-255 per channel.
+export type RGB = [number, number, number];
+
+export function hexRGB(hex: string): RGB {
+  const h = hex.trim().replace("#", "");
+  const n = parseInt(h.length === 3 ? h.replace(/./g, "$&$&") : h.slice(0, 6), 16);
+  return Number.isNaN(n) ? [221, 221, 221] : [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/// `fg` over `bg` with opacity `a` (0..1).
+export function mix(bg: RGB, fg: RGB, a: number): RGB {
+  return [bg[0] + (fg[0] - bg[0]) * a, bg[1] + (fg[1] - bg[1]) * a, bg[2] + (fg[2] - bg[2]) * a];
+}
+
 export interface HeatmapModel {
   elements: number;
   width: number;
-  /// Per-element colour, or null for the background (called for in-bounds cells in view).
-  cell: (offset: number) => string | null;
+  /// Per-element colour, or null for the background. Called once per screen pixel of the tensor when
+  /// zoomed out (a cell smaller than a pixel is sampled), once per cell when zoomed in.
+  cell: (offset: number) => RGB | null;
   /// Marked offsets (touched by the selected op), each with its colour; may lie outside the tensor.
   marks: Map<number, Mark>;
 }
@@ -130,18 +145,35 @@ export class Heatmap {
     const c0 = Math.max(0, Math.floor(-this.ox / s)), c1 = Math.min(m.width, Math.ceil((p.clientWidth - this.ox) / s));
     const r0 = Math.max(0, Math.floor(-this.oy / s) - above), r1 = Math.min(rows, Math.ceil((p.clientHeight - this.oy) / s) - above);
     const style = getComputedStyle(document.documentElement);
-    g.fillStyle = style.getPropertyValue("--cell").trim() || "#ddd";
-    g.fillRect(this.ox, this.oy + above * s, m.width * s, rows * s);
-    for (let r = r0; r < r1; r++)
-      for (let col = c0; col < c1; col++) {
-        const o = r * m.width + col;
-        if (o >= m.elements) break;
-        const color = m.cell(o);
-        if (color) {
-          g.fillStyle = color;
-          g.fillRect(this.ox + col * s, this.oy + (r + above) * s, Math.max(s, 1), Math.max(s, 1));
+    const bg = hexRGB(style.getPropertyValue("--cell") || "#ddd");
+    // The cells, pixel by pixel into an image (device pixels): the cost follows the view, not the tensor.
+    const x0 = Math.max(0, Math.floor(this.ox + c0 * s)), x1 = Math.min(p.clientWidth, Math.ceil(this.ox + c1 * s));
+    const y0 = Math.max(0, Math.floor(this.oy + (r0 + above) * s));
+    const y1 = Math.min(p.clientHeight, Math.ceil(this.oy + (Math.min(r1, rows) + above) * s));
+    if (x1 > x0 && y1 > y0) {
+      const w = Math.ceil((x1 - x0) * dpr), h = Math.ceil((y1 - y0) * dpr);
+      const img = g.createImageData(w, h);
+      const px = img.data;
+      const colOf = new Int32Array(w);
+      for (let i = 0; i < w; i++) colOf[i] = Math.floor((x0 + i / dpr - this.ox) / s);
+      for (let j = 0; j < h; j++) {
+        const r = Math.floor((y0 + j / dpr - this.oy) / s) - above;
+        for (let i = 0; i < w; i++) {
+          const col = colOf[i];
+          const k = 4 * (j * w + i);
+          const o = r * m.width + col;
+          if (r < 0 || r >= rows || col < 0 || col >= m.width || o >= m.elements) continue; // transparent
+          const rgb = m.cell(o) ?? bg;
+          px[k] = rgb[0];
+          px[k + 1] = rgb[1];
+          px[k + 2] = rgb[2];
+          px[k + 3] = 255;
         }
       }
+      g.setTransform(1, 0, 0, 1, 0, 0);
+      g.putImageData(img, Math.floor(x0 * dpr), Math.floor(y0 * dpr));
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    }
     for (const [o, mark] of m.marks) {
       const r = Math.floor(o / m.width), col = ((o % m.width) + m.width) % m.width;
       g.fillStyle = o < 0 || o >= m.elements ? "#e5484d" : mark.color;

@@ -2,7 +2,7 @@
 // ops, the tensor each op touched, and the Python source beside the TTIR.
 import { api, ApiError, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
 import { CodeView } from "./code";
-import { Heatmap, type HeatmapModel, type Mark } from "./heatmap";
+import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
 import { elemBytes, formatValue, valueAt } from "./values";
 
@@ -14,6 +14,7 @@ const state = {
   launches: [] as LaunchSummary[],
   launch: null as Launch | null,
   programs: null as Programs | null,
+  bytes: null as Map<string, number> | null, // per program, fetched when the map is coloured by bytes
   pid: [0, 0, 0] as Pid,
   program: null as Program | null,
   access: -1, // index into program.accesses
@@ -127,19 +128,22 @@ async function selectLaunch(id: number) {
     const [launch, programs] = await Promise.all([api.launch(id), api.programs(id)]);
     state.launch = launch;
     state.programs = programs;
+    state.bytes = null;
     state.access = -1;
     renderLaunches();
     renderFindings();
+    const s = programs.detail_stride;
     $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
-      programs.programs.length
-    }${programs.detail_stride > 1 ? ` (every ${programs.detail_stride}th)` : ""}`;
+      s === 0 ? "none" : s === 1 ? "all" : `every ${s}th`
+    }`;
+    if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes();
     if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
     ttir.setText(state.ttir.get(launch.kernel_id)!);
     $("ttir-file").textContent = launch.name;
     state.shownSource = -1;
     const first = launch.findings[0];
     if (first) await selectFinding(first);
-    else await selectProgram(programs.programs[0]?.pid ?? [0, 0, 0]);
+    else await selectProgram([0, 0, 0]);
   } catch (e) {
     showError(e);
   }
@@ -154,8 +158,37 @@ async function selectFinding(f: Finding) {
 // ---------------------------------------------------------------------------------------------
 // Grid map of programs
 
-function gridShape(l: Launch) {
-  return { cols: l.grid[0], rows: l.grid[1] * l.grid[2] };
+/// Where each program sits on the map: x across and y, z down; a 1-D grid wraps into rows that fill the
+/// panel (a grid of 16384 programs is a 128 x 128 square, not a line of 16384 sub-pixel cells).
+function gridLayout(l: Launch) {
+  const host = $("grid").parentElement!;
+  const [gx, gy, gz] = l.grid;
+  const wrap = gy * gz === 1 && gx > 1;
+  const aspect = Math.max(0.2, host.clientWidth / Math.max(1, host.clientHeight));
+  const cols = wrap ? Math.min(gx, Math.max(1, Math.ceil(Math.sqrt(gx * aspect)))) : gx;
+  const rows = wrap ? Math.ceil(gx / cols) : gy * gz;
+  return {
+    cols,
+    rows,
+    cell: (p: Pid): [number, number] => (wrap ? [p[0] % cols, Math.floor(p[0] / cols)] : [p[0], p[1] + gy * p[2]]),
+    pid: (c: number, r: number): Pid | null => {
+      if (c < 0 || c >= cols || r < 0 || r >= rows) return null;
+      if (wrap) return r * cols + c < gx ? [r * cols + c, 0, 0] : null;
+      return [c, r % gy, Math.floor(r / gy)];
+    },
+  };
+}
+
+function sampled(l: Launch, p: Pid): boolean {
+  const s = state.programs?.detail_stride ?? 0;
+  return s > 0 && (p[0] + l.grid[0] * (p[1] + l.grid[1] * p[2])) % s === 0;
+}
+
+async function loadBytes() {
+  const l = state.launch;
+  if (!l || state.bytes) return;
+  const r = await api.programs(l.id, true);
+  state.bytes = new Map((r.programs ?? []).map((p) => [pidKey(p.pid), p.bytes]));
 }
 
 function drawGrid() {
@@ -171,27 +204,29 @@ function drawGrid() {
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, host.clientWidth, host.clientHeight);
   if (!l || !state.programs) return;
-  const { cols, rows } = gridShape(l);
-  const s = Math.max(0.5, Math.min(24, (host.clientWidth - 4) / cols, (host.clientHeight - 4) / rows));
-  const detail = new Map(state.programs.programs.map((p) => [pidKey(p.pid), p]));
-  const maxBytes = Math.max(1, ...state.programs.programs.map((p) => p.bytes));
-  const by = ($("color-by") as HTMLSelectElement).value;
+  const lay = gridLayout(l);
+  const s = Math.max(0.5, Math.min(24, (host.clientWidth - 4) / lay.cols, (host.clientHeight - 4) / lay.rows));
+  const byBytes = ($("color-by") as HTMLSelectElement).value === "bytes" && state.bytes;
+  const maxBytes = byBytes ? Math.max(1, ...state.bytes!.values()) : 1;
   const css = getComputedStyle(document.documentElement);
-  for (let r = 0; r < rows; r++)
-    for (let x = 0; x < cols; x++) {
-      const pid: Pid = [x, r % l.grid[1], Math.floor(r / l.grid[1])];
+  const empty = css.getPropertyValue("--cell").trim();
+  const gap = s > 4 ? 1 : 0;
+  for (let r = 0; r < lay.rows; r++)
+    for (let x = 0; x < lay.cols; x++) {
+      const pid = lay.pid(x, r);
+      if (!pid) continue;
       const k = pidKey(pid);
-      const d = detail.get(k);
-      let color = css.getPropertyValue("--cell").trim();
-      if (by === "findings" && state.programs.findings[k]) color = "#e5484d";
-      else if (d) color = `rgba(59,130,246,${by === "bytes" ? 0.15 + (0.85 * d.bytes) / maxBytes : 0.45})`;
+      let color = empty;
+      if (!byBytes && state.programs.findings[k]) color = "#e5484d";
+      else if (byBytes && state.bytes!.has(k)) color = `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`;
+      else if (!byBytes && sampled(l, pid)) color = "rgba(59,130,246,0.45)";
       g.fillStyle = color;
-      g.fillRect(2 + x * s, 2 + r * s, Math.max(s - (s > 4 ? 1 : 0), 0.5), Math.max(s - (s > 4 ? 1 : 0), 0.5));
+      g.fillRect(2 + x * s, 2 + r * s, Math.max(s - gap, 0.5), Math.max(s - gap, 0.5));
     }
-  const sr = state.pid[1] + l.grid[1] * state.pid[2];
+  const [sx, sy] = lay.cell(state.pid);
   g.strokeStyle = css.getPropertyValue("--fg").trim();
   g.lineWidth = 2;
-  g.strokeRect(2 + state.pid[0] * s - 1, 2 + sr * s - 1, Math.max(s, 3) + 1, Math.max(s, 3) + 1);
+  g.strokeRect(2 + sx * s - 1, 2 + sy * s - 1, Math.max(s, 3) + 1, Math.max(s, 3) + 1);
   c.dataset.selected = pidKey(state.pid);
   c.dataset.scale = String(s);
 }
@@ -202,11 +237,13 @@ $<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
   const c = e.currentTarget as HTMLCanvasElement;
   const s = Number(c.dataset.scale);
   const r = c.getBoundingClientRect();
-  const x = Math.floor((e.clientX - r.left - 2) / s), row = Math.floor((e.clientY - r.top - 2) / s);
-  const { cols, rows } = gridShape(l);
-  if (x >= 0 && x < cols && row >= 0 && row < rows) selectProgram([x, row % l.grid[1], Math.floor(row / l.grid[1])]);
+  const pid = gridLayout(l).pid(Math.floor((e.clientX - r.left - 2) / s), Math.floor((e.clientY - r.top - 2) / s));
+  if (pid) selectProgram(pid);
 });
-$("color-by").addEventListener("change", drawGrid);
+$("color-by").addEventListener("change", async () => {
+  if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes().catch(showError);
+  drawGrid();
+});
 new ResizeObserver(drawGrid).observe($("grid").parentElement!);
 
 // ---------------------------------------------------------------------------------------------
@@ -314,6 +351,29 @@ py.onLineClick = async (line) => {
 // ---------------------------------------------------------------------------------------------
 // The tensor of the selected op
 
+/// A blue (low) to red (high) ramp for t in [0, 1].
+function ramp(t: number): RGB {
+  const x = Math.min(1, Math.max(0, t));
+  return [Math.round(40 + 200 * x), Math.round(90 + 60 * (1 - Math.abs(2 * x - 1))), Math.round(230 - 190 * x)];
+}
+
+/// Element o's count from [count, repeat] runs (binary search over the runs' starts).
+function rleLookup(runs: [number, number][]): (o: number) => number {
+  const starts: number[] = [];
+  let at = 0;
+  for (const [, repeat] of runs) starts.push(at), (at += repeat);
+  return (o) => {
+    let lo = 0, hi = starts.length - 1;
+    if (hi < 0 || o < 0 || o >= at) return 0;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= o) lo = mid;
+      else hi = mid - 1;
+    }
+    return runs[lo][0];
+  };
+}
+
 function layout(arg: Arg): { elements: number; width: number } {
   const n = Math.max(1, Math.floor((arg.bytes ?? 0) / elemBytes(arg.dtype ?? "f32")));
   const shape = arg.shape ?? [n], strides = arg.strides ?? [1];
@@ -365,8 +425,9 @@ async function renderTensor() {
   const { elements, width } = layout(arg);
   $("tensor-title").textContent = `${arg.name}: ${dtype}[${(arg.shape ?? []).join(" × ")}] strides [${(arg.strides ?? []).join(", ")}]`;
   const marks = new Map<number, Mark>();
-  let cell: (o: number) => string | null = () => null;
-  let counts: { loads: number[]; stores: number[] } | null = null;
+  let cell: (o: number) => RGB | null = () => null;
+  const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
+  let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
   let values: DataView | null = null;
   if (state.mode === "op" || state.mode === "all") {
     for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
@@ -374,15 +435,18 @@ async function renderTensor() {
   }
   if (state.mode === "all") {
     try {
-      counts = await api.counts(l.id, arg.index);
+      const c = await api.counts(l.id, arg.index);
+      counts = { loads: rleLookup(c.loads), stores: rleLookup(c.stores) };
     } catch (e) {
       showError(e);
     }
     if (counts) {
-      const max = Math.max(1, ...counts.loads.map((x, i) => x + counts!.stores[i]));
+      const c = counts;
+      let max = 1;
+      for (let o = 0; o < elements; o += Math.max(1, Math.floor(elements / 65536))) max = Math.max(max, c.loads(o) + c.stores(o));
       cell = (o) => {
-        const n = (counts!.loads[o] ?? 0) + (counts!.stores[o] ?? 0);
-        return n ? `rgba(16,185,129,${0.15 + (0.85 * n) / max})` : null;
+        const n = c.loads(o) + c.stores(o);
+        return n ? mix(bg, [16, 185, 129], Math.min(1, 0.15 + (0.85 * n) / max)) : null;
       };
       marks.clear();
     }
@@ -397,9 +461,8 @@ async function renderTensor() {
       const span = hi > lo ? hi - lo : 1;
       cell = (o) => {
         const v = valueAt(values, dtype, o);
-        if (Number.isNaN(v)) return "#e5484d";
-        const t = (v - lo) / span;
-        return `hsl(${240 - 240 * t}, 70%, 55%)`;
+        if (Number.isNaN(v)) return [229, 72, 77];
+        return ramp((v - lo) / span);
       };
     } else {
       $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
@@ -407,13 +470,15 @@ async function renderTensor() {
   }
   const model: HeatmapModel = { elements, width, cell, marks };
   heat.show(model);
+  // What is on screen, for tests and benchmarks: launch / program / op / mode.
+  document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
   heat.onHover = (o) => {
     if (o === null) return void ($("hover").textContent = "hover an element");
     const row = Math.floor(o / width), col = ((o % width) + width) % width;
     const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
     let text = `element ${o}${where}: row ${row}, column ${col}`;
     if (marks.has(o)) text += ` · touched by this ${a.kind}`;
-    if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads[o] ?? 0}, stores ${counts.stores[o] ?? 0}`;
+    if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
     $("hover").textContent = text;
   };
@@ -443,11 +508,13 @@ document.addEventListener("keydown", (e) => {
   const l = state.launch;
   if (!l || (e.target as HTMLElement).closest(".cm-editor, select")) return;
   const [x, y, z] = state.pid;
+  const lay = gridLayout(l);
+  const [cx, cy] = lay.cell(state.pid);
   const moves: Record<string, Pid> = {
     ArrowLeft: [Math.max(0, x - 1), y, z],
     ArrowRight: [Math.min(l.grid[0] - 1, x + 1), y, z],
-    ArrowUp: y > 0 ? [x, y - 1, z] : [x, y, Math.max(0, z - 1)],
-    ArrowDown: y + 1 < l.grid[1] ? [x, y + 1, z] : [x, y, Math.min(l.grid[2] - 1, z + 1)],
+    ArrowUp: lay.pid(cx, cy - 1) ?? state.pid,
+    ArrowDown: lay.pid(cx, cy + 1) ?? state.pid,
   };
   if (moves[e.key]) {
     e.preventDefault();
