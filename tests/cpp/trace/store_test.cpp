@@ -312,6 +312,34 @@ TEST_F(TempTrace, RecordsTheSameWhateverTheThreadCount) {
   EXPECT_EQ(dump[0], dump[1]);
 }
 
+TEST_F(TempTrace, DotSitesHoldTheirTileShapes) {
+  const char* dot = R"(module {
+  tt.func public @dot_kernel(%out_ptr: !tt.ptr<f32>) attributes {noinline = false} {
+    %a = arith.constant dense<1.000000e+00> : tensor<16x8xf32>
+    %b = arith.constant dense<1.000000e+00> : tensor<8x32xf32>
+    %c = arith.constant dense<0.000000e+00> : tensor<16x32xf32>
+    %d = tt.dot %a, %b, %c : tensor<16x8xf32> * tensor<8x32xf32> -> tensor<16x32xf32>
+    tt.return
+  }
+})";
+  launch::LaunchRecord rec;
+  rec.ttir = dot;
+  std::vector<float> out(1);
+  rec.args = {launch::ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()), 4,
+                                        {1}, {1})};
+  auto k = launch::compile(rec.ttir, "dot.ttir");
+  {
+    Writer w(path_);
+    w.run(*k, rec, sanitize());
+  }
+  Db db(path_, false);
+  Stmt s(db, "SELECT op, dot FROM sites WHERE dot IS NOT NULL");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "tt.dot");
+  EXPECT_EQ(nlohmann::json::parse(s.text(1)), (nlohmann::json{16, 32, 8}));  // [M, N, K]
+  EXPECT_FALSE(s.step());
+}
+
 TEST_F(TempTrace, VersionMismatchIsAClearError) {
   create(path_);
   {
