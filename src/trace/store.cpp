@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "recorder.h"
@@ -214,6 +215,7 @@ struct Writer::Impl {
   explicit Impl(const std::string& p) : db(p, true) {}
   Db db;
   int64_t budget = kDefaultBudget;
+  std::mutex mu;  // the connection is used by one thread at a time (launches may come from several)
 };
 
 Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique<Impl>(path)) {
@@ -233,7 +235,10 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
-  const int64_t used_at_start = std::stoll(meta(db, "used"));
+  const int64_t used_at_start = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    return std::stoll(meta(db, "used"));
+  }();
   // What is always written (record, TTIR, findings, aggregates) is not known yet: the record stands in.
   int64_t remaining = impl_->budget - used_at_start - static_cast<int64_t>(record_json.size());
 
@@ -269,6 +274,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
 
   // One transaction: a crash or a failed write leaves the file as it was before this launch.
   auto write = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
     Transaction t(db);
     const int64_t budget = impl_->budget;
     int64_t used = std::stoll(meta(db, "used"));

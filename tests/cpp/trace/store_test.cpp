@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "src/trace/recorder.h"
 #include "src/trace/sqlite.h"
@@ -310,6 +311,41 @@ TEST_F(TempTrace, RecordsTheSameWhateverTheThreadCount) {
   }
   EXPECT_FALSE(dump[0].empty());
   EXPECT_EQ(dump[0], dump[1]);
+}
+
+TEST_F(TempTrace, ThreadsOfOneProcessShareAWriter) {
+  Writer w(path_);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        if (t == 0) {
+          Copy c(64 + i);
+          w.run(*launch::compile(c.rec.ttir, c.rec.ttir_file), c.rec, sanitize(1));
+        } else {
+          std::vector<float> x(8, 1.0f), out(8);
+          launch::LaunchRecord rec;
+          rec.ttir = kLoop;
+          rec.grid = {8, 1, 1};
+          rec.args = {launch::ArgRecord::buffer("x_ptr", ir::Elem::f32,
+                                                reinterpret_cast<std::byte*>(x.data()), 32, {8}, {1}),
+                      launch::ArgRecord::buffer("out_ptr", ir::Elem::f32,
+                                                reinterpret_cast<std::byte*>(out.data()), 32, {8}, {1})};
+          w.run(*launch::compile(rec.ttir, "loop.ttir"), rec, sanitize(1));
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  Reader rd(path_);
+  EXPECT_EQ(rd.launches().size(), 10u);
+  Db db(path_, false);
+  Stmt s(db, "SELECT name, count(*) FROM launches GROUP BY name ORDER BY name");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "copy_kernel");
+  EXPECT_EQ(s.i64(1), 5);
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "prefix_kernel");
+  EXPECT_EQ(s.i64(1), 5);
 }
 
 TEST_F(TempTrace, DotSitesHoldTheirTileShapes) {
