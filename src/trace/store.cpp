@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS element_counts(launch INTEGER NOT NULL, arg INTEGER N
 CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
   pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, seq INTEGER NOT NULL, arg INTEGER NOT NULL,
   kind TEXT NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
-  runs BLOB NOT NULL);
+  runs BLOB NOT NULL, oob_runs BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS accesses_launch ON accesses(launch, site);
 CREATE TABLE IF NOT EXISTS loops(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
   pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, executions INTEGER NOT NULL, trips INTEGER NOT NULL);
@@ -451,8 +451,8 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     {
       Stmt acc(
           db,
-          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs, "
+          "oob_runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       Stmt loop(db,
                 "INSERT INTO loops(launch, site, pid_x, pid_y, pid_z, executions, trips) VALUES (?, ?, ?, ?, "
                 "?, ?, ?)");
@@ -470,6 +470,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
               .bind(10, a.active)
               .bind(11, a.oob)
               .blob(12, a.runs.data(), a.runs.size() * 8)
+              .blob(13, a.oob_runs.data(), a.oob_runs.size() * 8)
               .run();
         for (const LoopRow& l : d->loops)
           loop.bind(1, id)

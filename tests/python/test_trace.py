@@ -150,6 +150,11 @@ def test_findings_are_the_reports(traced):
     assert found == [(2, "out-of-bounds-load", bug), (4, "out-of-bounds-load", bug)]
     f = t.findings[0]
     assert f["lanes"]["count"] == 1 and f["offsets"]["min"] == N
+    # The access rows agree: the last program's load has one lane out of bounds, at element N of x.
+    a = t.accesses
+    rows = [r for r in range(len(a["launch"])) if a["launch"][r] == 2 and a["oob"][r]]
+    assert len(rows) == 1 and a["pid"][rows[0]][0] == GRID - 1 and a["oob"][rows[0]] == 1
+    assert t.offsets(rows[0], oob=True).tolist() == [N]
     assert t.launches[1]["findings"][0] == {k: v for k, v in f.items() if k != "launch"}
 
 

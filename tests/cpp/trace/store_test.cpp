@@ -145,7 +145,8 @@ TEST_F(TempTrace, RoundTripOfALaunch) {
   // out); the store writes the active lanes (program 3: 4).
   Stmt acc(
       db,
-      "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs FROM accesses a JOIN launches l ON "
+      "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs, a.oob_runs FROM accesses a JOIN "
+      "launches l ON "
       "l.id = a.launch JOIN sites s ON s.kernel = l.kernel AND s.site = a.site ORDER BY a.pid_x, a.site");
   int n = 0;
   while (acc.step()) {
@@ -162,6 +163,15 @@ TEST_F(TempTrace, RoundTripOfALaunch) {
     EXPECT_EQ(acc.i64(5), load && last ? 28 : 0);
     EXPECT_EQ(run[0], 32 * p);
     EXPECT_EQ(run[1], last ? 4 : 32);
+    auto oob = acc.bytes(7);
+    if (load && last) {  // lanes 4..31 read elements 100..127 of x, past its end
+      ASSERT_EQ(oob.size(), 16u);
+      std::memcpy(run, oob.data(), 16);
+      EXPECT_EQ(run[0], 100);
+      EXPECT_EQ(run[1], 28);
+    } else {
+      EXPECT_EQ(oob.size(), 0u);
+    }
     ++n;
   }
   EXPECT_EQ(n, 8);
