@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -82,6 +83,17 @@ std::string meta(const Db& db, const char* key) {
   Stmt s(db, "SELECT value FROM meta WHERE key = ?");
   s.bind(1, key);
   return s.step() ? s.text(0) : std::string();
+}
+
+/// The integer meta value `key`; a missing or malformed one is a damaged trace.
+int64_t meta_int(const Db& db, const char* key) {
+  const std::string v = meta(db, key);
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 0)
+    throw Error(
+        fmt::format("{}: the trace is damaged (meta '{}' is '{}', not a byte count)", db.path(), key, v));
+  return n;
 }
 
 /// Checks that `db` is a tilescope trace of this format version. `empty_ok`: a database without any
@@ -223,7 +235,7 @@ Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique
   check_format(impl_->db, true);
   if (!has_table(impl_->db, "meta")) init_schema(impl_->db, budget);
   check_format(impl_->db, false);
-  impl_->budget = std::stoll(meta(impl_->db, "budget"));
+  impl_->budget = meta_int(impl_->db, "budget");
 }
 
 Writer::~Writer() = default;
@@ -237,7 +249,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   const std::string record_json = launch::to_json(rec, false).dump();
   const int64_t used_at_start = [&] {
     std::lock_guard<std::mutex> g(impl_->mu);
-    return std::stoll(meta(db, "used"));
+    return meta_int(db, "used");
   }();
   // What is always written (record, TTIR, findings, aggregates) is not known yet: the record stands in.
   int64_t remaining = impl_->budget - used_at_start - static_cast<int64_t>(record_json.size());
@@ -277,7 +289,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     std::lock_guard<std::mutex> g(impl_->mu);
     Transaction t(db);
     const int64_t budget = impl_->budget;
-    int64_t used = std::stoll(meta(db, "used"));
+    int64_t used = meta_int(db, "used");
     int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() +
                                          statistics.size() + analyses.size()) +
                     64;
@@ -614,16 +626,14 @@ std::string Reader::summary(int top_lines) const {
   const Db& db = impl_->db;
   std::string out;
   {
-    Stmt s(db,
-           "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel), "
-           "(SELECT value FROM meta WHERE key = 'used'), (SELECT value FROM meta WHERE key = 'budget') "
-           "FROM launches");
+    Stmt s(db, "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel) FROM launches");
     s.step();
+    const double mib = 1 << 20;
     out += fmt::format(
         "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
         "of budget used\n",
-        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2), std::stod(s.text(3)) / (1 << 20),
-        std::stod(s.text(4)) / (1 << 20));
+        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2),
+        static_cast<double>(meta_int(db, "used")) / mib, static_cast<double>(meta_int(db, "budget")) / mib);
   }
   out += "\nlaunches:\n";
   std::vector<analysis::Finding> all;
@@ -642,7 +652,7 @@ std::string Reader::summary(int top_lines) const {
       if (stride == 0)
         note += ", no per-program detail (budget)";
       else if (stride > 1)
-        note += fmt::format(", detail for every {}th program (budget)", stride);
+        note += fmt::format(", detail for 1 program in {} (budget)", stride);
       json dropped = json::parse(s.text(10), nullptr, false);
       if (dropped.is_object() && dropped.contains("contents_before")) note += ", inputs not stored (budget)";
       out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0),

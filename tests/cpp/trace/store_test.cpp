@@ -401,6 +401,14 @@ TEST_F(TempTrace, VersionMismatchIsAClearError) {
   }
   EXPECT_EQ(error_of([&] { Reader r(path_); }),
             path_ + ": unknown trace format version 'x' (this tilescope reads version 1)");
+  {
+    Db db(path_, true);
+    db.exec(
+        "UPDATE meta SET value = '1' WHERE key = 'version'; UPDATE meta SET value = '12k' WHERE key = "
+        "'budget'");
+  }
+  EXPECT_EQ(error_of([&] { Writer w(path_); }),
+            path_ + ": the trace is damaged (meta 'budget' is '12k', not a byte count)");
 }
 
 TEST_F(TempTrace, FilesThatAreNotTracesAreClearErrors) {
