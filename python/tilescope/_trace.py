@@ -31,7 +31,7 @@ class Trace:
     launches: list = field(default_factory=list)  # dicts, by launch id (see docs/trace-format.md)
     sites: dict = field(default_factory=dict)  # kernel id -> list of site dicts, by site index
     findings: list = field(default_factory=list)  # every launch's findings (report JSON), with "launch"
-    accesses: dict = field(default_factory=dict)  # column -> numpy array; "runs": list of (k, 2) arrays
+    accesses: dict = field(default_factory=dict)  # column -> numpy array; "runs", "oob_runs": lists of (k, 2) arrays
     loops: dict = field(default_factory=dict)  # column -> numpy array
     site_stats: dict = field(default_factory=dict)  # column -> numpy array
     sources: dict = field(default_factory=dict)  # path -> text (the latest recorded content)
@@ -41,11 +41,12 @@ class Trace:
         """Site `site` of launch `launch`'s kernel."""
         return self.sites[self.launches[launch - 1]["kernel"]][site]
 
-    def offsets(self, row: int):
-        """The element offsets accessed by access row `row` (its runs expanded), in lane order."""
+    def offsets(self, row: int, oob: bool = False):
+        """The element offsets accessed by access row `row` (its runs expanded), in lane order; with
+        `oob`, those of its out-of-bounds lanes."""
         import numpy as np
 
-        runs = self.accesses["runs"][row]
+        runs = self.accesses["oob_runs" if oob else "runs"][row]
         if len(runs) == 0:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([np.arange(s, s + n, dtype=np.int64) for s, n in runs])
@@ -146,11 +147,12 @@ def load_trace(path) -> Trace:
             d["dot"] = json.loads(d["dot"]) if d["dot"] else None
             t.sites.setdefault(d["kernel"], []).append(d)
         acols = ("launch", "site", "pid_x", "pid_y", "pid_z", "seq", "arg", "kind", "lanes", "active", "oob")
-        rows = con.execute(f"SELECT {', '.join(acols)}, runs FROM accesses ORDER BY rowid").fetchall()
-        t.accesses = _columns(np, acols, [r[:-1] for r in rows])
+        rows = con.execute(f"SELECT {', '.join(acols)}, runs, oob_runs FROM accesses ORDER BY rowid").fetchall()
+        t.accesses = _columns(np, acols, [r[:-2] for r in rows])
         t.accesses["pid"] = np.stack([t.accesses.pop("pid_x"), t.accesses.pop("pid_y"), t.accesses.pop("pid_z")],
                                      axis=1) if rows else np.zeros((0, 3), dtype=np.int64)
-        t.accesses["runs"] = [np.frombuffer(r[-1], dtype="<i8").reshape(-1, 2) for r in rows]
+        t.accesses["runs"] = [np.frombuffer(r[-2], dtype="<i8").reshape(-1, 2) for r in rows]
+        t.accesses["oob_runs"] = [np.frombuffer(r[-1], dtype="<i8").reshape(-1, 2) for r in rows]
         lcols = ("launch", "site", "pid_x", "pid_y", "pid_z", "executions", "trips")
         t.loops = _columns(np, lcols, con.execute(f"SELECT {', '.join(lcols)} FROM loops ORDER BY rowid").fetchall())
         scols2 = ("launch", "site", "executions", "lanes", "active", "oob", "bytes")

@@ -186,13 +186,11 @@ int replay_command(const ReplayOptions& o) {
 
   launch::RunOptions opts;
   opts.threads = threads;
+  for (const auto& a : s.analyses)
+    if (a.name != "uninit") opts.analyses.push_back(a);
+  // Said when it matters: the recording has findings that replay cannot have.
   bool skipped_uninit = false;
-  for (const auto& a : s.analyses) {
-    if (a.name == "uninit")
-      skipped_uninit = true;
-    else
-      opts.analyses.push_back(a);
-  }
+  for (const json& f : s.findings) skipped_uninit |= f.value("kind", "") == "uninitialized-read";
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
   launch::RunResult r = launch::run_launch(rec, opts);
   const bool color =
@@ -207,7 +205,7 @@ int replay_command(const ReplayOptions& o) {
       same ? "the same findings as recorded"
            : fmt::format("DIFFERENT from the recording ({})",
                          recorded.empty() ? std::string("no findings") : report::summary_line(recorded)),
-      skipped_uninit ? " (uninitialized-read is not replayed)" : "");
+      skipped_uninit ? " (the recorded uninitialized-read findings are not replayed)" : "");
   if (!s.error.empty())
     std::cerr << fmt::format("tilescope: note: the recorded launch failed: {}\n", s.error);
   if (!o.json_path.empty()) write_file_atomically(o.json_path, {found.dump(2), "\n"});

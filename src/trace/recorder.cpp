@@ -91,34 +91,40 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   auto it = site_of_.find(e.op);
   const int site = it == site_of_.end() ? -1 : it->second;
   int64_t active = 0, in_bounds = 0;
-  // Runs per argument, in lane order, over active in-bounds lanes.
+  // Runs per argument, in lane order, over active lanes: in bounds, and out of bounds of the argument
+  // they were derived from.
   std::map<int, AccessRow> rows;
+  auto add_run = [](std::vector<int64_t>& runs, int64_t elem) {
+    if (!runs.empty() && runs[runs.size() - 2] + runs.back() == elem)
+      ++runs.back();
+    else
+      runs.insert(runs.end(), {elem, 1});
+  };
   for (int64_t i = 0; i < e.lanes; ++i) {
     if (!e.mask[i]) continue;
     ++active;
     const exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
-    if (!w.in_bounds) continue;
-    ++in_bounds;
-    const int arg =
-        w.buffer->id < static_cast<int>(arg_of_buffer_.size()) ? arg_of_buffer_[w.buffer->id] : -1;
-    int64_t elem = -1;
-    if (arg >= 0) {
-      elem = w.offset / elem_bytes_[arg];
-      Counts& c = counts_[arg];
-      if (!c.loads.empty()) {
-        if (e.kind != exec::AccessKind::store)
-          std::atomic_ref<uint32_t>(c.loads[elem]).fetch_add(1, std::memory_order_relaxed);
-        if (e.kind != exec::AccessKind::load)
-          std::atomic_ref<uint32_t>(c.stores[elem]).fetch_add(1, std::memory_order_relaxed);
+    const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
+                        ? arg_of_buffer_[w.buffer->id]
+                        : -1;
+    if (!w.in_bounds) {
+      if (p->detail && arg >= 0) {
+        const int64_t eb = elem_bytes_[arg];
+        add_run(rows[arg].oob_runs, w.offset >= 0 ? w.offset / eb : -((-w.offset + eb - 1) / eb));  // floor
       }
+      continue;
     }
-    if (p->detail && arg >= 0) {
-      std::vector<int64_t>& runs = rows[arg].runs;
-      if (!runs.empty() && runs[runs.size() - 2] + runs.back() == elem)
-        ++runs.back();
-      else
-        runs.insert(runs.end(), {elem, 1});
+    ++in_bounds;
+    if (arg < 0) continue;
+    const int64_t elem = w.offset / elem_bytes_[arg];
+    Counts& c = counts_[arg];
+    if (!c.loads.empty()) {
+      if (e.kind != exec::AccessKind::store)
+        std::atomic_ref<uint32_t>(c.loads[elem]).fetch_add(1, std::memory_order_relaxed);
+      if (e.kind != exec::AccessKind::load)
+        std::atomic_ref<uint32_t>(c.stores[elem]).fetch_add(1, std::memory_order_relaxed);
     }
+    if (p->detail) add_run(rows[arg].runs, elem);
   }
   if (site < 0) return;
   SiteStats& st = p->stats[site];
@@ -141,7 +147,7 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
     row.active = first ? active : 0;
     row.oob = first ? e.bad_lanes : 0;
     first = false;
-    p->detail->bytes += row_bytes(row.runs.size());
+    p->detail->bytes += row_bytes(row.runs.size() + row.oob_runs.size());
     p->detail->accesses.push_back(std::move(row));
   }
   if (p->detail->bytes > cap_) {  // this program alone does not fit: it never will

@@ -38,6 +38,9 @@ struct AccessRow {
   uint8_t kind = 0;  // exec::AccessKind
   int64_t lanes = 0, active = 0, oob = 0;
   std::vector<int64_t> runs;  // (first element offset, count) pairs over active in-bounds lanes in lane order
+  /// The same over active lanes outside the argument they were derived from (offsets may be negative or
+  /// past its end); lanes of null or wild pointers are in no argument's row.
+  std::vector<int64_t> oob_runs;
 };
 
 struct LoopRow {
@@ -54,7 +57,7 @@ struct ProgramDetail {
   int64_t bytes = 0;                // payload estimate (docs/trace-format.md)
 };
 
-/// Payload estimate of one detail row with `runs` int64 values.
+/// Payload estimate of one detail row with `runs` int64 values (both run lists).
 inline int64_t row_bytes(size_t runs) { return 32 + 8 * static_cast<int64_t>(runs); }
 
 class Recorder : public exec::Observer {

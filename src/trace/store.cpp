@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "recorder.h"
@@ -54,7 +56,7 @@ CREATE TABLE IF NOT EXISTS element_counts(launch INTEGER NOT NULL, arg INTEGER N
 CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
   pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, seq INTEGER NOT NULL, arg INTEGER NOT NULL,
   kind TEXT NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
-  runs BLOB NOT NULL);
+  runs BLOB NOT NULL, oob_runs BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS accesses_launch ON accesses(launch, site);
 CREATE INDEX IF NOT EXISTS accesses_program ON accesses(launch, pid_x, pid_y, pid_z);
 CREATE TABLE IF NOT EXISTS loops(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
@@ -82,6 +84,17 @@ std::string meta(const Db& db, const char* key) {
   Stmt s(db, "SELECT value FROM meta WHERE key = ?");
   s.bind(1, key);
   return s.step() ? s.text(0) : std::string();
+}
+
+/// The integer meta value `key`; a missing or malformed one is a damaged trace.
+int64_t meta_int(const Db& db, const char* key) {
+  const std::string v = meta(db, key);
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 0)
+    throw Error(
+        fmt::format("{}: the trace is damaged (meta '{}' is '{}', not a byte count)", db.path(), key, v));
+  return n;
 }
 
 /// Checks that `db` is a tilescope trace of this format version. `empty_ok`: a database without any
@@ -215,6 +228,7 @@ struct Writer::Impl {
   explicit Impl(const std::string& p) : db(p, true) {}
   Db db;
   int64_t budget = kDefaultBudget;
+  std::mutex mu;  // the connection is used by one thread at a time (launches may come from several)
 };
 
 Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique<Impl>(path)) {
@@ -222,7 +236,7 @@ Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique
   check_format(impl_->db, true);
   if (!has_table(impl_->db, "meta")) init_schema(impl_->db, budget);
   check_format(impl_->db, false);
-  impl_->budget = std::stoll(meta(impl_->db, "budget"));
+  impl_->budget = meta_int(impl_->db, "budget");
 }
 
 Writer::~Writer() = default;
@@ -234,7 +248,10 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
-  const int64_t used_at_start = std::stoll(meta(db, "used"));
+  const int64_t used_at_start = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    return meta_int(db, "used");
+  }();
   // What is always written (record, TTIR, findings, aggregates) is not known yet: the record stands in.
   int64_t remaining = impl_->budget - used_at_start - static_cast<int64_t>(record_json.size());
 
@@ -270,9 +287,10 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
 
   // One transaction: a crash or a failed write leaves the file as it was before this launch.
   auto write = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
     Transaction t(db);
     const int64_t budget = impl_->budget;
-    int64_t used = std::stoll(meta(db, "used"));
+    int64_t used = meta_int(db, "used");
     int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() +
                                          statistics.size() + analyses.size()) +
                     64;
@@ -446,8 +464,8 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     {
       Stmt acc(
           db,
-          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs, "
+          "oob_runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
       Stmt loop(db,
                 "INSERT INTO loops(launch, site, pid_x, pid_y, pid_z, executions, trips) VALUES (?, ?, ?, ?, "
                 "?, ?, ?)");
@@ -465,6 +483,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
               .bind(10, a.active)
               .bind(11, a.oob)
               .blob(12, a.runs.data(), a.runs.size() * 8)
+              .blob(13, a.oob_runs.data(), a.oob_runs.size() * 8)
               .run();
         for (const LoopRow& l : d->loops)
           loop.bind(1, id)
@@ -608,16 +627,14 @@ std::string Reader::summary(int top_lines) const {
   const Db& db = impl_->db;
   std::string out;
   {
-    Stmt s(db,
-           "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel), "
-           "(SELECT value FROM meta WHERE key = 'used'), (SELECT value FROM meta WHERE key = 'budget') "
-           "FROM launches");
+    Stmt s(db, "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel) FROM launches");
     s.step();
+    const double mib = 1 << 20;
     out += fmt::format(
         "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
         "of budget used\n",
-        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2), std::stod(s.text(3)) / (1 << 20),
-        std::stod(s.text(4)) / (1 << 20));
+        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2),
+        static_cast<double>(meta_int(db, "used")) / mib, static_cast<double>(meta_int(db, "budget")) / mib);
   }
   out += "\nlaunches:\n";
   std::vector<analysis::Finding> all;
@@ -636,7 +653,7 @@ std::string Reader::summary(int top_lines) const {
       if (stride == 0)
         note += ", no per-program detail (budget)";
       else if (stride > 1)
-        note += fmt::format(", detail for every {}th program (budget)", stride);
+        note += fmt::format(", detail for 1 program in {} (budget)", stride);
       json dropped = json::parse(s.text(10), nullptr, false);
       if (dropped.is_object() && dropped.contains("contents_before")) note += ", inputs not stored (budget)";
       out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0),

@@ -150,6 +150,11 @@ def test_findings_are_the_reports(traced):
     assert found == [(2, "out-of-bounds-load", bug), (4, "out-of-bounds-load", bug)]
     f = t.findings[0]
     assert f["lanes"]["count"] == 1 and f["offsets"]["min"] == N
+    # The access rows agree: the last program's load has one lane out of bounds, at element N of x.
+    a = t.accesses
+    rows = [r for r in range(len(a["launch"])) if a["launch"][r] == 2 and a["oob"][r]]
+    assert len(rows) == 1 and a["pid"][rows[0]][0] == GRID - 1 and a["oob"][rows[0]] == 1
+    assert t.offsets(rows[0], oob=True).tolist() == [N]
     assert t.launches[1]["findings"][0] == {k: v for k, v in f.items() if k != "launch"}
 
 
@@ -257,3 +262,47 @@ def test_a_killed_process_keeps_its_committed_launches(tmp_path):
     t = tilescope.load_trace(tmp_path / "killed.tstrace")  # a valid file (the integrity check runs)
     assert [launch["name"] for launch in t.launches] == ["add_kernel", "shift_kernel"]
     assert [f["launch"] for f in t.findings] == [2]
+
+
+ALIASING = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def shift_left(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs + 1, mask=offs + 1 < n)
+    tl.store(out_ptr + offs, x, mask=offs + 1 < n)  # MARK-race: with out = x, program p writes what p - 1 reads
+
+
+x = torch.arange(256, dtype=torch.float32)
+shift_left[(4,)](x, x, 256, BLOCK=64)
+"""
+
+
+def test_replay_rebuilds_arguments_that_alias(tmp_path):
+    prog = tmp_path / "alias.py"
+    prog.write_text(ALIASING)
+    p = tilescope_cli(["trace", "-o", "alias.tstrace", "--", sys.executable, str(prog)], tmp_path)
+    t = tilescope.load_trace(tmp_path / "alias.tstrace")
+    assert [f["kind"] for f in t.findings] == ["data-race"], p.stderr
+    p = tilescope_cli(["replay", "alias.tstrace", "--launch", "1"], tmp_path)
+    assert p.returncode == 1 and "the same findings as recorded" in p.stderr, p.stderr
+
+
+def test_run_records_one_launch(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    x = np.arange(300, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = subprocess.run([_installed_bin() if not os.environ.get("TILESCOPE_BIN") else os.environ["TILESCOPE_BIN"],
+                        "run", os.path.join(root, "tests", "ttir", "add_tail.ttir"), "--grid", "3",
+                        "--arg", "x_ptr=x.npy", "--arg", "y_ptr=f32[300]:ones", "--arg", "out_ptr=f32[300]:zeros",
+                        "--arg", "n=i32:300", "--trace", "one.tstrace"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    t = tilescope.load_trace(tmp_path / "one.tstrace")
+    assert len(t.launches) == 1 and t.launches[0]["programs"] == 3
+    assert np.array_equal(t.contents(1, 0, "before"), x)
+    assert np.array_equal(t.contents(1, 2, "after"), x + 1)

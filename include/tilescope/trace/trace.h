@@ -32,7 +32,8 @@ inline constexpr int kFormatVersion = 1;
 /// Bytes of payload a trace file may hold unless told otherwise.
 inline constexpr int64_t kDefaultBudget = int64_t{256} << 20;
 
-/// A trace file open for recording launches.
+/// A trace file open for recording launches. run() may be called from several threads (their launches
+/// run concurrently; their writes take turns).
 class Writer {
  public:
   /// Open the trace at `path` for writing, creating it with the schema and `budget` (bytes of payload

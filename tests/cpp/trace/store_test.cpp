@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "src/trace/recorder.h"
 #include "src/trace/sqlite.h"
@@ -144,7 +145,8 @@ TEST_F(TempTrace, RoundTripOfALaunch) {
   // out); the store writes the active lanes (program 3: 4).
   Stmt acc(
       db,
-      "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs FROM accesses a JOIN launches l ON "
+      "SELECT a.pid_x, s.op, a.arg, a.lanes, a.active, a.oob, a.runs, a.oob_runs FROM accesses a JOIN "
+      "launches l ON "
       "l.id = a.launch JOIN sites s ON s.kernel = l.kernel AND s.site = a.site ORDER BY a.pid_x, a.site");
   int n = 0;
   while (acc.step()) {
@@ -161,6 +163,15 @@ TEST_F(TempTrace, RoundTripOfALaunch) {
     EXPECT_EQ(acc.i64(5), load && last ? 28 : 0);
     EXPECT_EQ(run[0], 32 * p);
     EXPECT_EQ(run[1], last ? 4 : 32);
+    auto oob = acc.bytes(7);
+    if (load && last) {  // lanes 4..31 read elements 100..127 of x, past its end
+      ASSERT_EQ(oob.size(), 16u);
+      std::memcpy(run, oob.data(), 16);
+      EXPECT_EQ(run[0], 100);
+      EXPECT_EQ(run[1], 28);
+    } else {
+      EXPECT_EQ(oob.size(), 0u);
+    }
     ++n;
   }
   EXPECT_EQ(n, 8);
@@ -312,6 +323,69 @@ TEST_F(TempTrace, RecordsTheSameWhateverTheThreadCount) {
   EXPECT_EQ(dump[0], dump[1]);
 }
 
+TEST_F(TempTrace, ThreadsOfOneProcessShareAWriter) {
+  Writer w(path_);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        if (t == 0) {
+          Copy c(64 + i);
+          w.run(*launch::compile(c.rec.ttir, c.rec.ttir_file), c.rec, sanitize(1));
+        } else {
+          std::vector<float> x(8, 1.0f), out(8);
+          launch::LaunchRecord rec;
+          rec.ttir = kLoop;
+          rec.grid = {8, 1, 1};
+          rec.args = {launch::ArgRecord::buffer("x_ptr", ir::Elem::f32,
+                                                reinterpret_cast<std::byte*>(x.data()), 32, {8}, {1}),
+                      launch::ArgRecord::buffer("out_ptr", ir::Elem::f32,
+                                                reinterpret_cast<std::byte*>(out.data()), 32, {8}, {1})};
+          w.run(*launch::compile(rec.ttir, "loop.ttir"), rec, sanitize(1));
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  Reader rd(path_);
+  EXPECT_EQ(rd.launches().size(), 10u);
+  Db db(path_, false);
+  Stmt s(db, "SELECT name, count(*) FROM launches GROUP BY name ORDER BY name");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "copy_kernel");
+  EXPECT_EQ(s.i64(1), 5);
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "prefix_kernel");
+  EXPECT_EQ(s.i64(1), 5);
+}
+
+TEST_F(TempTrace, DotSitesHoldTheirTileShapes) {
+  const char* dot = R"(module {
+  tt.func public @dot_kernel(%out_ptr: !tt.ptr<f32>) attributes {noinline = false} {
+    %a = arith.constant dense<1.000000e+00> : tensor<16x8xf32>
+    %b = arith.constant dense<1.000000e+00> : tensor<8x32xf32>
+    %c = arith.constant dense<0.000000e+00> : tensor<16x32xf32>
+    %d = tt.dot %a, %b, %c : tensor<16x8xf32> * tensor<8x32xf32> -> tensor<16x32xf32>
+    tt.return
+  }
+})";
+  launch::LaunchRecord rec;
+  rec.ttir = dot;
+  std::vector<float> out(1);
+  rec.args = {launch::ArgRecord::buffer("out_ptr", ir::Elem::f32, reinterpret_cast<std::byte*>(out.data()), 4,
+                                        {1}, {1})};
+  auto k = launch::compile(rec.ttir, "dot.ttir");
+  {
+    Writer w(path_);
+    w.run(*k, rec, sanitize());
+  }
+  Db db(path_, false);
+  Stmt s(db, "SELECT op, dot FROM sites WHERE dot IS NOT NULL");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.text(0), "tt.dot");
+  EXPECT_EQ(nlohmann::json::parse(s.text(1)), (nlohmann::json{16, 32, 8}));  // [M, N, K]
+  EXPECT_FALSE(s.step());
+}
+
 TEST_F(TempTrace, VersionMismatchIsAClearError) {
   create(path_);
   {
@@ -327,6 +401,14 @@ TEST_F(TempTrace, VersionMismatchIsAClearError) {
   }
   EXPECT_EQ(error_of([&] { Reader r(path_); }),
             path_ + ": unknown trace format version 'x' (this tilescope reads version 1)");
+  {
+    Db db(path_, true);
+    db.exec(
+        "UPDATE meta SET value = '1' WHERE key = 'version'; UPDATE meta SET value = '12k' WHERE key = "
+        "'budget'");
+  }
+  EXPECT_EQ(error_of([&] { Writer w(path_); }),
+            path_ + ": the trace is damaged (meta 'budget' is '12k', not a byte count)");
 }
 
 TEST_F(TempTrace, FilesThatAreNotTracesAreClearErrors) {
