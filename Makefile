@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip build llm-model demo test test-cpp test-python test-peers test-tutorials bench bench-peers clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-peers clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -105,6 +105,10 @@ test-tutorials: setup build
 
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
+
+# The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
+bench-view: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/view.py
 
 fidelity: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py

@@ -35,12 +35,14 @@ std::map<std::string, server::Asset> load_assets() {
     candidates.push_back(exe.parent_path().parent_path() / "web" / "dist");
     candidates.push_back(exe.parent_path().parent_path() / "web");
   }
+  // Types cpp-httplib does not compress on the fly (server.h, kJson): scripts and styles are sent as
+  // they are, fast over loopback; only the small HTML page is compressed.
   static const std::map<std::string, std::string> types = {{".html", "text/html; charset=utf-8"},
-                                                           {".js", "text/javascript; charset=utf-8"},
+                                                           {".js", "application/javascript; charset=utf-8"},
                                                            {".css", "text/css; charset=utf-8"},
                                                            {".svg", "image/svg+xml"},
                                                            {".png", "image/png"},
-                                                           {".json", "application/json"},
+                                                           {".json", server::kJson},
                                                            {".woff2", "font/woff2"},
                                                            {".ico", "image/x-icon"}};
   for (const fs::path& dir : candidates) {
@@ -84,7 +86,8 @@ std::vector<server::Route> routes(const trace::Query& q) {
        }},
       {"GET", "/api/launches/{launch}/programs",
        [&q](const Request& r) {
-         return answer([&] { return Response::json(q.programs(id_of(r, "launch"))); });
+         return answer(
+             [&] { return Response::json(q.programs(id_of(r, "launch"), r.text("bytes") == "1")); });
        }},
       {"GET", "/api/launches/{launch}/programs/{x}/{y}/{z}",
        [&q, kMax](const Request& r) {

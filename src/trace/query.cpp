@@ -225,14 +225,17 @@ json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
   const Db& db = impl_->db;
   json out = {{"pid", {pid[0], pid[1], pid[2]}}};
   json acc = json::array();
+  // "+site": SQLite then takes the program index (launch, pid) rather than the (launch, site) one.
   Stmt a(db,
-         "SELECT site, seq, arg, kind, lanes, active, oob, runs FROM accesses WHERE launch = ? AND pid_x = ? "
-         "AND pid_y "
-         "= ? AND pid_z = ? ORDER BY +site, seq, arg");  // +: the program index, not the site one
+         "SELECT site, seq, arg, kind, lanes, active, oob, runs, oob_runs FROM accesses WHERE launch = ? AND "
+         "pid_x = ? AND pid_y = ? AND pid_z = ? ORDER BY +site, seq, arg");
   a.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
-  while (a.step()) {
+  auto runs_of = [](std::span<const std::byte> b) {
     json runs = json::array();
-    for (const auto& r : pairs(a.bytes(7))) runs.push_back({r[0], r[1]});
+    for (const auto& r : pairs(b)) runs.push_back({r[0], r[1]});
+    return runs;
+  };
+  while (a.step())
     acc.push_back({{"site", a.i64(0)},
                    {"seq", a.i64(1)},
                    {"arg", a.i64(2)},
@@ -240,8 +243,8 @@ json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
                    {"lanes", a.i64(4)},
                    {"active", a.i64(5)},
                    {"oob", a.i64(6)},
-                   {"runs", runs}});
-  }
+                   {"runs", runs_of(a.bytes(7))},
+                   {"oob_runs", runs_of(a.bytes(8))}});
   json loops = json::array();
   Stmt l(db,
          "SELECT site, executions, trips FROM loops WHERE launch = ? AND pid_x = ? AND pid_y = ? AND pid_z = "

@@ -183,9 +183,12 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
     site = next(s for s in t.sites[launch["kernel"]] if s["ttir_line"] == oob["ttir"]["line"])
     mask = ((t.accesses["launch"] == launch["id"]) & (t.accesses["pid"] == pid).all(axis=1)
             & (t.accesses["site"] == site["site"]))
-    inside = [o for runs in (t.accesses["runs"][i] for i in mask.nonzero()[0]) for first, n in runs
-              for o in range(first, first + n)]
-    outside = list(range(oob["offsets"]["min"], oob["offsets"]["max"] + 1))
+    def offsets(column):
+        return [o for runs in (t.accesses[column][i] for i in mask.nonzero()[0]) for first, n in runs
+                for o in range(first, first + n)]
+
+    inside, outside = offsets("runs"), offsets("oob_runs")
+    assert outside == list(range(oob["offsets"]["min"], oob["offsets"]["max"] + 1))
     store = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.store")
     reads = drive(server, [
         {"read": ["grid", "#grid", "data-selected"]},
@@ -235,3 +238,49 @@ def test_sanitize_view_serves_the_run_then_cleans_up(tmp_path):
     assert p.wait(timeout=20) == 1  # the run's status: findings
     assert "out-of-bounds-load" in p.stderr.read()
     assert not list(tmp_path.glob("*.tstrace")), "the temporary trace is removed with the viewer"
+
+
+ROW_SUM = """
+import sys
+import torch, triton, triton.language as tl
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(0, n_cols, BLOCK):
+        cols = k + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+x = torch.randn(int(sys.argv[1]), 4096)
+out = torch.empty(x.shape[0])
+row_sum[(x.shape[0],)](x, out, x.shape[1], BLOCK=32)
+"""
+
+
+def test_a_large_trace_is_served_without_loading_it(tmp_path):
+    prog = tmp_path / "row_sum.py"
+    prog.write_text(ROW_SUM)
+    trace = tmp_path / "big.tstrace"
+    subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog), "4096"], check=True,
+                   capture_output=True, timeout=600)
+    assert trace.stat().st_size > 100 * 2**20
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", p.stdout.readline())
+            if m:
+                break
+        s = {"port": int(m.group(1)), "token": m.group(2)}
+        assert api(s, "/api/launches")[0]["programs"] == 4096
+        prog_2000 = api(s, "/api/launches/1/programs/2000/0/0")
+        assert len(prog_2000["accesses"]) == 129  # 128 tiles loaded, one store
+        assert prog_2000["accesses"][0]["runs"] == [[2000 * 4096, 32]]
+        assert api(s, "/api/launches/1/args/0/counts")["loads"] == [[1, 4096 * 4096]]  # every element once
+        rss = int(open(f"/proc/{p.pid}/status").read().split("VmRSS:")[1].split()[0]) * 1024
+        assert rss < trace.stat().st_size / 2, (rss, trace.stat().st_size)
+    finally:
+        p.send_signal(2)
+        p.wait(timeout=10)

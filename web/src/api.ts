@@ -108,7 +108,8 @@ export interface Access {
   lanes: number;
   active: number;
   oob: number;
-  runs: [number, number][];
+  runs: [number, number][]; // in-bounds element offsets, as (first, count) runs
+  oob_runs: [number, number][]; // out-of-bounds ones (below 0 or past the argument's end)
 }
 
 export interface Program {

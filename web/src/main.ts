@@ -395,22 +395,6 @@ async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView
   return state.contents.get(key)!;
 }
 
-/// Out-of-bounds offsets of the selected op in this program, from the findings at its site that name the
-/// program (the trace keeps in-bounds offsets per access; out-of-bounds ones as a finding's range).
-function outOfBounds(a: Access): number[] {
-  const l = state.launch!, s = siteOf(a), k = pidKey(state.pid);
-  const out: number[] = [];
-  for (const f of l.findings) {
-    if (!f.kind.startsWith("out-of-bounds") || f.ttir.line !== s.ttir_line || !f.offsets) continue;
-    if (!f.programs.first.some((p) => pidKey(p) === k)) continue; // the finding lists its first programs only
-    for (let o = f.offsets.min; o <= f.offsets.max && out.length < 65536; o++) {
-      const n = f.buffer?.numel ?? Infinity;
-      if (o < 0 || o >= n) out.push(o);
-    }
-  }
-  return out;
-}
-
 async function renderTensor() {
   const p = state.program, l = state.launch;
   const a = p && state.access >= 0 ? p.accesses[state.access] : null;
@@ -431,7 +415,7 @@ async function renderTensor() {
   let values: DataView | null = null;
   if (state.mode === "op" || state.mode === "all") {
     for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
-    for (const o of outOfBounds(a)) marks.set(o, { color: "#e5484d" });
+    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: "#e5484d" });
   }
   if (state.mode === "all") {
     try {

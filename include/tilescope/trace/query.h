@@ -31,17 +31,19 @@ class Query {
   /// "specialization", "stack", "sites" (each with its "stats" when it ran), "findings" (report
   /// JSON), "reports", "sources" ([{"id", "path"}]), "kernel_id". Throws NotFound.
   nlohmann::json launch(int64_t id) const;
-  /// The programs with recorded detail (the sample of docs/trace-format.md) and what each touched:
-  /// {"detail_stride", "programs": [{"pid": [x, y, z], "accesses", "bytes"}]}, plus "findings": per
-  /// program id of a finding ("x,y,z"), the finding indexes that name it.
-  nlohmann::json programs(int64_t launch) const;
+  /// {"detail_stride": the sample of programs with recorded detail (docs/trace-format.md: those whose
+  /// linear id is a multiple of it; 0: none), "findings": per program id of a finding ("x,y,z"), the
+  /// finding indexes that name it}; with_bytes also "programs": [{"pid", "accesses", "bytes"}] for the
+  /// programs with detail (this decodes every recorded access of the launch).
+  nlohmann::json programs(int64_t launch, bool with_bytes = false) const;
   /// Program `pid`'s recorded accesses and loops: {"sampled": bool, "accesses": [{"site", "seq",
-  /// "arg", "kind", "lanes", "active", "oob", "runs": [[first, count], ...]}], "loops": [{"site",
+  /// "arg", "kind", "lanes", "active", "oob", "runs": [[first, count], ...] (in-bounds element
+  /// offsets), "oob_runs" (out-of-bounds ones)}], "loops": [{"site",
   /// "executions", "trips"}]}. "sampled" false: the budget kept no detail for this program.
   nlohmann::json program(int64_t launch, const std::array<int64_t, 3>& pid) const;
-  /// Per-element load / store counts of argument `arg` over every program: {"elements", "loads",
-  /// "stores"} (expanded to arrays), or {"elements": 0, "dropped": true} when too large to count.
-  /// Throws NotFound for an argument without counts.
+  /// Per-element load / store counts of argument `arg` over every program, run-length encoded as
+  /// stored: {"elements", "loads": [[count, repeat], ...], "stores": [...]}. Throws NotFound for an
+  /// argument without counts (not a buffer, or too large to count).
   nlohmann::json element_counts(int64_t launch, int arg) const;
   /// The recorded (sampled) accesses whose runs contain `element` of argument `arg`: {"accesses":
   /// [{"pid", "site", "seq", "kind"}]} (at most `limit`, "more": true when there were more).
