@@ -111,6 +111,12 @@ LIGER_CAUSES: list[tuple[str, str, str, str]] = [
      "bit-equality of eager vs torch.compile: the two paths launch different specializations of "
      "_tv_distance_kernel (loss_stride == 1 folded in one) and the final sum of the mean runs in torch host "
      "code (eager vs inductor CPU reduction order); both print 0.0004; not yet traced"),
+    ("failed", r"test_cross_entropy\.py::test_correctness_(not_last_layer|with_z_loss)_with_other_params.*dtype1-1e-08-1e-0[56]-",
+     "unclassified (likely test)",
+     "float32 gradients compared with torch's CPU cross-entropy at atol 1e-8 and rtol 1e-6 / 1e-5, summed over "
+     "3 x 423 rows of 32000 classes: Liger's kernels differ from the reference by about 1.7e-5 relative (e.g. "
+     "0.00083639 vs 0.00083637), the size of float32 exp/log differences; the same tests fail under the "
+     "interpreter; not yet compared with a float64 result"),
     ("timeout", r".", "too slow", "exceeds the per-test time limit on this machine (not a wrong result)"),
     ("*", r"CUDA|cuda|Torch not compiled with CUDA", "test", "needs a CUDA device"),
     ("*", r"tilescope cannot run kernel|launch of kernel .* failed|CompileError|LaunchError", "tilescope",
@@ -160,6 +166,12 @@ TRITON_RETARGET = ["sm_80", "gfx942"]
 # Known causes of failures of Triton's tests under tilescope (same form as LIGER_CAUSES), each written after
 # reading the failures.
 TRITON_CAUSES: list[tuple[str, str, str, str]] = [
+    ("failed", r"test_cross_entropy\.py::test_correctness_(not_last_layer|with_z_loss)_with_other_params.*dtype1-1e-08-1e-0[56]-",
+     "unclassified (likely test)",
+     "float32 gradients compared with torch's CPU cross-entropy at atol 1e-8 and rtol 1e-6 / 1e-5, summed over "
+     "3 x 423 rows of 32000 classes: Liger's kernels differ from the reference by about 1.7e-5 relative (e.g. "
+     "0.00083639 vs 0.00083637), the size of float32 exp/log differences; the same tests fail under the "
+     "interpreter; not yet compared with a float64 result"),
     ("timeout", r".", "too slow", "exceeds the per-test time limit on this machine (not a wrong result)"),
     ("*", r"tilescope cannot run kernel|launch of kernel .* failed|CompileError|LaunchError", "tilescope",
      "tilescope rejects the kernel or the launch (see the message)"),
