@@ -1,6 +1,6 @@
 // tilescope's web visualizer: every launch of a trace, the grid of programs, each program's memory
 // ops, the tensor each op touched, and the Python source beside the TTIR.
-import { api, ApiError, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
+import { api, ApiError, values as fetchValues, type Value, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
 import { CodeView } from "./code";
 import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
@@ -18,6 +18,8 @@ const state = {
   pid: [0, 0, 0] as Pid,
   program: null as Program | null,
   access: -1, // index into program.accesses
+  dotSite: -1, // a tt.dot site shown step by step (then access is -1)
+  dotStep: 0,
   mode: "op" as TensorMode,
   contents: new Map<string, DataView | null>(), // "launch/arg/phase"
   sources: new Map<number, string>(),
@@ -33,7 +35,7 @@ app.innerHTML = `
 <header>
   <strong>tilescope</strong><span id="file"></span>
   <span class="spacer"></span>
-  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs</span>
+  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · , . dot step</span>
   <button id="theme" title="light / dark">◐</button>
 </header>
 <main>
@@ -60,6 +62,17 @@ app.innerHTML = `
           <button data-mode="after" title="values after the launch">after</button>
         </span></h2>
       <div class="heat-host" id="heat-host"></div>
+      <div id="dot-view" class="dot-view" hidden>
+        <div class="dot-controls"><button id="dot-prev" title="previous step along K (,)">◀</button>
+          <input id="dot-step" type="range" min="0" value="0" /><button id="dot-next" title="next step along K (.)">▶</button>
+          <span id="dot-label" class="muted"></span></div>
+        <div class="dot-tiles">
+          <figure><figcaption>A</figcaption><div class="tile-host" id="dot-a"></div></figure>
+          <figure><figcaption>B</figcaption><div class="tile-host" id="dot-b"></div></figure>
+          <figure><figcaption>accumulator in</figcaption><div class="tile-host" id="dot-c"></div></figure>
+          <figure><figcaption>result</figcaption><div class="tile-host" id="dot-d"></div></figure>
+        </div>
+      </div>
       <div id="hover" class="hover muted">hover an element</div>
     </div>
   </section>
@@ -72,6 +85,7 @@ app.innerHTML = `
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const heat = new Heatmap($("heat-host"));
+const tiles = { a: new Heatmap($("dot-a")), b: new Heatmap($("dot-b")), c: new Heatmap($("dot-c")), d: new Heatmap($("dot-d")) };
 const py = new CodeView($("py"), "python");
 const ttir = new CodeView($("ttir"), "ttir");
 
@@ -282,7 +296,23 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
         <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
     })
     .join("");
-  body.querySelectorAll("tr").forEach((tr) => tr.addEventListener("click", () => selectAccess(Number(tr.dataset.access))));
+  const dots = state.launch!.sites.filter((x) => x.dot);
+  body.insertAdjacentHTML(
+    "beforeend",
+    dots
+      .map(
+        (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
+        <td>${d.line}</td><td>${esc(d.var)}</td><td>[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted">values: step by step along K</td></tr>`,
+      )
+      .join(""),
+  );
+  body.querySelectorAll("tr[data-access]").forEach((tr) =>
+    tr.addEventListener("click", () => selectAccess(Number((tr as HTMLElement).dataset.access))),
+  );
+  body.querySelectorAll("tr[data-dot]").forEach((tr) =>
+    tr.addEventListener("click", () => selectDot(Number((tr as HTMLElement).dataset.dot))),
+  );
+  if (state.dotSite >= 0 && ttirLine === undefined && dots.some((d) => d.site === state.dotSite)) return selectDot(state.dotSite);
   let pick = 0;
   if (ttirLine !== undefined) {
     const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
@@ -295,9 +325,10 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
 
 async function selectAccess(i: number, ttirLine?: number) {
   state.access = i;
+  state.dotSite = -1;
   $("ops")
     .querySelectorAll("tbody tr")
-    .forEach((tr) => tr.classList.toggle("selected", Number((tr as HTMLElement).dataset.access) === i));
+    .forEach((tr) => tr.classList.toggle("selected", (tr as HTMLElement).dataset.access === String(i)));
   const a = i >= 0 ? state.program!.accesses[i] : null;
   const line = a ? siteOf(a).ttir_line : ttirLine;
   const site = a ? siteOf(a) : state.launch!.sites.find((s) => s.ttir_line === line);
@@ -305,6 +336,92 @@ async function selectAccess(i: number, ttirLine?: number) {
   ttir.highlight(line ? [line] : []);
   await renderTensor();
 }
+
+// ---------------------------------------------------------------------------------------------
+// A dot, step by step along K: its A and B tiles, the accumulator going in and the result, as the
+// selected program computed them (the server runs the launch again from the trace for these values).
+
+let dotValues: { seq: number; operands: Value[]; results: Value[] }[] = [];
+
+function numeric(v: number | string): number {
+  return typeof v === "number" ? v : v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN;
+}
+
+function showTile(h: Heatmap, v: Value | undefined, name: string) {
+  if (!v || !v.values) return h.show(null);
+  const vals = v.values.map(numeric);
+  const rows = v.shape.length >= 2 ? v.shape[v.shape.length - 2] : 1;
+  const cols = v.shape.length ? v.shape[v.shape.length - 1] : 1;
+  let lo = Infinity, hi = -Infinity;
+  for (const x of vals) if (Number.isFinite(x)) (lo = Math.min(lo, x)), (hi = Math.max(hi, x));
+  const span = hi > lo ? hi - lo : 1;
+  h.show({
+    elements: Math.min(vals.length, rows * cols),
+    width: cols,
+    cell: (o) => (Number.isFinite(vals[o]) ? ramp((vals[o] - lo) / span) : [229, 72, 77]),
+    marks: new Map(),
+  });
+  h.onHover = (o) => {
+    if (o === null || o < 0 || o >= vals.length) return;
+    $("hover").textContent = `${name}[${Math.floor(o / cols)}, ${o % cols}] = ${formatValue(vals[o])} (${v.type})`;
+  };
+}
+
+function renderDotStep() {
+  const n = dotValues.length;
+  const step = Math.min(state.dotStep, Math.max(0, n - 1));
+  const e = dotValues[step];
+  const slider = $<HTMLInputElement>("dot-step");
+  slider.max = String(Math.max(0, n - 1));
+  slider.value = String(step);
+  const view = $("dot-view");
+  view.dataset.steps = String(n);
+  view.dataset.step = String(step);
+  $("dot-label").textContent = n ? `step ${step + 1} of ${n} along K` : "this program did not run this dot";
+  showTile(tiles.a, e?.operands[0], "A");
+  showTile(tiles.b, e?.operands[1], "B");
+  showTile(tiles.c, e?.operands[2], "acc");
+  showTile(tiles.d, e?.results[0], "result");
+  document.body.dataset.shown = `${state.launch!.id}/${pidKey(state.pid)}/dot${state.dotSite}/${step}`;
+}
+
+async function selectDot(site: number) {
+  const l = state.launch!;
+  state.access = -1;
+  state.dotSite = site;
+  $("ops")
+    .querySelectorAll("tbody tr")
+    .forEach((tr) => tr.classList.toggle("selected", (tr as HTMLElement).dataset.dot === String(site)));
+  const s = l.sites.find((x) => x.site === site)!;
+  await showSource(s.file, [s.line]);
+  ttir.highlight([s.ttir_line]);
+  $("heat-host").hidden = true;
+  $("dot-view").hidden = false;
+  $("modes").hidden = true;
+  $("tensor-title").textContent = `${s.op} [${s.dot!.join(" × ")}] in program (${state.pid.join(", ")})`;
+  $("dot-label").textContent = "computing (the launch runs again from the trace)...";
+  try {
+    const r = await fetchValues(l.id, state.pid, [site]);
+    dotValues = r.sites[0]?.executions ?? [];
+  } catch (e) {
+    dotValues = [];
+    showError(e);
+  }
+  renderDotStep();
+}
+
+$("dot-step").addEventListener("input", () => {
+  state.dotStep = Number(($("dot-step") as HTMLInputElement).value);
+  renderDotStep();
+});
+$("dot-prev").addEventListener("click", () => {
+  state.dotStep = Math.max(0, state.dotStep - 1);
+  renderDotStep();
+});
+$("dot-next").addEventListener("click", () => {
+  state.dotStep = Math.min(dotValues.length - 1, state.dotStep + 1);
+  renderDotStep();
+});
 
 // ---------------------------------------------------------------------------------------------
 // Source views
@@ -333,6 +450,7 @@ ttir.onLineClick = async (line) => {
   const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === line);
   if (i >= 0) return selectAccess(i);
   const site = state.launch.sites.find((s) => s.ttir_line === line);
+  if (site?.dot) return selectDot(site.site);
   ttir.highlight([line]);
   if (site) await showSource(site.file, [site.line]);
 };
@@ -396,6 +514,9 @@ async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView
 }
 
 async function renderTensor() {
+  $("heat-host").hidden = false;
+  $("dot-view").hidden = true;
+  $("modes").hidden = false;
   const p = state.program, l = state.launch;
   const a = p && state.access >= 0 ? p.accesses[state.access] : null;
   const arg = a ? argOf(a.arg) : undefined;
@@ -509,6 +630,9 @@ document.addEventListener("keydown", (e) => {
   } else if (e.key === "[" || e.key === "]") {
     const i = state.launches.findIndex((x2) => x2.id === l.id) + (e.key === "]" ? 1 : -1);
     if (i >= 0 && i < state.launches.length) selectLaunch(state.launches[i].id);
+  } else if ((e.key === "," || e.key === ".") && state.dotSite >= 0) {
+    state.dotStep = Math.max(0, Math.min(dotValues.length - 1, state.dotStep + (e.key === "." ? 1 : -1)));
+    renderDotStep();
   } else if (e.key === "a") {
     state.mode = state.mode === "all" ? "op" : "all";
     renderTensor();
