@@ -207,6 +207,12 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
         {"read": ["grid_after_key", "#grid", "data-selected"]},
         {"click": "#modes button[data-mode='all']"},
         {"screenshot": "view-all-programs"},
+        # Values before the launch of the loaded argument x: its histogram, and the .npy download.
+        {"click": "#launches li[data-launch='1']"},
+        {"click": "#modes button[data-mode='before']"},
+        {"read": ["bins", "#hist", "data-bins"]},
+        {"download": ["#npy", str(tmp_path / "x.npy")]},
+        {"screenshot": "view-values"},
     ], tmp_path)
     assert reads["grid"] == ",".join(map(str, pid))
     assert reads["marked"] == runs_of(inside + outside)
@@ -216,7 +222,13 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
     assert reads["py_after_ttir_click"] == str(store["line"])
     assert reads["launch2"] == "2"
     assert reads["grid_after_key"] == f"{pid[0] - 1},0,0"
-    for name in ("view-finding", "view-all-programs"):
+    import numpy as np
+    x = t.contents(1, 0, "before").astype("float64")
+    lo, hi = x.min(), x.max()
+    want = np.bincount(np.minimum(63, np.floor((x - lo) / (hi - lo) * 64)).astype(int), minlength=64)
+    assert reads["bins"] == ",".join(map(str, want))
+    assert np.array_equal(np.load(tmp_path / "x.npy"), t.contents(1, 0, "before").reshape(16, 100))
+    for name in ("view-finding", "view-all-programs", "view-values"):
         assert os.path.getsize(os.path.join(SHOTS, f"{name}.png")) > 10_000
 
 

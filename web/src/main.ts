@@ -4,6 +4,7 @@ import { api, ApiError, values as fetchValues, type Value, type Access, type Arg
 import { CodeView } from "./code";
 import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
+import { npy } from "./npy";
 import { elemBytes, formatValue, valueAt } from "./values";
 
 type TensorMode = "op" | "all" | "before" | "after";
@@ -60,6 +61,7 @@ app.innerHTML = `
           <button data-mode="all" title="how many programs' accesses touched each element">all programs</button>
           <button data-mode="before" title="values before the launch">before</button>
           <button data-mode="after" title="values after the launch">after</button>
+          <a id="npy" class="button" hidden download title="the argument's values as a .npy file">.npy</a>
         </span></h2>
       <div class="heat-host" id="heat-host"></div>
       <div id="dot-view" class="dot-view" hidden>
@@ -73,7 +75,8 @@ app.innerHTML = `
           <figure><figcaption>result</figcaption><div class="tile-host" id="dot-d"></div></figure>
         </div>
       </div>
-      <div id="hover" class="hover muted">hover an element</div>
+      <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
+        <canvas id="hist" class="hist" width="240" height="40" hidden title="histogram of the values (64 bins, min to max)"></canvas></div>
     </div>
   </section>
   <aside class="right">
@@ -469,6 +472,31 @@ py.onLineClick = async (line) => {
 // ---------------------------------------------------------------------------------------------
 // The tensor of the selected op
 
+/// 64 bins from `lo` to `hi` over the first 2^22 elements; NaN and infinities are left out (the title
+/// says how many).
+function drawHistogram(values: DataView, dtype: string, elements: number, lo: number, hi: number) {
+  const c = $<HTMLCanvasElement>("hist");
+  const bins = new Array(64).fill(0);
+  let nonfinite = 0;
+  const n = Math.min(elements, 1 << 22);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(values, dtype, i);
+    if (!Number.isFinite(v)) nonfinite++;
+    else bins[Math.min(63, Math.floor(((v - lo) / (hi > lo ? hi - lo : 1)) * 64))]++;
+  }
+  const g = c.getContext("2d")!;
+  g.clearRect(0, 0, c.width, c.height);
+  const max = Math.max(1, ...bins);
+  g.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--fg");
+  bins.forEach((b, i) => {
+    const h = (b / max) * (c.height - 2);
+    g.fillRect(i * (c.width / 64), c.height - h, c.width / 64 - 1, h);
+  });
+  c.title = `${formatValue(lo)} .. ${formatValue(hi)}; ${n} values${nonfinite ? `, ${nonfinite} NaN or infinite (not shown)` : ""}`;
+  c.dataset.bins = bins.join(",");
+  c.hidden = false;
+}
+
 /// A blue (low) to red (high) ramp for t in [0, 1].
 function ramp(t: number): RGB {
   const x = Math.min(1, Math.max(0, t));
@@ -530,6 +558,8 @@ async function renderTensor() {
   const { elements, width } = layout(arg);
   $("tensor-title").textContent = `${arg.name}: ${dtype}[${(arg.shape ?? []).join(" × ")}] strides [${(arg.strides ?? []).join(", ")}]`;
   const marks = new Map<number, Mark>();
+  $("npy").hidden = true;
+  $("hist").hidden = true;
   let cell: (o: number) => RGB | null = () => null;
   const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
   let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
@@ -569,6 +599,13 @@ async function renderTensor() {
         if (Number.isNaN(v)) return [229, 72, 77];
         return ramp((v - lo) / span);
       };
+      drawHistogram(values, dtype, elements, lo, hi);
+      const link = $<HTMLAnchorElement>("npy");
+      if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
+      const shape = arg.shape && arg.shape.reduce((x, y) => x * y, 1) * elemBytes(dtype) === values.byteLength ? arg.shape : [elements];
+      link.href = URL.createObjectURL(npy(values.buffer as ArrayBuffer, dtype, shape));
+      link.download = `${arg.name}-launch${l.id}-${state.mode}.npy`;
+      link.hidden = false;
     } else {
       $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
     }
