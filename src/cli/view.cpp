@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "paths.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/server/server.h"
 #include "tilescope/trace/query.h"
@@ -28,14 +29,9 @@ namespace {
 /// sources, whose web/ holds the unbuilt index.html), else <bin>/../web (the installed package). Read once at
 /// start into memory: no request ever names a file.
 std::map<std::string, server::Asset> load_assets() {
-  std::vector<fs::path> candidates;
-  if (const char* d = std::getenv("TILESCOPE_WEB_DIR"); d && *d) candidates.emplace_back(d);
+  const fs::path web = beside_executable("web", "TILESCOPE_WEB_DIR");
+  const std::vector<fs::path> candidates = {web / "dist", web};
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "web" / "dist");
-    candidates.push_back(exe.parent_path().parent_path() / "web");
-  }
   // Types cpp-httplib does not compress on the fly (server.h, kJson): scripts and styles are sent as
   // they are, fast over loopback; only the small HTML page is compressed.
   static const std::map<std::string, std::string> types = {{".html", "text/html; charset=utf-8"},
