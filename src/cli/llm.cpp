@@ -6,14 +6,14 @@
 #include <iostream>
 
 #include "interrupt.h"
+#include "paths.h"
+#include "tilescope/assist/assistant.h"
 #include "tilescope/llm/client.h"
 #include "tilescope/llm/config.h"
 
 namespace tilescope::cli {
 
-namespace {
-
-void add_settings_flags(CLI::App& cmd, LlmCliOptions& o) {
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o) {
   cmd.add_option("--base-url", o.base_url,
                  "the server's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1)");
   cmd.add_option("--model", o.model, "the model id (default: the first model the server lists)");
@@ -23,7 +23,7 @@ void add_settings_flags(CLI::App& cmd, LlmCliOptions& o) {
   cmd.add_flag("--json", o.json, "print JSON");
 }
 
-llm::Config config_of(const LlmCliOptions& o) {
+llm::Config llm_config(const LlmCliOptions& o) {
   llm::Layers layers;
   layers.env = llm::environment();
   layers.flags = nlohmann::json::object();
@@ -34,8 +34,10 @@ llm::Config config_of(const LlmCliOptions& o) {
   return llm::resolve(layers);
 }
 
+namespace {
+
 int check(const LlmCliOptions& o) {
-  const llm::Config config = config_of(o);
+  const llm::Config config = llm_config(o);
   llm::Client client(config.endpoint);
   llm::ChatRequest req;
   req.messages = {{"user", o.message}};
@@ -100,21 +102,28 @@ CLI::App* add_llm(CLI::App& app, LlmCliOptions& o) {
   auto* llm = app.add_subcommand("llm", "The LLM server the assistant and the generator use");
   llm->require_subcommand(1);
   auto* config = llm->add_subcommand("config", "Show the effective LLM settings and where each came from");
-  add_settings_flags(*config, o);
+  add_llm_settings(*config, o);
   auto* chk =
       llm->add_subcommand("check", "Send one short request to the configured server and stream the answer");
-  add_settings_flags(*chk, o);
+  add_llm_settings(*chk, o);
   chk->add_option("--message", o.message, "what to send")->capture_default_str();
   chk->add_option("--max-tokens", o.max_tokens, "longest answer, in tokens")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   chk->add_flag("--no-stream", o.no_stream, "one response instead of a stream");
+  auto* prompt =
+      llm->add_subcommand("prompt", "Print one of the assistant's prompts (files in the package's prompts/)");
+  prompt->add_option("name", o.prompt_name, "system or analyze")->required();
   return llm;
 }
 
 int llm_command(const CLI::App& llm, const LlmCliOptions& o) {
+  if (llm.got_subcommand("prompt")) {
+    std::cout << assist::Prompts(prompts_dir()).get(o.prompt_name);
+    return 0;
+  }
   if (llm.got_subcommand("config")) {
-    const llm::Config c = config_of(o);
+    const llm::Config c = llm_config(o);
     std::cout << (o.json ? llm::describe(c).dump(2) + "\n" : llm::describe_text(c));
     return 0;
   }

@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "tilescope/llm/config.h"
+
 namespace tilescope::cli {
 
 struct LlmCliOptions {
@@ -16,9 +18,16 @@ struct LlmCliOptions {
   std::string message = "Reply with one word: ready";
   int max_tokens = 16;
   bool no_stream = false;
+  // prompt
+  std::string prompt_name;
 };
 
-/// Register `llm` (subcommands `config`, `check`) on `app`; run it with llm_command once parsed.
+/// The LLM settings flags (--base-url, --model, --timeout, --debug-log, --json) on `cmd`, into `o`.
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o);
+/// The effective LLM settings: every layer (llm/config.h) with `o` as the command line's.
+llm::Config llm_config(const LlmCliOptions& o);
+
+/// Register `llm` (subcommands `config`, `check`, `prompt`) on `app`; run it with llm_command once parsed.
 CLI::App* add_llm(CLI::App& app, LlmCliOptions& options);
 /// Run the parsed `llm` subcommand; returns the exit status (0 ok, 2 a settings or server error, 130
 /// interrupted).

@@ -32,10 +32,10 @@
 #include <regex>
 
 #include "args.h"
+#include "assist.h"
 #include "cache.h"
 #include "interrupt.h"
 #include "llm.h"
-#include "view.h"
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
@@ -45,6 +45,7 @@
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
 #include "trace_cmd.h"
+#include "view.h"
 
 namespace tilescope::cli {
 namespace {
@@ -301,6 +302,9 @@ int main(int argc, char** argv) {
   auto* show = tilescope::cli::add_show(app, show_opts);
   tilescope::cli::ViewOptions view_opts;
   auto* view = tilescope::cli::add_view(app, view_opts);
+  tilescope::cli::AssistOptions assist_opts;
+  CLI::App *explain = nullptr, *ask = nullptr;
+  tilescope::cli::add_assist(app, assist_opts, explain, ask);
   tilescope::cli::ReplayOptions replay_opts;
   auto* replay = tilescope::cli::add_replay(app, replay_opts);
   std::vector<std::string> demo_args;
@@ -327,6 +331,7 @@ int main(int argc, char** argv) {
     if (*cache) return tilescope::cli::cache_command();
     if (*show) return tilescope::cli::show_command(show_opts);
     if (*view) return tilescope::cli::view_command(view_opts);
+    if (*explain || *ask) return tilescope::cli::assist_command(assist_opts);
     if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,

@@ -36,6 +36,7 @@
 #include <set>
 #include <sstream>
 
+#include "assist.h"
 #include "output_file.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
@@ -365,6 +366,10 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& nam
         "record every launch of every process of the run into this trace file (replaced when it is a "
         "trace already; docs/trace-format.md)");
   }
+  s->add_flag(
+      "--explain", o.explain,
+      "after the report, ask the LLM to explain the findings (tilescope explain; settings: tilescope llm "
+      "config)");
   s->add_flag("--view", o.view,
               "after the run, open the trace in the web visualizer (tilescope view) until Ctrl-C; without "
               "--trace, into a temporary trace removed afterwards");
@@ -466,12 +471,19 @@ int sanitize_command(const SanitizeOptions& o) {
     std::error_code ec;
     trace_path = fs::absolute(o.trace_path, ec).string();
     trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
-  } else if (o.view) {
-    // --view without --trace: a temporary trace, removed when the viewer stops.
+  } else if (o.view || o.explain) {
+    // --view / --explain without --trace: a temporary trace, removed at the end.
     std::error_code ec;
     trace_path = (fs::temp_directory_path(ec) / fmt::format("tilescope-view-{}.tstrace", getpid())).string();
     trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
   }
+  struct RemoveAfter {  // a temporary trace goes at the end, whatever way out
+    std::string path;
+    ~RemoveAfter() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove(path, ec);
+    }
+  } remove_after{o.trace_path.empty() ? trace_path : ""};
   ForwardSignals forwarding;
   TempDir dir;
 
@@ -571,15 +583,19 @@ int sanitize_command(const SanitizeOptions& o) {
   // The program's own failure always wins; then tilescope's own (a report lost); --exit-code is the
   // status of a program that succeeded with findings.
   const int rc = status != 0 ? status : failed ? 2 : findings.empty() ? 0 : o.exit_code;
+  if (o.explain && !trace_path.empty() && !findings.empty()) {
+    // The findings explained by the LLM (tilescope explain), right after the report.
+    std::cerr << "tilescope: asking the LLM to explain the findings (tilescope explain; Ctrl-C stops it)\n";
+    AssistOptions a;
+    a.path = trace_path;
+    try {
+      if (assist_command(a) == 130) return 130;
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+    }
+  }
   if (o.view && !trace_path.empty()) {
-    // The trace in the web visualizer until Ctrl-C; a temporary trace goes with it.
-    struct RemoveAfter {
-      std::string path;
-      ~RemoveAfter() {
-        std::error_code ec;
-        if (!path.empty()) fs::remove(path, ec);
-      }
-    } remove_after{o.trace_path.empty() ? trace_path : ""};
+    // The trace in the web visualizer until Ctrl-C.
     ViewOptions v;
     v.path = trace_path;
     view_command(v);

@@ -141,44 +141,7 @@ int replay_command(const ReplayOptions& o) {
   trace::StoredLaunch s = reader.launch(o.launch);
   launch::LaunchRecord& rec = s.record;
   const std::string where = fmt::format("{}: launch {}", o.path, o.launch);
-  if (!rec.allocations.empty())
-    throw Error(
-        fmt::format("{}: the kernel makes pointers from integers (addresses of the recorded process in "
-                    "its arguments); replay cannot run it",
-                    where));
-  // Buffers that overlapped in the recorded process overlap again: one host block per group.
-  struct Block {
-    uint64_t start = 0, end = 0;
-    std::vector<std::byte> data;
-  };
-  std::vector<Block> blocks;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < rec.args.size(); ++i) {
-    if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
-    if (!s.before[i])
-      throw Error(
-          fmt::format("{}: the contents of argument '{}' before the launch are not in the trace (the "
-                      "trace budget dropped them; record again with a larger --trace-budget)",
-                      where, rec.args[i].name));
-    order.push_back(i);
-  }
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.host_addr[a] < s.host_addr[b]; });
-  std::vector<size_t> block_of(rec.args.size(), 0);
-  for (size_t i : order) {
-    const uint64_t start = s.host_addr[i], end = start + rec.args[i].bytes;
-    if (blocks.empty() || start >= blocks.back().end || start == 0)
-      blocks.push_back({start, end, {}});
-    else
-      blocks.back().end = std::max(blocks.back().end, end);
-    block_of[i] = blocks.size() - 1;
-  }
-  for (Block& b : blocks) b.data.assign(b.end - b.start, std::byte{0});
-  for (size_t i : order) {
-    Block& b = blocks[block_of[i]];
-    std::byte* host = b.data.data() + (s.host_addr[i] - b.start);
-    std::copy(s.before[i]->begin(), s.before[i]->end(), host);
-    rec.args[i].host = host;
-  }
+  trace::ReplayMemory memory(s, where);  // the buffers' contents before the launch, aliasing as recorded
   if (!o.save_dir.empty()) {
     const std::string cmd = save_inputs(s, o.save_dir);
     std::cerr << fmt::format("tilescope: wrote launch {} to {}: {}\n", o.launch, o.save_dir, cmd);

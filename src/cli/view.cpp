@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "paths.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/server/server.h"
 #include "tilescope/trace/query.h"
@@ -27,14 +29,9 @@ namespace {
 /// sources, whose web/ holds the unbuilt index.html), else <bin>/../web (the installed package). Read once at
 /// start into memory: no request ever names a file.
 std::map<std::string, server::Asset> load_assets() {
-  std::vector<fs::path> candidates;
-  if (const char* d = std::getenv("TILESCOPE_WEB_DIR"); d && *d) candidates.emplace_back(d);
+  const fs::path web = beside_executable("web", "TILESCOPE_WEB_DIR");
+  const std::vector<fs::path> candidates = {web / "dist", web};
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "web" / "dist");
-    candidates.push_back(exe.parent_path().parent_path() / "web");
-  }
   // Types cpp-httplib does not compress on the fly (server.h, kJson): scripts and styles are sent as
   // they are, fast over loopback; only the small HTML page is compressed.
   static const std::map<std::string, std::string> types = {{".html", "text/html; charset=utf-8"},
@@ -95,6 +92,33 @@ std::vector<server::Route> routes(const trace::Query& q) {
            return Response::json(
                q.program(id_of(r, "launch"),
                          {r.integer("x", 0, kMax), r.integer("y", 0, kMax), r.integer("z", 0, kMax)}));
+         });
+       }},
+      {"GET", "/api/launches/{launch}/programs/{x}/{y}/{z}/values",
+       [&q, kMax](const Request& r) {
+         // ?sites=3,7: the op sites whose operands and results to compute (at most 16).
+         std::vector<int> sites;
+         const std::string list = r.text("sites");
+         for (size_t i = 0; i < list.size();) {
+           size_t j = list.find(',', i);
+           if (j == std::string::npos) j = list.size();
+           int v = -1;
+           auto [p, ec] = std::from_chars(list.data() + i, list.data() + j, v);
+           if (ec != std::errc() || p != list.data() + j || v < 0)
+             throw ApiError(400, "bad_parameter", "sites is a comma-separated list of op site numbers");
+           sites.push_back(v);
+           i = j + 1;
+         }
+         if (sites.empty() || sites.size() > 16)
+           throw ApiError(400, "bad_parameter", "give 1 to 16 op sites: ?sites=3,7");
+         return answer([&] {
+           try {
+             return Response::json(q.values(
+                 id_of(r, "launch"),
+                 {r.integer("x", 0, kMax), r.integer("y", 0, kMax), r.integer("z", 0, kMax)}, sites));
+           } catch (const Error& e) {
+             throw ApiError(409, "not_replayable", e.what());
+           }
          });
        }},
       {"GET", "/api/launches/{launch}/args/{arg}/counts",

@@ -16,7 +16,7 @@ using Kind = LlmError::Kind;
 
 namespace {
 
-enum class Type { string, number, integer, table };
+enum class Type { string, number, integer, count, table };
 
 struct SettingDef {
   std::string_view name;
@@ -34,6 +34,7 @@ constexpr SettingDef kSettings[] = {
     {"connect_timeout_s", Type::number, "seconds to open a connection"},
     {"max_retries", Type::integer, "retries on 429, 5xx and refused connections"},
     {"debug_log", Type::string, "a JSONL file of requests and responses (the key redacted)"},
+    {"max_tokens", Type::count, "the longest answer the assistant asks for, in tokens"},
 };
 
 const SettingDef* find_setting(std::string_view name) {
@@ -64,6 +65,9 @@ void check(const nlohmann::json& settings, Layer layer, const std::string& sourc
       case Type::integer:
         ok = v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 100;
         break;
+      case Type::count:
+        ok = v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= (int64_t{1} << 20);
+        break;
       case Type::table:
         ok = v.is_object();
         for (const auto& [hk, hv] : v.items()) ok = ok && hv.is_string() && !hk.empty();
@@ -73,6 +77,7 @@ void check(const nlohmann::json& settings, Layer layer, const std::string& sourc
       const char* want = d->type == Type::string    ? "a string"
                          : d->type == Type::number  ? "a positive number"
                          : d->type == Type::integer ? "an integer from 0 to 100"
+                         : d->type == Type::count   ? "an integer from 1 to 1048576"
                                                     : "a table of strings";
       throw bad(fmt::format("{}: the LLM setting '{}' must be {}", source, k, want));
     }
@@ -159,7 +164,8 @@ void resolve_into(Config& c) {
   c.sources = {{"base_url", "default"},
                {"timeout_s", "default"},
                {"connect_timeout_s", "default"},
-               {"max_retries", "default"}};
+               {"max_retries", "default"},
+               {"max_tokens", "default"}};
   std::map<std::string, Layer> layer_of;
   for (const Config::Applied& a : c.applied) {
     if (!a.settings.is_object()) continue;
@@ -173,6 +179,7 @@ void resolve_into(Config& c) {
       if (k == "connect_timeout_s") e.connect_timeout_s = v.get<double>();
       if (k == "max_retries") e.max_retries = v.get<int>();
       if (k == "debug_log") e.debug_log = v.get<std::string>();
+      if (k == "max_tokens") e.max_tokens = v.get<int>();
       c.sources[k] = a.source;
       layer_of[k] = a.layer;
     }
@@ -246,6 +253,7 @@ nlohmann::json describe(const Config& c) {
   s["connect_timeout_s"] = {{"value", e.connect_timeout_s}, {"source", src("connect_timeout_s")}};
   s["max_retries"] = {{"value", e.max_retries}, {"source", src("max_retries")}};
   s["debug_log"] = {{"value", e.debug_log.empty() ? "off" : e.debug_log}, {"source", src("debug_log")}};
+  s["max_tokens"] = {{"value", e.max_tokens}, {"source", src("max_tokens")}};
   nlohmann::json out = {{"settings", s}, {"key_withheld", c.key_withheld}};
   return out;
 }

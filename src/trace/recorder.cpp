@@ -20,6 +20,16 @@ void collect_ops(const ir::Region& r, std::vector<const ir::Op*>& out) {
     }
 }
 
+}  // namespace
+
+std::vector<const ir::Op*> op_sites(const ir::Module& module) {
+  std::vector<const ir::Op*> out;
+  for (const auto& f : module.functions) collect_ops(f->body, out);
+  return out;
+}
+
+namespace {
+
 int64_t read_int(const exec::ValueRef& v) {
   switch (v.elem()) {
     case ir::Elem::i8: return *v.as<int8_t>();
@@ -42,7 +52,7 @@ struct Recorder::Program {
 };
 
 Recorder::Recorder(const ir::Module& module, int64_t detail_cap) : cap_(detail_cap) {
-  for (const auto& f : module.functions) collect_ops(f->body, sites_);
+  sites_ = op_sites(module);
   for (size_t i = 0; i < sites_.size(); ++i) site_of_[sites_[i]] = static_cast<int>(i);
   stats_.resize(sites_.size());
   none_ = detail_cap <= 0;

@@ -21,6 +21,10 @@
 
 namespace tilescope::trace {
 
+/// The op sites of `module`: every op, functions in text order, each op before the ops of its regions
+/// (a site's number is its index here; docs/trace-format.md, `sites`).
+std::vector<const ir::Op*> op_sites(const ir::Module& module);
+
 /// Per op site, over all programs.
 struct SiteStats {
   int64_t executions = 0;  // op executions (programs x loop iterations)

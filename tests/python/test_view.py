@@ -207,6 +207,12 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
         {"read": ["grid_after_key", "#grid", "data-selected"]},
         {"click": "#modes button[data-mode='all']"},
         {"screenshot": "view-all-programs"},
+        # Values before the launch of the loaded argument x: its histogram, and the .npy download.
+        {"click": "#launches li[data-launch='1']"},
+        {"click": "#modes button[data-mode='before']"},
+        {"read": ["bins", "#hist", "data-bins"]},
+        {"download": ["#npy", str(tmp_path / "x.npy")]},
+        {"screenshot": "view-values"},
     ], tmp_path)
     assert reads["grid"] == ",".join(map(str, pid))
     assert reads["marked"] == runs_of(inside + outside)
@@ -216,7 +222,13 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
     assert reads["py_after_ttir_click"] == str(store["line"])
     assert reads["launch2"] == "2"
     assert reads["grid_after_key"] == f"{pid[0] - 1},0,0"
-    for name in ("view-finding", "view-all-programs"):
+    import numpy as np
+    x = t.contents(1, 0, "before").astype("float64")
+    lo, hi = x.min(), x.max()
+    want = np.bincount(np.minimum(63, np.floor((x - lo) / (hi - lo) * 64)).astype(int), minlength=64)
+    assert reads["bins"] == ",".join(map(str, want))
+    assert np.array_equal(np.load(tmp_path / "x.npy"), t.contents(1, 0, "before").reshape(16, 100))
+    for name in ("view-finding", "view-all-programs", "view-values"):
         assert os.path.getsize(os.path.join(SHOTS, f"{name}.png")) > 10_000
 
 
@@ -281,6 +293,58 @@ def test_a_large_trace_is_served_without_loading_it(tmp_path):
         assert api(s, "/api/launches/1/args/0/counts")["loads"] == [[1, 4096 * 4096]]  # every element once
         rss = int(open(f"/proc/{p.pid}/status").read().split("VmRSS:")[1].split()[0]) * 1024
         assert rss < trace.stat().st_size / 2, (rss, trace.stat().st_size)
+    finally:
+        p.send_signal(2)
+        p.wait(timeout=10)
+
+
+def test_dot_values_step_by_step_match_numpy(tmp_path):
+    """The values API runs the launch again from the trace: the dot's tiles and result in one program are
+    the matmul of the stored inputs (numpy, float32), step by step along K."""
+    trace = tmp_path / "mm.tstrace"
+    subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable,
+                    os.path.join(ROOT, "examples", "matmul.py")], check=True, capture_output=True, timeout=300)
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    dot = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.dot")
+    a = t.contents(1, 0, "before").reshape(70, 90).astype("float32")
+    b = t.contents(1, 1, "before").reshape(90, 50).astype("float32")
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
+            if m:
+                break
+        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+        pid_m, pid_n = 2, 1  # the last row block: rows 64..69 of 70, columns 32..49 of 50 (masked edges)
+        r = api(s, f"/api/launches/1/programs/{pid_m}/{pid_n}/0/values?sites={dot['site']}")
+        steps = r["sites"][0]["executions"]
+        assert len(steps) == 3  # K = 90 in tiles of 32
+        import numpy as np
+        rows, cols = slice(32 * pid_m, 32 * pid_m + 32), slice(32 * pid_n, 32 * pid_n + 32)
+        acc = np.zeros((32, 32), dtype="float32")
+        for k, step in enumerate(steps):
+            ka = slice(32 * k, 32 * k + 32)
+            want_a = np.zeros((32, 32), dtype="float32")
+            part = a[rows, ka]
+            want_a[: part.shape[0], : part.shape[1]] = part  # masked lanes load 0 (other=0.0)
+            want_b = np.zeros((32, 32), dtype="float32")
+            part = b[ka, cols]
+            want_b[: part.shape[0], : part.shape[1]] = part
+            got = [np.array(v["values"], dtype="float32").reshape(v["shape"]) for v in step["operands"]]
+            assert np.array_equal(got[0], want_a) and np.array_equal(got[1], want_b)
+            assert np.allclose(got[2], acc, rtol=1e-5, atol=1e-5)
+            acc = acc + want_a @ want_b
+            result = np.array(step["results"][0]["values"], dtype="float32").reshape(32, 32)
+            assert np.allclose(result, acc, rtol=1e-4, atol=1e-4)
+        assert request(s, f"/api/launches/1/programs/9/9/0/values?sites={dot['site']}")[0] == 404
+        assert request(s, "/api/launches/1/programs/0/0/0/values?sites=")[0] == 400
+        # In the page: the dot's row shows its three steps.
+        reads = drive(s, [{"click": f"#ops tr[data-dot='{dot['site']}']"},
+                          {"wait_for": ["#dot-view", "data-steps", "3"]}, {"key": "."}, {"key": "."},
+                          {"read": ["step", "#dot-view", "data-step"]}, {"screenshot": "view-dot"}], tmp_path)
+        assert reads["step"] == "2"
     finally:
         p.send_signal(2)
         p.wait(timeout=10)

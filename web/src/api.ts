@@ -175,3 +175,23 @@ export const api = {
   source: (id: number) => get<{ id: number; path: string; content: string }>(`/api/sources/${id}`),
   kernel: (id: number) => get<{ id: number; name: string; ttir_file: string; ttir: string }>(`/api/kernels/${id}`),
 };
+
+/// One value an op used or made (GET .../values): values row-major, floats as numbers or "nan" / "inf" /
+/// "-inf", null for pointers.
+export interface Value {
+  type: string;
+  shape: number[];
+  dtype: string;
+  values: (number | string)[] | null;
+  truncated: boolean;
+}
+
+export interface SiteValues {
+  site: number;
+  op: string;
+  executions: { seq: number; operands: Value[]; results: Value[] }[];
+  more: boolean;
+}
+
+export const values = (id: number, p: Pid, sites: number[]) =>
+  get<{ pid: Pid; sites: SiteValues[] }>(`/api/launches/${id}/programs/${p[0]}/${p[1]}/${p[2]}/values?sites=${sites.join(",")}`);

@@ -1,9 +1,10 @@
 // tilescope's web visualizer: every launch of a trace, the grid of programs, each program's memory
 // ops, the tensor each op touched, and the Python source beside the TTIR.
-import { api, ApiError, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
+import { api, ApiError, values as fetchValues, type Value, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
 import { CodeView } from "./code";
 import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
+import { npy } from "./npy";
 import { elemBytes, formatValue, valueAt } from "./values";
 
 type TensorMode = "op" | "all" | "before" | "after";
@@ -18,6 +19,8 @@ const state = {
   pid: [0, 0, 0] as Pid,
   program: null as Program | null,
   access: -1, // index into program.accesses
+  dotSite: -1, // a tt.dot site shown step by step (then access is -1)
+  dotStep: 0,
   mode: "op" as TensorMode,
   contents: new Map<string, DataView | null>(), // "launch/arg/phase"
   sources: new Map<number, string>(),
@@ -33,7 +36,7 @@ app.innerHTML = `
 <header>
   <strong>tilescope</strong><span id="file"></span>
   <span class="spacer"></span>
-  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs</span>
+  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · , . dot step</span>
   <button id="theme" title="light / dark">◐</button>
 </header>
 <main>
@@ -58,9 +61,22 @@ app.innerHTML = `
           <button data-mode="all" title="how many programs' accesses touched each element">all programs</button>
           <button data-mode="before" title="values before the launch">before</button>
           <button data-mode="after" title="values after the launch">after</button>
+          <a id="npy" class="button" hidden download title="the argument's values as a .npy file">.npy</a>
         </span></h2>
       <div class="heat-host" id="heat-host"></div>
-      <div id="hover" class="hover muted">hover an element</div>
+      <div id="dot-view" class="dot-view" hidden>
+        <div class="dot-controls"><button id="dot-prev" title="previous step along K (,)">◀</button>
+          <input id="dot-step" type="range" min="0" value="0" /><button id="dot-next" title="next step along K (.)">▶</button>
+          <span id="dot-label" class="muted"></span></div>
+        <div class="dot-tiles">
+          <figure><figcaption>A</figcaption><div class="tile-host" id="dot-a"></div></figure>
+          <figure><figcaption>B</figcaption><div class="tile-host" id="dot-b"></div></figure>
+          <figure><figcaption>accumulator in</figcaption><div class="tile-host" id="dot-c"></div></figure>
+          <figure><figcaption>result</figcaption><div class="tile-host" id="dot-d"></div></figure>
+        </div>
+      </div>
+      <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
+        <canvas id="hist" class="hist" width="240" height="40" hidden title="histogram of the values (64 bins, min to max)"></canvas></div>
     </div>
   </section>
   <aside class="right">
@@ -72,6 +88,7 @@ app.innerHTML = `
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const heat = new Heatmap($("heat-host"));
+const tiles = { a: new Heatmap($("dot-a")), b: new Heatmap($("dot-b")), c: new Heatmap($("dot-c")), d: new Heatmap($("dot-d")) };
 const py = new CodeView($("py"), "python");
 const ttir = new CodeView($("ttir"), "ttir");
 
@@ -282,7 +299,23 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
         <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
     })
     .join("");
-  body.querySelectorAll("tr").forEach((tr) => tr.addEventListener("click", () => selectAccess(Number(tr.dataset.access))));
+  const dots = state.launch!.sites.filter((x) => x.dot);
+  body.insertAdjacentHTML(
+    "beforeend",
+    dots
+      .map(
+        (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
+        <td>${d.line}</td><td>${esc(d.var)}</td><td>[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted">values: step by step along K</td></tr>`,
+      )
+      .join(""),
+  );
+  body.querySelectorAll("tr[data-access]").forEach((tr) =>
+    tr.addEventListener("click", () => selectAccess(Number((tr as HTMLElement).dataset.access))),
+  );
+  body.querySelectorAll("tr[data-dot]").forEach((tr) =>
+    tr.addEventListener("click", () => selectDot(Number((tr as HTMLElement).dataset.dot))),
+  );
+  if (state.dotSite >= 0 && ttirLine === undefined && dots.some((d) => d.site === state.dotSite)) return selectDot(state.dotSite);
   let pick = 0;
   if (ttirLine !== undefined) {
     const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
@@ -295,9 +328,10 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
 
 async function selectAccess(i: number, ttirLine?: number) {
   state.access = i;
+  state.dotSite = -1;
   $("ops")
     .querySelectorAll("tbody tr")
-    .forEach((tr) => tr.classList.toggle("selected", Number((tr as HTMLElement).dataset.access) === i));
+    .forEach((tr) => tr.classList.toggle("selected", (tr as HTMLElement).dataset.access === String(i)));
   const a = i >= 0 ? state.program!.accesses[i] : null;
   const line = a ? siteOf(a).ttir_line : ttirLine;
   const site = a ? siteOf(a) : state.launch!.sites.find((s) => s.ttir_line === line);
@@ -305,6 +339,92 @@ async function selectAccess(i: number, ttirLine?: number) {
   ttir.highlight(line ? [line] : []);
   await renderTensor();
 }
+
+// ---------------------------------------------------------------------------------------------
+// A dot, step by step along K: its A and B tiles, the accumulator going in and the result, as the
+// selected program computed them (the server runs the launch again from the trace for these values).
+
+let dotValues: { seq: number; operands: Value[]; results: Value[] }[] = [];
+
+function numeric(v: number | string): number {
+  return typeof v === "number" ? v : v === "inf" ? Infinity : v === "-inf" ? -Infinity : NaN;
+}
+
+function showTile(h: Heatmap, v: Value | undefined, name: string) {
+  if (!v || !v.values) return h.show(null);
+  const vals = v.values.map(numeric);
+  const rows = v.shape.length >= 2 ? v.shape[v.shape.length - 2] : 1;
+  const cols = v.shape.length ? v.shape[v.shape.length - 1] : 1;
+  let lo = Infinity, hi = -Infinity;
+  for (const x of vals) if (Number.isFinite(x)) (lo = Math.min(lo, x)), (hi = Math.max(hi, x));
+  const span = hi > lo ? hi - lo : 1;
+  h.show({
+    elements: Math.min(vals.length, rows * cols),
+    width: cols,
+    cell: (o) => (Number.isFinite(vals[o]) ? ramp((vals[o] - lo) / span) : [229, 72, 77]),
+    marks: new Map(),
+  });
+  h.onHover = (o) => {
+    if (o === null || o < 0 || o >= vals.length) return;
+    $("hover").textContent = `${name}[${Math.floor(o / cols)}, ${o % cols}] = ${formatValue(vals[o])} (${v.type})`;
+  };
+}
+
+function renderDotStep() {
+  const n = dotValues.length;
+  const step = Math.min(state.dotStep, Math.max(0, n - 1));
+  const e = dotValues[step];
+  const slider = $<HTMLInputElement>("dot-step");
+  slider.max = String(Math.max(0, n - 1));
+  slider.value = String(step);
+  const view = $("dot-view");
+  view.dataset.steps = String(n);
+  view.dataset.step = String(step);
+  $("dot-label").textContent = n ? `step ${step + 1} of ${n} along K` : "this program did not run this dot";
+  showTile(tiles.a, e?.operands[0], "A");
+  showTile(tiles.b, e?.operands[1], "B");
+  showTile(tiles.c, e?.operands[2], "acc");
+  showTile(tiles.d, e?.results[0], "result");
+  document.body.dataset.shown = `${state.launch!.id}/${pidKey(state.pid)}/dot${state.dotSite}/${step}`;
+}
+
+async function selectDot(site: number) {
+  const l = state.launch!;
+  state.access = -1;
+  state.dotSite = site;
+  $("ops")
+    .querySelectorAll("tbody tr")
+    .forEach((tr) => tr.classList.toggle("selected", (tr as HTMLElement).dataset.dot === String(site)));
+  const s = l.sites.find((x) => x.site === site)!;
+  await showSource(s.file, [s.line]);
+  ttir.highlight([s.ttir_line]);
+  $("heat-host").hidden = true;
+  $("dot-view").hidden = false;
+  $("modes").hidden = true;
+  $("tensor-title").textContent = `${s.op} [${s.dot!.join(" × ")}] in program (${state.pid.join(", ")})`;
+  $("dot-label").textContent = "computing (the launch runs again from the trace)...";
+  try {
+    const r = await fetchValues(l.id, state.pid, [site]);
+    dotValues = r.sites[0]?.executions ?? [];
+  } catch (e) {
+    dotValues = [];
+    showError(e);
+  }
+  renderDotStep();
+}
+
+$("dot-step").addEventListener("input", () => {
+  state.dotStep = Number(($("dot-step") as HTMLInputElement).value);
+  renderDotStep();
+});
+$("dot-prev").addEventListener("click", () => {
+  state.dotStep = Math.max(0, state.dotStep - 1);
+  renderDotStep();
+});
+$("dot-next").addEventListener("click", () => {
+  state.dotStep = Math.min(dotValues.length - 1, state.dotStep + 1);
+  renderDotStep();
+});
 
 // ---------------------------------------------------------------------------------------------
 // Source views
@@ -333,6 +453,7 @@ ttir.onLineClick = async (line) => {
   const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === line);
   if (i >= 0) return selectAccess(i);
   const site = state.launch.sites.find((s) => s.ttir_line === line);
+  if (site?.dot) return selectDot(site.site);
   ttir.highlight([line]);
   if (site) await showSource(site.file, [site.line]);
 };
@@ -350,6 +471,31 @@ py.onLineClick = async (line) => {
 
 // ---------------------------------------------------------------------------------------------
 // The tensor of the selected op
+
+/// 64 bins from `lo` to `hi` over the first 2^22 elements; NaN and infinities are left out (the title
+/// says how many).
+function drawHistogram(values: DataView, dtype: string, elements: number, lo: number, hi: number) {
+  const c = $<HTMLCanvasElement>("hist");
+  const bins = new Array(64).fill(0);
+  let nonfinite = 0;
+  const n = Math.min(elements, 1 << 22);
+  for (let i = 0; i < n; i++) {
+    const v = valueAt(values, dtype, i);
+    if (!Number.isFinite(v)) nonfinite++;
+    else bins[Math.min(63, Math.floor(((v - lo) / (hi > lo ? hi - lo : 1)) * 64))]++;
+  }
+  const g = c.getContext("2d")!;
+  g.clearRect(0, 0, c.width, c.height);
+  const max = Math.max(1, ...bins);
+  g.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--fg");
+  bins.forEach((b, i) => {
+    const h = (b / max) * (c.height - 2);
+    g.fillRect(i * (c.width / 64), c.height - h, c.width / 64 - 1, h);
+  });
+  c.title = `${formatValue(lo)} .. ${formatValue(hi)}; ${n} values${nonfinite ? `, ${nonfinite} NaN or infinite (not shown)` : ""}`;
+  c.dataset.bins = bins.join(",");
+  c.hidden = false;
+}
 
 /// A blue (low) to red (high) ramp for t in [0, 1].
 function ramp(t: number): RGB {
@@ -396,6 +542,9 @@ async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView
 }
 
 async function renderTensor() {
+  $("heat-host").hidden = false;
+  $("dot-view").hidden = true;
+  $("modes").hidden = false;
   const p = state.program, l = state.launch;
   const a = p && state.access >= 0 ? p.accesses[state.access] : null;
   const arg = a ? argOf(a.arg) : undefined;
@@ -409,6 +558,8 @@ async function renderTensor() {
   const { elements, width } = layout(arg);
   $("tensor-title").textContent = `${arg.name}: ${dtype}[${(arg.shape ?? []).join(" × ")}] strides [${(arg.strides ?? []).join(", ")}]`;
   const marks = new Map<number, Mark>();
+  $("npy").hidden = true;
+  $("hist").hidden = true;
   let cell: (o: number) => RGB | null = () => null;
   const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
   let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
@@ -448,6 +599,13 @@ async function renderTensor() {
         if (Number.isNaN(v)) return [229, 72, 77];
         return ramp((v - lo) / span);
       };
+      drawHistogram(values, dtype, elements, lo, hi);
+      const link = $<HTMLAnchorElement>("npy");
+      if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
+      const shape = arg.shape && arg.shape.reduce((x, y) => x * y, 1) * elemBytes(dtype) === values.byteLength ? arg.shape : [elements];
+      link.href = URL.createObjectURL(npy(values.buffer as ArrayBuffer, dtype, shape));
+      link.download = `${arg.name}-launch${l.id}-${state.mode}.npy`;
+      link.hidden = false;
     } else {
       $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
     }
@@ -509,6 +667,9 @@ document.addEventListener("keydown", (e) => {
   } else if (e.key === "[" || e.key === "]") {
     const i = state.launches.findIndex((x2) => x2.id === l.id) + (e.key === "]" ? 1 : -1);
     if (i >= 0 && i < state.launches.length) selectLaunch(state.launches[i].id);
+  } else if ((e.key === "," || e.key === ".") && state.dotSite >= 0) {
+    state.dotStep = Math.max(0, Math.min(dotValues.length - 1, state.dotStep + (e.key === "." ? 1 : -1)));
+    renderDotStep();
   } else if (e.key === "a") {
     state.mode = state.mode === "all" ? "op" : "all";
     renderTensor();

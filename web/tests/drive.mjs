@@ -7,7 +7,8 @@
 // SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
 // STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
 // {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE]} (until the
-// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"screenshot": NAME}.
+// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"download": [CSS,
+// PATH]} (click, save the download there), {"screenshot": NAME}.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -46,6 +47,10 @@ try {
         const e = document.querySelector(c);
         return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
       }, [css, attr]);
+    } else if (step.download) {
+      const [css, path] = step.download;
+      const [d] = await Promise.all([page.waitForEvent("download"), page.click(css)]);
+      await d.saveAs(path);
     } else if (step.screenshot) await page.screenshot({ path: join(script.screenshots, `${step.screenshot}.png`) });
   }
 } finally {

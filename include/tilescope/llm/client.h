@@ -34,6 +34,7 @@ struct Endpoint {
   double connect_timeout_s = 10;  // to open the connection
   int max_retries = 3;            // on 429, 5xx, refused or reset connections; backoff 0.5 s, 1 s, 2 s, ...
   std::string debug_log;          // a JSONL file of requests and responses (key redacted); empty: none
+  int max_tokens = 1024;          // the longest answer the assistant asks for, in tokens
 };
 
 struct Message {

@@ -11,7 +11,7 @@
 //      TILESCOPE_LLM_DEBUG_LOG; OPENAI_BASE_URL and OPENAI_API_KEY when the TILESCOPE_ ones are unset;
 //   5. command-line flags; 6. Python's tilescope.setup_llm(...); 7. the web UI's settings (session only).
 // Settings: base_url, model, api_key, headers (a table of strings), timeout_s, connect_timeout_s,
-// max_retries, debug_log.
+// max_retries, debug_log, max_tokens (the longest answer the assistant asks for; default 1024).
 //
 // Trust: a project file comes with the code being debugged, which may be someone else's. It may not
 // hold api_key or debug_log (an error naming the file), and the key is not sent to a base_url that

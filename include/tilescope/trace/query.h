@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace tilescope::trace {
 
@@ -50,6 +51,12 @@ class Query {
   nlohmann::json element_accesses(int64_t launch, int arg, int64_t element, int limit = 256) const;
   /// Argument `arg`'s bytes before or after the launch ("before" / "after"); NotFound when not stored.
   std::string contents(int64_t launch, int arg, const std::string& phase) const;
+  /// What program `pid` computed at op `sites` of launch `launch` (operands and results of each
+  /// execution), by running the launch again from the trace: trace::capture_values. Answers are kept
+  /// for the latest requests (the same request again costs nothing). tilescope::Error when the launch
+  /// cannot be replayed (its inputs were dropped by the budget, pointers made from integers).
+  nlohmann::json values(int64_t launch, const std::array<int64_t, 3>& pid,
+                        const std::vector<int>& sites) const;
   /// A source file's path and text: {"id", "path", "content"}.
   nlohmann::json source(int64_t id) const;
   /// A kernel's TTIR: {"id", "name", "ttir_file", "ttir"}.

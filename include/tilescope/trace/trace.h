@@ -14,6 +14,7 @@
 // its version and the budget rule: docs/trace-format.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -78,6 +79,18 @@ struct StoredLaunch {
   nlohmann::json dropped;  // what the budget dropped from this launch (docs/trace-format.md)
 };
 
+/// The memory of a recorded launch rebuilt from the trace: every buffer argument of `s.record` points
+/// into blocks this object owns, filled with its contents before the launch; arguments that
+/// overlapped in the recording process overlap again. Throws tilescope::Error naming `where` when the
+/// kernel makes pointers from integers, or when the budget dropped a buffer's contents.
+class ReplayMemory {
+ public:
+  ReplayMemory(StoredLaunch& s, const std::string& where);
+
+ private:
+  std::vector<std::vector<std::byte>> blocks_;
+};
+
 /// A trace file open read-only.
 class Reader {
  public:
@@ -100,5 +113,16 @@ class Reader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The values program `pid` computed at op `sites` of launch `launch_id` (site numbers as in the
+/// trace's `sites` table), from running the launch again on the engine from the trace (ReplayMemory;
+/// no analyses). JSON: {"pid", "sites": [{"site", "op", "executions": [{"seq", "operands": [V],
+/// "results": [V]}], "more": bool}]} with V = {"type" (TTIR), "shape", "dtype", "values" (row-major;
+/// floats as numbers, "nan" / "inf" / "-inf" as strings; pointers as null), "truncated"}. At most
+/// `max_executions` executions per site and `max_elements` elements per value are kept. Throws
+/// tilescope::Error for a launch that cannot be replayed (ReplayMemory) or a site the kernel lacks.
+nlohmann::json capture_values(const Reader& reader, int64_t launch_id, const std::array<int64_t, 3>& pid,
+                              const std::vector<int>& sites, int max_executions = 256,
+                              int64_t max_elements = 16384);
 
 }  // namespace tilescope::trace

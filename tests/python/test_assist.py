@@ -1,0 +1,152 @@
+"""The LLM assistant on the command line (`tilescope explain`, `ask`, `sanitize --explain`, `llm prompt`):
+its context from the trace (budget, valid JSON, the selected op always there, values against numpy),
+and answers streamed from a real model (llama.cpp's server with SmolLM2-135M, `make llm-model`).
+
+The model is small and its answers are often wrong: the tests assert the protocol and the grounding
+machinery, not the model's wisdom.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tilescope
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TILESCOPE = os.environ.get("TILESCOPE_BIN") or os.path.join(ROOT, "build", "tilescope")
+LLM_PYTHON = os.environ.get("TILESCOPE_LLM_PYTHON") or os.path.join(ROOT, ".llmvenv", "bin", "python")
+EXAMPLE = os.path.join(ROOT, "examples", "buggy_softmax_off_by_one.py")
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("assist")
+    subprocess.run([TILESCOPE, "trace", "-o", "run.tstrace", "--", sys.executable, EXAMPLE], cwd=d,
+                   capture_output=True, timeout=300)
+    assert (d / "run.tstrace").exists()
+    return d / "run.tstrace"
+
+
+@pytest.fixture(scope="module")
+def server():
+    assert os.path.exists(LLM_PYTHON), f"{LLM_PYTHON} is missing: run `make llm-model`"
+    p = subprocess.Popen([LLM_PYTHON, os.path.join(ROOT, "tests", "llm", "serve.py")], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    line = p.stdout.readline().split()
+    assert line[:1] == ["READY"], line
+    yield line[1]
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=30)
+
+
+def run(args, timeout=600, **env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("TILESCOPE_LLM_", "OPENAI_"))}
+    e.update(env)
+    return subprocess.run([TILESCOPE, *args], capture_output=True, text=True, timeout=timeout, env=e)
+
+
+def context(trace, *extra):
+    r = run(["explain", str(trace), "--context", *extra])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_context_starts_with_the_findings_and_their_lines(trace):
+    c = context(trace)
+    assert list(c)[:2] == ["findings", "selected"]
+    src = open(EXAMPLE).read().splitlines()
+    t = tilescope.load_trace(trace)
+    kinds = [f["kind"] for f in t.launches[0]["findings"]]
+    assert [f["kind"] for f in c["findings"]] == kinds
+    for f in c["findings"]:
+        line = int(f["site"]["python"].rsplit(":", 1)[1])
+        assert f["site"]["source"] == src[line - 1].strip()
+        assert f["site"]["op"] in f["site"]["ttir"]  # the op's own TTIR line
+    # The selection defaults to the first finding's op and first program.
+    first = t.launches[0]["findings"][0]
+    assert c["selected"]["program"] == first["programs"]["first"][0]
+    assert c["selected"]["op"]["python"].endswith(f":{first['line']}")
+    # The kernel's source, from its decorator to its last op.
+    assert c["kernel_source"]["lines"][0].split(None, 1)[1] == "@triton.jit"
+
+
+def test_values_of_the_selected_program_match_numpy(trace):
+    c = context(trace)
+    load = next(v for v in c["values"] if v["op"] == "tt.load")
+    assert load["program"] == [15, 0, 0]
+    x = tilescope.load_trace(trace).contents(1, 0, "before").reshape(16, 100)
+    got = load["executions"][0]["results"][0]
+    row = x[15].astype("float64")
+    assert got["min"] == pytest.approx(row.min()) and got["max"] == pytest.approx(row.max())
+    assert got["first"][:8] == pytest.approx(row[:8].tolist())
+
+
+@pytest.mark.parametrize("budget", [500, 800, 1200, 3000, 20000])
+def test_the_budget_is_respected_and_the_selection_always_kept(trace, budget):
+    c = context(trace, "--budget", str(budget), "--program", "3", "--op", "24")
+    text = json.dumps(c, separators=(",", ":"), ensure_ascii=False)
+    assert c["selected"]["op"]["id"] == "op 24" and c["selected"]["program"] == [3, 0, 0]
+    if budget >= 1200:  # above what the selection alone takes (it is kept past any budget)
+        assert c["tokens"] <= budget
+        assert len(text) / 4 <= budget * 1.02, (len(text) / 4, budget)  # the estimate: 4 characters a token
+    if budget < 3000:
+        assert c["omitted"], "a small budget must drop something"
+    if budget == 20000:
+        assert c["omitted"] == [] and "values" in c and "accesses" in c
+
+
+def test_bad_selections_are_clear_errors(trace):
+    r = run(["explain", str(trace), "--context", "--op", "999"])
+    assert r.returncode == 2 and "no op site 999" in r.stderr
+    r = run(["explain", str(trace), "--context", "--program", "x,1"])
+    assert r.returncode == 2 and "--program" in r.stderr
+    r = run(["explain", str(trace) + ".missing", "--context"])
+    assert r.returncode == 2 and "no such trace file" in r.stderr
+
+
+def test_the_prompts_are_files_in_the_package():
+    r = run(["llm", "prompt", "system"])
+    assert r.returncode == 0 and r.stdout == open(os.path.join(ROOT, "prompts", "system.md")).read()
+    r = run(["llm", "prompt", "nonsense"])
+    assert r.returncode == 2 and "analyze" in r.stderr and "system" in r.stderr
+
+
+def test_explain_streams_an_answer_from_the_real_model(trace, server):
+    r = run(["explain", str(trace), "--json", "--max-tokens", "32"], TILESCOPE_LLM_BASE_URL=server)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["ok"] and out["answer"].strip()
+    assert out["finish_reason"] in ("stop", "length")
+    assert out["usage"]["completion_tokens"] <= 32
+    assert out["usage"]["prompt_tokens"] > 500  # the context went with it
+    assert isinstance(out["cited"], list) and all(c.startswith(("op ", "finding ")) for c in out["cited"])
+    p = run(["ask", str(trace), "Which program reads past the end of x?", "--max-tokens", "24"],
+            TILESCOPE_LLM_BASE_URL=server)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+
+
+def test_sanitize_explain_after_the_report(server, tmp_path):
+    # A short answer, set in the user's settings file (the max_tokens setting).
+    (tmp_path / "config" / "tilescope").mkdir(parents=True)
+    (tmp_path / "config" / "tilescope" / "llm.toml").write_text("max_tokens = 24\n")
+    r = subprocess.run([TILESCOPE, "sanitize", "--explain", "--", sys.executable, EXAMPLE], capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ, TILESCOPE_LLM_BASE_URL=server, TMPDIR=str(tmp_path),
+                                                        XDG_CONFIG_HOME=str(tmp_path / "config")))
+    assert r.returncode == 1, r.stderr  # the run's status: findings
+    assert "out-of-bounds-load" in r.stderr and "asking the LLM" in r.stderr
+    assert r.stdout.strip()  # the streamed explanation
+    assert not list(tmp_path.glob("*.tstrace"))
+
+
+def test_ctrl_c_stops_an_explanation(trace, server):
+    p = subprocess.Popen([TILESCOPE, "explain", str(trace), "--max-tokens", "2000"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=dict(os.environ, TILESCOPE_LLM_BASE_URL=server))
+    assert p.stdout.read(1), p.stderr.read()
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == 130
