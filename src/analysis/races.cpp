@@ -47,16 +47,55 @@ struct Cell {
   Epoch w, r1, r2;
 };
 
-/// The shadow of kShadowPageBytes bytes. Cells cover `gran` bytes each: the element size of the first
-/// access when it was aligned to it (1, 2, 4 or 8), so a page of f32 data takes a cell per element. While
+/// One access as a segment stores it: an Epoch whose lane is a function of the byte, for a run of
+/// consecutive lanes at consecutive addresses: lane(b) = lane + (b - start) / eb for the byte at page
+/// offset b (start: the run's first byte on the page, eb: its element size); eb = 0: `lane` for every byte
+/// (a scalar access). prog = 0: none.
+struct Slot {
+  uint32_t prog = 0;
+  uint32_t clock = 0;
+  uint32_t site = 0;
+  uint32_t lane = 0;
+  uint16_t start = 0;
+  uint8_t eb = 0;
+
+  uint32_t lane_at(uint32_t b) const { return eb ? lane + (b - start) / eb : lane; }
+  Epoch at(uint32_t b) const { return prog ? Epoch{prog, clock, site, lane_at(b)} : Epoch{}; }
+  bool operator==(const Slot&) const = default;
+};
+
+/// Bytes [lo, hi) of a page whose every byte's cell is (w, r1, r2) with the slots' lanes at that byte.
+struct Seg {
+  uint16_t lo = 0, hi = 0;
+  Slot w, r1, r2;
+  bool same_state(const Seg& o) const { return w == o.w && r1 == o.r1 && r2 == o.r2; }
+};
+
+/// The shadow of kShadowPageBytes bytes, in one of two forms.
+///
+/// Segments (gran = 0; the form of a new page): a sorted list of at most kMaxSegs disjoint byte ranges,
+/// each with one (w, r1, r2) whose lanes are functions of the byte (Slot); bytes in no segment have the
+/// empty cell. A run of lanes (consecutive lanes at consecutive addresses on this page, what a tile's row
+/// is) updates the segments it overlaps once per piece instead of once per element, which is exact
+/// because the checks and updates of a cell depend on its epochs' programs, clocks and sites and not on
+/// their lanes, except the cross-lane RAW test (lanes compared: done per piece when both lane functions
+/// have the same element size and alignment, else the page becomes cells). Any access that would report
+/// a race, that is not such a run, or that would need more than kMaxSegs segments turns the page into
+/// cells first (materialize), so races are found and reported by the cell code only.
+///
+/// Cells (gran > 0): a cell per `gran` bytes (1, 2, 4 or 8: the largest that every segment boundary and
+/// lane function allowed, else the element size of the first access when it was aligned to it). While
 /// every access covers whole aligned cells, a cell stands exactly for each of its bytes; the first access
 /// that does not (another element size, a misaligned address) splits the page into byte cells, each a
 /// copy of the cell it was part of, which keeps it exact.
 struct Page {
   std::mutex mu;
-  uint32_t gran = 0;  // 0: no cells yet
+  uint32_t gran = 0;  // 0: segments
   std::unique_ptr<Cell[]> cells;
+  std::vector<Seg> segs;
 };
+
+constexpr size_t kMaxSegs = 32;
 
 /// A sparse vector clock: (program + 1, clock), sorted by program. Absent entries are 0.
 using VC = std::vector<std::pair<uint32_t, uint32_t>>;
@@ -221,8 +260,9 @@ struct Races::Impl {
                      static_cast<int32_t>(id / (grid[0] * grid[1]))};
   }
 
-  static bool ordered_before(const Epoch& e, const PState& s) {
-    return e.prog == s.prog || vc_get(s.vc, e.prog) >= e.clock;
+  template <class E>
+  static bool ordered_before(const E& e, const PState& s) {
+    return e.prog == s.prog || (!s.vc.empty() && vc_get(s.vc, e.prog) >= e.clock);
   }
 
   Page* page(uintptr_t key) {
@@ -233,8 +273,8 @@ struct Races::Impl {
       uintptr_t key = 0;
       Page* page = nullptr;
     };
-    thread_local std::array<Slot, 256> cache;
-    Slot& slot = cache[(key ^ (key >> 8)) % cache.size()];
+    thread_local std::array<Slot, 1024> cache;
+    Slot& slot = cache[(key * 0x9E3779B97F4A7C15ull) >> 54];
     if (slot.gen == generation && slot.key == key) return slot.page;
     Page* pg = page_slow(key);
     slot = Slot{generation, key, pg};
@@ -253,30 +293,156 @@ struct Races::Impl {
     return pages.emplace(key, std::make_unique<Page>()).first->second.get();
   }
 
-  /// Make `pg`'s cells cover [off, off + len) in whole cells (under pg->mu); false past the budget.
-  bool fit(Page& pg, uint32_t off, uint32_t len) {
-    if (pg.gran && off % pg.gran == 0 && len % pg.gran == 0) return true;
-    uint32_t g = 1;
-    if (!pg.gran) {
-      for (uint32_t c : {8u, 4u, 2u})
-        if (off % c == 0 && len % c == 0) {
-          g = c;
-          break;
-        }
-    }
-    const uint64_t bytes = kShadowPageBytes / g * sizeof(Cell);
+  /// Account `bytes` more of shadow; false (and nothing accounted) past the budget.
+  bool charge(uint64_t bytes) {
     if (shadow_bytes.fetch_add(bytes) + bytes > static_cast<uint64_t>(opts.max_shadow_mib) << 20) {
       shadow_bytes.fetch_sub(bytes);
       untracked = true;  // past the budget: these bytes are not checked
       return false;
     }
-    auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
-    if (pg.gran) {  // split: every byte gets a copy of the cell it was part of
-      for (uint32_t b = 0; b < kShadowPageBytes; ++b) cells[b] = pg.cells[b / pg.gran];
-      shadow_bytes.fetch_sub(kShadowPageBytes / pg.gran * sizeof(Cell));
+    return true;
+  }
+
+  /// Turn a page of segments into cells (under pg->mu), the largest granularity that the segments and
+  /// an access of `len` bytes at `off` in elements of `eb` bytes allow; false past the budget.
+  bool materialize(Page& pg, uint32_t off, uint32_t len, uint32_t eb) {
+    auto fits = [](uint32_t g, uint32_t x) { return x % g == 0; };
+    uint32_t g = 1;
+    for (uint32_t c : {8u, 4u, 2u}) {
+      bool ok = fits(c, off) && fits(c, len) && fits(c, eb);
+      for (const Seg& sg : pg.segs) {
+        ok = ok && fits(c, sg.lo) && fits(c, sg.hi);
+        for (const Slot* sl : {&sg.w, &sg.r1, &sg.r2})
+          ok = ok && (!sl->prog || !sl->eb || (fits(c, sl->eb) && fits(c, sl->start)));
+      }
+      if (ok) {
+        g = c;
+        break;
+      }
     }
+    if (!charge(kShadowPageBytes / g * sizeof(Cell))) return false;
+    auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
+    for (const Seg& sg : pg.segs)
+      for (uint32_t b = sg.lo; b < sg.hi; b += g) cells[b / g] = Cell{sg.w.at(b), sg.r1.at(b), sg.r2.at(b)};
+    shadow_bytes.fetch_sub(pg.segs.capacity() * sizeof(Seg));
+    std::vector<Seg>().swap(pg.segs);
     pg.cells = std::move(cells);
     pg.gran = g;
+    return true;
+  }
+
+  /// Make `pg`'s cells cover [off, off + len) in whole cells of at most `eb` bytes (under pg->mu),
+  /// materializing a page of segments; false past the budget.
+  bool fit(Page& pg, uint32_t off, uint32_t len, uint32_t eb) {
+    if (!pg.gran) return materialize(pg, off, len, eb);
+    if (off % pg.gran == 0 && len % pg.gran == 0 && eb % pg.gran == 0) return true;
+    if (!charge(kShadowPageBytes * sizeof(Cell))) return false;
+    auto cells = std::make_unique<Cell[]>(kShadowPageBytes);
+    // Split: every byte gets a copy of the cell it was part of.
+    for (uint32_t b = 0; b < kShadowPageBytes; ++b) cells[b] = pg.cells[b / pg.gran];
+    shadow_bytes.fetch_sub(kShadowPageBytes / pg.gran * sizeof(Cell));
+    pg.cells = std::move(cells);
+    pg.gran = 1;
+    return true;
+  }
+
+  /// The segment form of check_write / check_read for one piece of a run, whose bytes all have the state
+  /// `sg`: false when some byte would report a race (the caller then materializes the page and lets the
+  /// cells report it), else updates `sg` as check_write / check_read would update each byte's cell.
+  bool seg_check(Seg& sg, const Slot& cur, bool writes, bool atomic, const PState& s) const {
+    auto concurrent = [&](const Slot& old) {
+      return old.prog && old.prog != cur.prog && !(atomic && (old.site & kAtomicBit)) &&
+             !ordered_before(old, s);
+    };
+    if (writes) {
+      if (concurrent(sg.w) || concurrent(sg.r1) || concurrent(sg.r2)) return false;
+      sg.w = cur;
+      if (sg.r1.prog && ordered_before(sg.r1, s)) sg.r1 = Slot{};
+      if (sg.r2.prog && ordered_before(sg.r2, s)) sg.r2 = Slot{};
+      if (!sg.r1.prog) std::swap(sg.r1, sg.r2);
+      return true;
+    }
+    const Slot& w = sg.w;
+    if (w.prog && w.prog != cur.prog) {
+      if (concurrent(w)) return false;
+    } else if (w.prog && opts.intra && !atomic && !(w.site & kAtomicBit) && w.eb && cur.eb &&
+               w.clock == s.clock) {
+      // Cross-lane RAW unless every byte's write lane is its read lane: same element size and alignment
+      // and the same lane at the first byte (then at every byte).
+      if (w.eb != cur.eb || (w.start + cur.eb - cur.start % cur.eb) % cur.eb != 0 ||
+          w.lane_at(sg.lo) != cur.lane_at(sg.lo))
+        return false;
+    }
+    if (!sg.r1.prog || ordered_before(sg.r1, s))
+      sg.r1 = cur;
+    else if (!sg.r2.prog || ordered_before(sg.r2, s))
+      sg.r2 = cur;
+    else if (cur.prog < std::max(sg.r1.prog, sg.r2.prog))
+      (sg.r1.prog > sg.r2.prog ? sg.r1 : sg.r2) = cur;
+    return true;
+  }
+
+  /// A run `cur` over bytes [off, end) of a page of segments (under pg->mu); false, with the page
+  /// unchanged, when it needs cells (a race to report, a lane-dependent check, or too many segments).
+  bool seg_access(Page& pg, uint32_t off, uint32_t end, const Slot& cur, bool writes, bool atomic,
+                  const PState& s) {
+    std::vector<Seg>& v = pg.segs;
+    thread_local std::vector<Seg> mid;
+    mid.clear();
+    auto push = [&](const Seg& x) {
+      if (!mid.empty() && mid.back().hi == x.lo && mid.back().same_state(x))
+        mid.back().hi = x.hi;
+      else
+        mid.push_back(x);
+    };
+    size_t i0 = 0;
+    while (i0 < v.size() && v[i0].hi <= off) ++i0;
+    size_t i = i0;
+    uint32_t pos = off;
+    while (pos < end) {
+      Seg piece;
+      if (i < v.size() && v[i].lo <= pos) {  // inside segment i
+        if (v[i].lo < pos) {                 // its part before the run stays
+          Seg left = v[i];
+          left.hi = static_cast<uint16_t>(pos);
+          push(left);
+        }
+        piece = v[i];
+        piece.lo = static_cast<uint16_t>(pos);
+        piece.hi = static_cast<uint16_t>(std::min<uint32_t>(v[i].hi, end));
+      } else {  // a gap: empty cells up to the next segment
+        piece.lo = static_cast<uint16_t>(pos);
+        piece.hi = static_cast<uint16_t>(i < v.size() ? std::min<uint32_t>(v[i].lo, end) : end);
+      }
+      if (!seg_check(piece, cur, writes, atomic, s)) return false;
+      push(piece);
+      pos = piece.hi;
+      if (i < v.size() && v[i].hi <= pos) {
+        ++i;
+      } else if (i < v.size() && v[i].lo < pos) {  // segment i goes on past the run: its rest stays
+        Seg right = v[i];
+        right.lo = static_cast<uint16_t>(pos);
+        push(right);
+        ++i;
+      }
+    }
+    // Segments i0..i-1 are replaced by `mid`; join equal neighbours across the edges.
+    if (i0 > 0 && v[i0 - 1].hi == mid.front().lo && v[i0 - 1].same_state(mid.front())) {
+      mid.front().lo = v[--i0].lo;
+    }
+    if (i < v.size() && mid.back().hi == v[i].lo && v[i].same_state(mid.back())) {
+      mid.back().hi = v[i++].hi;
+    }
+    const size_t n = v.size() - (i - i0) + mid.size();
+    if (n > kMaxSegs) return false;
+    const size_t cap = v.capacity();
+    if (mid.size() == i - i0) {
+      std::copy(mid.begin(), mid.end(), v.begin() + static_cast<std::ptrdiff_t>(i0));
+    } else {
+      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i0), v.begin() + static_cast<std::ptrdiff_t>(i));
+      v.insert(v.begin() + static_cast<std::ptrdiff_t>(i0), mid.begin(), mid.end());
+    }
+    if (v.capacity() != cap) shadow_bytes.fetch_add((v.capacity() - cap) * sizeof(Seg));
     return true;
   }
 
@@ -416,41 +582,89 @@ struct Races::Impl {
 
     thread_local std::vector<Hit> hits;
     hits.clear();
+    const uint32_t site_bits = site | (atomic ? kAtomicBit : 0);
+    const bool scalar = e.lanes == 1;
     Page* pg = nullptr;
     uintptr_t pg_key = ~uintptr_t{0};
     std::unique_lock<std::mutex> lk;
+    auto lock = [&](uintptr_t key) {
+      if (key == pg_key) return;
+      if (lk) lk.unlock();
+      pg = page(key);
+      pg_key = key;
+      lk = std::unique_lock<std::mutex>(pg->mu);
+    };
+    auto check = [&](Cell& c, const Epoch& cur, int region, int64_t at) {
+      if (writes)
+        check_write(c, cur, atomic, s, hits, region, at);
+      else
+        check_read(c, cur, atomic, s, hits, region, at);
+    };
+
+    // A run: lanes first, first + 1, ... at bytes [off, end) of one page, one after another.
+    struct Run {
+      uintptr_t key = 0;
+      uint32_t off = 0, end = 0;
+      int64_t first = -1, last = -1;  // lanes; first < 0: no run
+      int region = -1;
+      int64_t at = 0;  // byte offset of `off` in the buffer
+    } run;
+    auto flush_run = [&] {
+      if (run.first < 0) return;
+      lock(run.key);
+      const Slot cur{s.prog,
+                     s.clock,
+                     site_bits,
+                     scalar ? kScalarLane : static_cast<uint32_t>(run.first),
+                     static_cast<uint16_t>(run.off),
+                     static_cast<uint8_t>(scalar ? 0 : eb)};
+      if ((pg->gran || !seg_access(*pg, run.off, run.end, cur, writes, atomic, s)) &&
+          fit(*pg, run.off, run.end - run.off, static_cast<uint32_t>(eb))) {
+        const uint32_t g = pg->gran;
+        Epoch ep{cur.prog, cur.clock, cur.site, cur.lane};
+        for (uint32_t b = run.off; b < run.end; b += static_cast<uint32_t>(eb)) {
+          for (uint32_t c = b; c < b + static_cast<uint32_t>(eb); c += g)
+            check(pg->cells[c / g], ep, run.region, run.at + (c - run.off));
+          if (!scalar) ep.lane++;
+        }
+      }
+      run.first = -1;
+    };
+
     for (int64_t i = 0; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
       int region = -1;
       std::byte* h = host_of(i, region);
       if (!h) continue;
-      const Epoch cur{s.prog, s.clock, site | (atomic ? kAtomicBit : 0),
-                      e.lanes == 1 ? kScalarLane : static_cast<uint32_t>(i)};
-      const int64_t off0 = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
-      for (int k = 0; k < eb;) {  // the lane's bytes, page by page (an element may straddle two)
-        const auto addr = reinterpret_cast<uintptr_t>(h + k);
-        const uintptr_t key = addr / kShadowPageBytes;
-        const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
-        const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - off));
-        if (key != pg_key) {
-          if (lk) lk.unlock();
-          pg = page(key);
-          pg_key = key;
-          lk = std::unique_lock<std::mutex>(pg->mu);
+      const auto addr = reinterpret_cast<uintptr_t>(h);
+      const uintptr_t key = addr / kShadowPageBytes;
+      const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
+      const int64_t at = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
+      if (off + static_cast<uint32_t>(eb) <= kShadowPageBytes) {  // within one page: a run's lane
+        if (run.first >= 0 && key == run.key && off == run.end && i == run.last + 1 && region == run.region) {
+          run.end += static_cast<uint32_t>(eb);
+          run.last = i;
+          continue;
         }
-        if (fit(*pg, off, len)) {
-          for (uint32_t b = off; b < off + len; b += pg->gran) {
-            Cell& c = pg->cells[b / pg->gran];
-            const int64_t at = off0 + k + (b - off);
-            if (writes)
-              check_write(c, cur, atomic, s, hits, region, at);
-            else
-              check_read(c, cur, atomic, s, hits, region, at);
-          }
-        }
+        flush_run();
+        run = Run{key, off, off + static_cast<uint32_t>(eb), i, i, region, at};
+        continue;
+      }
+      // An element straddling two pages: its bytes page by page, in cells.
+      flush_run();
+      const Epoch cur{s.prog, s.clock, site_bits, scalar ? kScalarLane : static_cast<uint32_t>(i)};
+      for (int k = 0; k < eb;) {
+        const auto a = addr + static_cast<uintptr_t>(k);
+        const auto o = static_cast<uint32_t>(a % kShadowPageBytes);
+        const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - o));
+        lock(a / kShadowPageBytes);
+        if (fit(*pg, o, len, len))
+          for (uint32_t c = o; c < o + len; c += pg->gran)
+            check(pg->cells[c / pg->gran], cur, region, at + k + (c - o));
         k += static_cast<int>(len);
       }
     }
+    flush_run();
     if (lk) lk.unlock();
     flush(hits);
 
