@@ -8,10 +8,11 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -92,10 +93,44 @@ struct Page {
   std::mutex mu;
   uint32_t gran = 0;  // 0: segments
   std::unique_ptr<Cell[]> cells;
-  std::vector<Seg> segs;
+  Seg* segs = nullptr;  // nsegs of cap, from the page's shard's arena
+  uint32_t nsegs = 0, cap = 0;
+  struct Shard* shard = nullptr;  // whose arena
 };
 
 constexpr size_t kMaxSegs = 32;
+constexpr size_t kFirstSegs = 4;  // segments a page has room for when it is made
+
+/// Nodes of the page table's radix tree (Races::Impl::page).
+constexpr int kLeafBits = 12, kMidBits = 12, kTopBits = 13;
+struct Leaf {
+  std::array<std::atomic<Page*>, size_t{1} << kLeafBits> p{};
+};
+struct Mid {
+  std::array<std::atomic<Leaf*>, size_t{1} << kMidBits> l{};
+};
+
+/// A part of the page table (Races::Impl): pages, radix table nodes and segment arrays, freed at launch
+/// end; `mu` guards its own containers (a page has its own mutex).
+struct Shard {
+  std::mutex mu;
+  std::deque<Page> store;
+  std::vector<std::unique_ptr<Mid>> mids;
+  std::vector<std::unique_ptr<Leaf>> leaves;
+  std::vector<std::unique_ptr<Seg[]>> chunks;  // segment arrays are cut from these
+  size_t left = 0;                             // unused segments at the end of chunks.back()
+
+  /// Room for `n` segments (under mu).
+  Seg* segs(size_t n) {
+    constexpr size_t kChunk = 4096;
+    if (left < n) {
+      chunks.push_back(std::make_unique<Seg[]>(kChunk));
+      left = kChunk;
+    }
+    left -= n;
+    return chunks.back().get() + (kChunk - left - n);
+  }
+};
 
 /// A sparse vector clock: (program + 1, clock), sorted by program. Absent entries are 0.
 using VC = std::vector<std::pair<uint32_t, uint32_t>>;
@@ -196,10 +231,14 @@ struct Races::Impl {
   const exec::Memory* memory = nullptr;
   std::array<int64_t, 3> grid{1, 1, 1};
 
-  std::shared_mutex pages_mu;
-  std::unordered_map<uintptr_t, std::unique_ptr<Page>> pages;  // host address / kShadowPageBytes
+  /// The pages, by key = host address / kShadowPageBytes (47-bit user addresses: 37-bit keys), in a
+  /// three-level radix table of 13 + 12 + 12 key bits whose nodes are created on first touch with a
+  /// compare-and-swap (lookups take no lock); the pages themselves live in deques, in shards by key so
+  /// that threads creating pages seldom wait for each other.
+  std::array<std::atomic<Mid*>, size_t{1} << kTopBits> top{};
+  static constexpr size_t kShards = 64;
+  std::array<Shard, kShards> shards;
   std::atomic<uint64_t> shadow_bytes{0};
-  uint64_t generation = 0;  // this launch's: unique over every Races object and launch (next_generation)
   size_t shadow_last = 0;
   std::atomic<bool> untracked{false};  // some bytes were left unchecked (shadow budget)
   bool untracked_last = false;
@@ -265,32 +304,42 @@ struct Races::Impl {
     return e.prog == s.prog || (!s.vc.empty() && vc_get(s.vc, e.prog) >= e.clock);
   }
 
-  Page* page(uintptr_t key) {
-    // A per-thread direct-mapped cache of pages of this launch (pages live until the launch ends; the
-    // generation tells launches and detectors apart).
-    struct Slot {
-      uint64_t gen = 0;
-      uintptr_t key = 0;
-      Page* page = nullptr;
-    };
-    thread_local std::array<Slot, 1024> cache;
-    Slot& slot = cache[(key * 0x9E3779B97F4A7C15ull) >> 54];
-    if (slot.gen == generation && slot.key == key) return slot.page;
-    Page* pg = page_slow(key);
-    slot = Slot{generation, key, pg};
-    return pg;
+  /// The node at `slot`, made (and owned by `own`, under `sh`'s lock) if there is none yet.
+  template <class T>
+  T* node(std::atomic<T*>& slot, std::vector<std::unique_ptr<T>>& own, Shard& sh) {
+    T* n = slot.load(std::memory_order_acquire);
+    if (n) return n;
+    auto fresh = std::make_unique<T>();
+    T* want = fresh.get();
+    if (!slot.compare_exchange_strong(n, want, std::memory_order_acq_rel)) return n;  // another thread's
+    shadow_bytes.fetch_add(sizeof(T));
+    std::lock_guard<std::mutex> g(sh.mu);
+    own.push_back(std::move(fresh));
+    return want;
   }
 
-  Page* page_slow(uintptr_t key) {
-    {
-      std::shared_lock<std::shared_mutex> g(pages_mu);
-      auto it = pages.find(key);
-      if (it != pages.end()) return it->second.get();
+  /// The page of `key`, made on first touch; null past 47-bit addresses (not checked).
+  Page* page(uintptr_t key) {
+    if (key >> (kLeafBits + kMidBits + kTopBits)) {  // past 47-bit user addresses: not checked
+      untracked = true;
+      return nullptr;
     }
-    std::unique_lock<std::shared_mutex> g(pages_mu);
-    auto it = pages.find(key);
-    if (it != pages.end()) return it->second.get();
-    return pages.emplace(key, std::make_unique<Page>()).first->second.get();
+    Shard& sh = shards[(key * 0x9E3779B97F4A7C15ull) >> 58];
+    Mid* mid = node(top[key >> (kLeafBits + kMidBits)], sh.mids, sh);
+    Leaf* leaf = node(mid->l[(key >> kLeafBits) & ((1u << kMidBits) - 1)], sh.leaves, sh);
+    std::atomic<Page*>& slot = leaf->p[key & ((1u << kLeafBits) - 1)];
+    Page* pg = slot.load(std::memory_order_acquire);
+    if (pg) return pg;
+    std::lock_guard<std::mutex> g(sh.mu);
+    pg = slot.load(std::memory_order_acquire);  // pages are made under the shard's lock: no waste
+    if (pg) return pg;
+    pg = &sh.store.emplace_back();
+    pg->shard = &sh;
+    pg->segs = sh.segs(kFirstSegs);
+    pg->cap = kFirstSegs;
+    shadow_bytes.fetch_add(sizeof(Page) + kFirstSegs * sizeof(Seg));
+    slot.store(pg, std::memory_order_release);
+    return pg;
   }
 
   /// Account `bytes` more of shadow; false (and nothing accounted) past the budget.
@@ -310,7 +359,7 @@ struct Races::Impl {
     uint32_t g = 1;
     for (uint32_t c : {8u, 4u, 2u}) {
       bool ok = fits(c, off) && fits(c, len) && fits(c, eb);
-      for (const Seg& sg : pg.segs) {
+      for (const Seg& sg : std::span(pg.segs, pg.nsegs)) {
         ok = ok && fits(c, sg.lo) && fits(c, sg.hi);
         for (const Slot* sl : {&sg.w, &sg.r1, &sg.r2})
           ok = ok && (!sl->prog || !sl->eb || (fits(c, sl->eb) && fits(c, sl->start)));
@@ -322,10 +371,9 @@ struct Races::Impl {
     }
     if (!charge(kShadowPageBytes / g * sizeof(Cell))) return false;
     auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
-    for (const Seg& sg : pg.segs)
+    for (const Seg& sg : std::span(pg.segs, pg.nsegs))
       for (uint32_t b = sg.lo; b < sg.hi; b += g) cells[b / g] = Cell{sg.w.at(b), sg.r1.at(b), sg.r2.at(b)};
-    shadow_bytes.fetch_sub(pg.segs.capacity() * sizeof(Seg));
-    std::vector<Seg>().swap(pg.segs);
+    pg.nsegs = 0;  // the segment array stays in the arena until the launch ends
     pg.cells = std::move(cells);
     pg.gran = g;
     return true;
@@ -386,7 +434,7 @@ struct Races::Impl {
   /// unchanged, when it needs cells (a race to report, a lane-dependent check, or too many segments).
   bool seg_access(Page& pg, uint32_t off, uint32_t end, const Slot& cur, bool writes, bool atomic,
                   const PState& s) {
-    std::vector<Seg>& v = pg.segs;
+    const std::span<Seg> v(pg.segs, pg.nsegs);
     thread_local std::vector<Seg> mid;
     mid.clear();
     auto push = [&](const Seg& x) {
@@ -435,14 +483,22 @@ struct Races::Impl {
     }
     const size_t n = v.size() - (i - i0) + mid.size();
     if (n > kMaxSegs) return false;
-    const size_t cap = v.capacity();
-    if (mid.size() == i - i0) {
-      std::copy(mid.begin(), mid.end(), v.begin() + static_cast<std::ptrdiff_t>(i0));
-    } else {
-      v.erase(v.begin() + static_cast<std::ptrdiff_t>(i0), v.begin() + static_cast<std::ptrdiff_t>(i));
-      v.insert(v.begin() + static_cast<std::ptrdiff_t>(i0), mid.begin(), mid.end());
+    if (n > pg.cap) {  // a larger array from the arena (the old one stays there)
+      const auto cap = static_cast<uint32_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
+      Seg* bigger;
+      {
+        std::lock_guard<std::mutex> g(pg.shard->mu);
+        bigger = pg.shard->segs(cap);
+      }
+      std::copy(v.begin(), v.end(), bigger);
+      shadow_bytes.fetch_add(cap * sizeof(Seg));
+      pg.segs = bigger;
+      pg.cap = cap;
     }
-    if (v.capacity() != cap) shadow_bytes.fetch_add((v.capacity() - cap) * sizeof(Seg));
+    // Move the segments after i - 1 to after i0 + mid.size() - 1, then put `mid` at i0.
+    std::memmove(pg.segs + i0 + mid.size(), pg.segs + i, (pg.nsegs - i) * sizeof(Seg));
+    std::copy(mid.begin(), mid.end(), pg.segs + i0);
+    pg.nsegs = static_cast<uint32_t>(n);
     return true;
   }
 
@@ -587,12 +643,13 @@ struct Races::Impl {
     Page* pg = nullptr;
     uintptr_t pg_key = ~uintptr_t{0};
     std::unique_lock<std::mutex> lk;
-    auto lock = [&](uintptr_t key) {
-      if (key == pg_key) return;
+    auto lock = [&](uintptr_t key) {  // false: the page is not checked
+      if (key == pg_key) return pg != nullptr;
       if (lk) lk.unlock();
       pg = page(key);
       pg_key = key;
-      lk = std::unique_lock<std::mutex>(pg->mu);
+      if (pg) lk = std::unique_lock<std::mutex>(pg->mu);
+      return pg != nullptr;
     };
     auto check = [&](Cell& c, const Epoch& cur, int region, int64_t at) {
       if (writes)
@@ -607,11 +664,14 @@ struct Races::Impl {
       uint32_t off = 0, end = 0;
       int64_t first = -1, last = -1;  // lanes; first < 0: no run
       int region = -1;
-      int64_t at = 0;  // byte offset of `off` in the buffer
+      int64_t at = 0;     // byte offset of `off` in the buffer
+      uint64_t vend = 0;  // virtual address of `end`
     } run;
     auto flush_run = [&] {
-      if (run.first < 0) return;
-      lock(run.key);
+      if (run.first < 0 || !lock(run.key)) {
+        run.first = -1;
+        return;
+      }
       const Slot cur{s.prog,
                      s.clock,
                      site_bits,
@@ -631,8 +691,21 @@ struct Races::Impl {
       run.first = -1;
     };
 
+    const auto ueb = static_cast<uint32_t>(eb);
     for (int64_t i = 0; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
+      // The next lanes of a run (no lane is out of bounds, so they are in the run's buffer).
+      if (e.addrs[i] == run.vend && i == run.last + 1 && e.bad_lanes == 0 && run.first >= 0 &&
+          run.end + ueb <= kShadowPageBytes) {
+        const int64_t n = std::min<int64_t>(e.lanes - i, (kShadowPageBytes - run.end) / ueb);
+        int64_t k = 1;
+        for (uint64_t v = run.vend + ueb; k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb) ++k;
+        run.end += static_cast<uint32_t>(k) * ueb;
+        run.vend += static_cast<uint64_t>(k) * ueb;
+        run.last = i + k - 1;
+        i += k - 1;
+        continue;
+      }
       int region = -1;
       std::byte* h = host_of(i, region);
       if (!h) continue;
@@ -642,12 +715,13 @@ struct Races::Impl {
       const int64_t at = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
       if (off + static_cast<uint32_t>(eb) <= kShadowPageBytes) {  // within one page: a run's lane
         if (run.first >= 0 && key == run.key && off == run.end && i == run.last + 1 && region == run.region) {
-          run.end += static_cast<uint32_t>(eb);
+          run.end += ueb;
+          run.vend = e.addrs[i] + ueb;
           run.last = i;
           continue;
         }
         flush_run();
-        run = Run{key, off, off + static_cast<uint32_t>(eb), i, i, region, at};
+        run = Run{key, off, off + ueb, i, i, region, at, e.addrs[i] + ueb};
         continue;
       }
       // An element straddling two pages: its bytes page by page, in cells.
@@ -657,8 +731,7 @@ struct Races::Impl {
         const auto a = addr + static_cast<uintptr_t>(k);
         const auto o = static_cast<uint32_t>(a % kShadowPageBytes);
         const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - o));
-        lock(a / kShadowPageBytes);
-        if (fit(*pg, o, len, len))
+        if (lock(a / kShadowPageBytes) && fit(*pg, o, len, len))
           for (uint32_t c = o; c < o + len; c += pg->gran)
             check(pg->cells[c / pg->gran], cur, region, at + k + (c - o));
         k += static_cast<int>(len);
@@ -761,7 +834,14 @@ struct Races::Impl {
     shadow_last = shadow_bytes.exchange(0);
     sync_last = sync.size();
     untracked_last = untracked.exchange(false);
-    pages.clear();
+    for (auto& m : top) m.store(nullptr, std::memory_order_relaxed);
+    for (Shard& sh : shards) {
+      sh.store.clear();
+      sh.mids.clear();
+      sh.leaves.clear();
+      sh.chunks.clear();
+      sh.left = 0;
+    }
     sync.clear();
   }
 
@@ -793,8 +873,6 @@ exec::Subscription Races::on_launch_begin(const exec::LaunchContext& ctx) {
   Impl& I = *impl_;
   I.memory = ctx.memory;
   I.grid = ctx.grid;
-  static std::atomic<uint64_t> next_generation{1};
-  I.generation = next_generation.fetch_add(1);
   exec::Subscription sub;
   sub.kinds = exec::kAccess | exec::kProgram | exec::kOpBegin | exec::kAtomicOrder;
   sub.ops = [&I](const Op& op) -> const void* {
