@@ -190,6 +190,7 @@ struct Hit {
   uint32_t lane_a, lane_b;
   int64_t byte_off;  // in the buffer of the current access
   bool atomic_a, atomic_b;
+  uint32_t cur_lane = 0;  // the current access's lane (Epoch::lane), for deduplication
 };
 
 struct Agg {
@@ -531,8 +532,11 @@ struct Races::Impl {
           off,
           (a.site & kAtomicBit) != 0,
           (b.site & kAtomicBit) != 0};
-    if (!hits.empty()) {  // one hit per lane pair, not per byte
-      const Hit& l = hits.back();
+    h.cur_lane = cur.lane;
+    // One hit per lane pair, not per byte: the hits of the current lane are the last ones (an event's
+    // lanes are checked one after another), so however many cells its bytes take, the same pairs come out.
+    for (size_t j = hits.size(); j-- > 0 && hits[j].cur_lane == cur.lane;) {
+      const Hit& l = hits[j];
       if (l.kind == h.kind && l.race == h.race && l.site_a == h.site_a && l.site_b == h.site_b &&
           l.prog_a == h.prog_a && l.prog_b == h.prog_b && l.lane_a == h.lane_a && l.lane_b == h.lane_b)
         return;
@@ -678,7 +682,7 @@ struct Races::Impl {
                      scalar ? kScalarLane : static_cast<uint32_t>(run.first),
                      static_cast<uint16_t>(run.off),
                      static_cast<uint8_t>(scalar ? 0 : eb)};
-      if ((pg->gran || !seg_access(*pg, run.off, run.end, cur, writes, atomic, s)) &&
+      if ((pg->gran || !opts.segments || !seg_access(*pg, run.off, run.end, cur, writes, atomic, s)) &&
           fit(*pg, run.off, run.end - run.off, static_cast<uint32_t>(eb))) {
         const uint32_t g = pg->gran;
         Epoch ep{cur.prog, cur.clock, cur.site, cur.lane};

@@ -45,6 +45,9 @@ struct RacesOptions {
   /// Most MiB of shadow pages per launch (48 bytes per byte touched). Bytes past the budget are not
   /// checked (statistics: shadow_budget_exceeded), so a huge launch is checked in part, not killed.
   int max_shadow_mib = 4096;
+  /// Pages start as segments, updated once per run of lanes (the fast path); false: cells from the
+  /// first access (the reference the tests compare the fast path with; slower, same findings).
+  bool segments = true;
 };
 
 class Races : public Analysis {
