@@ -486,6 +486,30 @@ TEST(RacesSegments, ManySmallRunsOnOnePageStillRace) {
   }
 }
 
+TEST(RacesSegments, WriteChecksTheSecondReadToo) {
+  // The store is ordered after program 0's reads (the first read slot) and not after program 1's (the
+  // second): a WAR with program 1 only, its 8 lanes.
+  for (bool seg : {true, false}) {
+    std::vector<int32_t> x(8, 5), flag(1, 0), out(40, 0);
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", ir::Elem::i32);
+    int fb = test::add_buffer(mem, flag, "flag", ir::Elem::i32);
+    int ob = test::add_buffer(mem, out, "out", ir::Elem::i32);
+    RacesOptions ro;
+    ro.segments = seg;
+    auto f = detect("second_reader.ttir", {exec::Arg::buf(xb), exec::Arg::buf(fb), exec::Arg::buf(ob)}, mem,
+                    3, 1, ro);
+    ASSERT_EQ(out[2], 1);  // program 2 saw program 0's release
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].race, "WAR");
+    EXPECT_EQ(f[0].lanes, 8);
+    ASSERT_EQ(f[0].first_programs.size(), 1u);
+    EXPECT_EQ(f[0].first_programs[0][0], 2);  // the writer first
+    ASSERT_EQ(f[0].other_first_programs.size(), 1u);
+    EXPECT_EQ(f[0].other_first_programs[0][0], 1);
+  }
+}
+
 TEST(RacesSegments, RandomPatternsAgreeWithCells) {
   // The fast path against the reference (cells from the first access) on random mixes of runs, reversed
   // runs, holes, duplicates and scatters of the four access shapes, in a slice per program (races
