@@ -156,7 +156,7 @@ test-asan: setup-apt
 # observer on 4 threads, the race detector on race-free kernels (shadow pages, ordered atomics; a kernel
 # that races makes the engine race in the user's memory, as the GPU would) and the definedness store.
 TSAN_BUILD ?= build-tsan
-TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:ObserverSeam.StopUnderFibers*:ObserverSeam.EachPrograms*:Schedule.*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*:Races.*NoRace*:Races.*Orders*:Races.NeighbouringHalfElementsDoNotConflict:Races.LastProgramReduces*:Definedness.Concurrent*:UninitAnalysis.Concurrent*
+TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:ObserverSeam.StopUnderFibers*:ObserverSeam.EachPrograms*:Schedule.*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*:Races.*NoRace*:Races.*Orders*:Races.NeighbouringHalfElementsDoNotConflict:Races.LastProgramReduces*:RacesSegments.*NoRace*:Definedness.Concurrent*:UninitAnalysis.Concurrent*
 test-tsan: setup-apt
 	@test -f $(TSAN_BUILD)/build.ninja || cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DTILESCOPE_SANITIZE=thread
