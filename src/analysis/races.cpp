@@ -1,5 +1,5 @@
-// The race detector (see races.h): per-byte shadow state with FastTrack-style epochs, sparse vector clocks
-// per program and per atomic address, findings grouped by (kind, pair of sites, buffer).
+// The race detector (see races.h): exact per-byte shadow state with FastTrack-style epochs, sparse vector
+// clocks per program and per atomic address, findings grouped by (kind, pair of sites, buffer).
 #include "tilescope/analysis/races.h"
 
 #include <fmt/format.h>
@@ -84,8 +84,8 @@ struct Seg {
 /// a race, that is not such a run, or that would need more than kMaxSegs segments turns the page into
 /// cells first (materialize), so races are found and reported by the cell code only.
 ///
-/// Cells (gran > 0): a cell per `gran` bytes (1, 2, 4 or 8: the largest that every segment boundary and
-/// lane function allowed, else the element size of the first access when it was aligned to it). While
+/// Cells (gran > 0): a cell per `gran` bytes (1, 2, 4 or 8: the largest that every segment boundary, lane
+/// function and the access that needed cells allowed). While
 /// every access covers whole aligned cells, a cell stands exactly for each of its bytes; the first access
 /// that does not (another element size, a misaligned address) splits the page into byte cells, each a
 /// copy of the cell it was part of, which keeps it exact.
@@ -118,17 +118,18 @@ struct Shard {
   std::vector<std::unique_ptr<Mid>> mids;
   std::vector<std::unique_ptr<Leaf>> leaves;
   std::vector<std::unique_ptr<Seg[]>> chunks;  // segment arrays are cut from these
-  size_t left = 0;                             // unused segments at the end of chunks.back()
+  size_t size = 0, left = 0;                   // chunks.back()'s segments, and the unused ones at its end
 
-  /// Room for `n` segments (under mu).
+  /// Room for `n` (at most kMaxSegs) segments (under mu). Chunks double from 64 to 4096 segments, so a
+  /// small launch takes little.
   Seg* segs(size_t n) {
-    constexpr size_t kChunk = 4096;
     if (left < n) {
-      chunks.push_back(std::make_unique<Seg[]>(kChunk));
-      left = kChunk;
+      size = std::clamp<size_t>(size * 2, 64, 4096);
+      chunks.push_back(std::make_unique<Seg[]>(size));
+      left = size;
     }
     left -= n;
-    return chunks.back().get() + (kChunk - left - n);
+    return chunks.back().get() + (size - left - n);
   }
 };
 
@@ -844,7 +845,7 @@ struct Races::Impl {
       sh.mids.clear();
       sh.leaves.clear();
       sh.chunks.clear();
-      sh.left = 0;
+      sh.size = sh.left = 0;
     }
     sync.clear();
   }
