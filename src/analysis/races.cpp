@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -89,17 +90,30 @@ struct Seg {
 /// every access covers whole aligned cells, a cell stands exactly for each of its bytes; the first access
 /// that does not (another element size, a misaligned address) splits the page into byte cells, each a
 /// copy of the cell it was part of, which keeps it exact.
+/// A page's lock: critical sections are one run's update, so a spin (yielding while taken) is enough and
+/// keeps a page at 32 bytes (std::mutex alone is 40).
+struct SpinLock {
+  std::atomic<bool> taken{false};
+  void lock() {
+    while (taken.exchange(true, std::memory_order_acquire))
+      while (taken.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void unlock() { taken.store(false, std::memory_order_release); }
+};
+
 struct Page {
-  std::mutex mu;
-  uint32_t gran = 0;  // 0: segments
+  SpinLock mu;
+  uint8_t gran = 0;            // 0: segments
+  uint8_t nsegs = 0, cap = 0;  // segs has room for cap, nsegs in use
   std::unique_ptr<Cell[]> cells;
-  Seg* segs = nullptr;  // nsegs of cap, from the page's shard's arena
-  uint32_t nsegs = 0, cap = 0;
+  Seg* segs = nullptr;            // from the page's shard's arena
   struct Shard* shard = nullptr;  // whose arena
 };
 
+static_assert(sizeof(Page) <= 32);
+
 constexpr size_t kMaxSegs = 32;
-constexpr size_t kFirstSegs = 4;  // segments a page has room for when it is made
+constexpr size_t kFirstSegs = 2;  // segments a page has room for when it is made
 
 /// Nodes of the page table's radix tree (Races::Impl::page).
 constexpr int kLeafBits = 12, kMidBits = 12, kTopBits = 13;
@@ -377,7 +391,7 @@ struct Races::Impl {
       for (uint32_t b = sg.lo; b < sg.hi; b += g) cells[b / g] = Cell{sg.w.at(b), sg.r1.at(b), sg.r2.at(b)};
     pg.nsegs = 0;  // the segment array stays in the arena until the launch ends
     pg.cells = std::move(cells);
-    pg.gran = g;
+    pg.gran = static_cast<uint8_t>(g);
     return true;
   }
 
@@ -486,7 +500,7 @@ struct Races::Impl {
     const size_t n = v.size() - (i - i0) + mid.size();
     if (n > kMaxSegs) return false;
     if (n > pg.cap) {  // a larger array from the arena (the old one stays there)
-      const auto cap = static_cast<uint32_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
+      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
       Seg* bigger;
       {
         std::lock_guard<std::mutex> g(pg.shard->mu);
@@ -500,7 +514,7 @@ struct Races::Impl {
     // Move the segments after i - 1 to after i0 + mid.size() - 1, then put `mid` at i0.
     std::memmove(pg.segs + i0 + mid.size(), pg.segs + i, (pg.nsegs - i) * sizeof(Seg));
     std::copy(mid.begin(), mid.end(), pg.segs + i0);
-    pg.nsegs = static_cast<uint32_t>(n);
+    pg.nsegs = static_cast<uint8_t>(n);
     return true;
   }
 
@@ -647,13 +661,13 @@ struct Races::Impl {
     const bool scalar = e.lanes == 1;
     Page* pg = nullptr;
     uintptr_t pg_key = ~uintptr_t{0};
-    std::unique_lock<std::mutex> lk;
+    std::unique_lock<SpinLock> lk;
     auto lock = [&](uintptr_t key) {  // false: the page is not checked
       if (key == pg_key) return pg != nullptr;
       if (lk) lk.unlock();
       pg = page(key);
       pg_key = key;
-      if (pg) lk = std::unique_lock<std::mutex>(pg->mu);
+      if (pg) lk = std::unique_lock<SpinLock>(pg->mu);
       return pg != nullptr;
     };
     auto check = [&](Cell& c, const Epoch& cur, int region, int64_t at) {
