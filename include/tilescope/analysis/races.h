@@ -46,7 +46,7 @@ namespace tilescope::analysis {
 struct RacesOptions {
   bool intra = true;  // intra-program-race
   int max_first = 5;  // how many program ids / lanes to keep per side
-  /// Most MiB of shadow per launch (about 1/3 byte per byte touched by whole tile rows, 48 bytes per
+  /// Most MiB of shadow per launch (about 1/6 byte per byte touched by whole tile rows, 48 bytes per
   /// cell where the page is cells). Bytes past the budget are not checked (statistics:
   /// shadow_budget_exceeded), so a huge launch is checked in part, not killed.
   int max_shadow_mib = 4096;
