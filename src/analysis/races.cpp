@@ -717,8 +717,15 @@ struct Races::Impl {
       if (e.addrs[i] == run.vend && i == run.last + 1 && e.bad_lanes == 0 && run.first >= 0 &&
           run.end + ueb <= kShadowPageBytes) {
         const int64_t n = std::min<int64_t>(e.lanes - i, (kShadowPageBytes - run.end) / ueb);
-        int64_t k = 1;
-        for (uint64_t v = run.vend + ueb; k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb) ++k;
+        // All n lanes at once when they continue the run (the common case; vectorises), else one by one.
+        uint64_t off_run = 0;
+        for (int64_t j = 0; j < n; ++j)
+          off_run |= (e.addrs[i + j] ^ (run.vend + static_cast<uint64_t>(j) * ueb)) |
+                     static_cast<uint64_t>(e.mask[i + j] == 0);
+        int64_t k = off_run == 0 ? n : 1;
+        for (uint64_t v = run.vend + static_cast<uint64_t>(k) * ueb;
+             k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb)
+          ++k;
         run.end += static_cast<uint32_t>(k) * ueb;
         run.vend += static_cast<uint64_t>(k) * ueb;
         run.last = i + k - 1;
@@ -782,7 +789,11 @@ struct Races::Impl {
     const auto* vals = static_cast<const std::byte*>(val.data);
     const uint8_t* mask =
         e.op->operands.size() > 2 ? static_cast<const uint8_t*>(e.operand(2).data) : nullptr;
-    // Fast path: strictly increasing addresses cannot repeat.
+    // Fast path: strictly increasing addresses cannot repeat. First over every lane, masked-off ones too
+    // (the active ones are then increasing as well; vectorises), then over the active lanes.
+    uint64_t all_increasing = 1;
+    for (int64_t i = 1; i < n; ++i) all_increasing &= static_cast<uint64_t>(addrs[i] > addrs[i - 1]);
+    if (all_increasing) return;
     uint64_t last = 0;
     bool increasing = true, first = true;
     for (int64_t i = 0; i < n && increasing; ++i) {
