@@ -717,15 +717,20 @@ struct Races::Impl {
       if (e.addrs[i] == run.vend && i == run.last + 1 && e.bad_lanes == 0 && run.first >= 0 &&
           run.end + ueb <= kShadowPageBytes) {
         const int64_t n = std::min<int64_t>(e.lanes - i, (kShadowPageBytes - run.end) / ueb);
-        // All n lanes at once when they continue the run (the common case; vectorises), else one by one.
-        uint64_t off_run = 0;
-        for (int64_t j = 0; j < n; ++j)
-          off_run |= (e.addrs[i + j] ^ (run.vend + static_cast<uint64_t>(j) * ueb)) |
-                     static_cast<uint64_t>(e.mask[i + j] == 0);
-        int64_t k = off_run == 0 ? n : 1;
-        for (uint64_t v = run.vend + static_cast<uint64_t>(k) * ueb;
-             k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb)
-          ++k;
+        // 16 lanes at a time while they all continue the run (vectorises), then one by one.
+        constexpr int64_t kBlock = 16;
+        int64_t k = 0;
+        uint64_t v = run.vend;
+        while (k + kBlock <= n) {
+          uint64_t off_run = 0;
+          for (int64_t j = 0; j < kBlock; ++j)
+            off_run |= (e.addrs[i + k + j] ^ (v + static_cast<uint64_t>(j) * ueb)) |
+                       static_cast<uint64_t>(e.mask[i + k + j] == 0);
+          if (off_run) break;
+          k += kBlock;
+          v += kBlock * ueb;
+        }
+        for (; k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb) ++k;
         run.end += static_cast<uint32_t>(k) * ueb;
         run.vend += static_cast<uint64_t>(k) * ueb;
         run.last = i + k - 1;
