@@ -46,6 +46,8 @@ abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
 races = os.environ.get("TILESCOPE_RACES", "1") != "0"  # `tilescope sanitize --no-races` sets it to 0
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
+# `tilescope sanitize --trace FILE` (or `tilescope trace`): every launch is recorded into this trace file.
+trace_path = os.environ.get("TILESCOPE_TRACE") or ""
 
 _lock = threading.Lock()
 _findings: list[dict] = []

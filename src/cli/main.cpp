@@ -3,7 +3,10 @@
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
 //                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--no-races]
 //                 [--color auto|always|never]
-//                 [--threads N] [--max-steps N]
+//                 [--threads N] [--max-steps N] [--trace FILE [--trace-budget SIZE]]
+//   tilescope sanitize [--trace FILE] -- CMD...   (src/cli/sanitize.h; `tilescope trace -- CMD` records too)
+//   tilescope show FILE                           (a trace's summary; src/cli/trace_cmd.h)
+//   tilescope replay FILE --launch N [--save-inputs DIR]
 //
 // The launch runs under the sanitizer (analysis/sanitizer.h) and the race detector (analysis/races.h;
 // --no-races: not): findings go to stderr as text, and to
@@ -32,6 +35,7 @@
 #include "cache.h"
 #include "interrupt.h"
 #include "llm.h"
+#include "view.h"
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
@@ -39,6 +43,8 @@
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
 #include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
+#include "trace_cmd.h"
 
 namespace tilescope::cli {
 namespace {
@@ -51,6 +57,8 @@ struct RunReport {
   bool poison = true;          // undefined-value, int32-overflow, division-by-zero
   bool races = true;           // data-race, intra-program-race
   std::string color = "auto";  // auto | always | never
+  std::string trace_path;      // --trace: record the launch into this trace file
+  int64_t trace_budget = 0;    // --trace-budget; 0: trace::kDefaultBudget
 };
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
@@ -186,7 +194,13 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   launch::RunResult r;
   try {
     CancelOnSigint cancel_on_sigint;
-    r = launch::run_launch(*k, rec, opts);
+    if (rep.trace_path.empty()) {
+      r = launch::run_launch(*k, rec, opts);
+    } else {
+      trace::create(rep.trace_path, rep.trace_budget > 0 ? rep.trace_budget : trace::kDefaultBudget);
+      trace::Writer w(rep.trace_path);
+      r = w.run(*k, rec, opts);
+    }
   } catch (const exec::Interrupted&) {
     std::cerr << "tilescope: interrupted (SIGINT)\n";
     return 130;
@@ -275,15 +289,28 @@ int main(int argc, char** argv) {
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  tilescope::cli::SanitizeOptions sanitize_opts;
+  run->add_option("--trace", run_report.trace_path,
+                  "record the launch into this trace file (docs/trace-format.md)");
+  run->add_option("--trace-budget", run_report.trace_budget,
+                  "most bytes of payload the trace may hold (e.g. 64M)")
+      ->transform(CLI::AsSizeValue(false));
+  tilescope::cli::SanitizeOptions sanitize_opts, trace_opts;
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
+  tilescope::cli::add_sanitize(app, trace_opts, "trace");
+  tilescope::cli::ShowOptions show_opts;
+  auto* show = tilescope::cli::add_show(app, show_opts);
+  tilescope::cli::ViewOptions view_opts;
+  auto* view = tilescope::cli::add_view(app, view_opts);
+  tilescope::cli::ReplayOptions replay_opts;
+  auto* replay = tilescope::cli::add_replay(app, replay_opts);
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
   auto* cache = tilescope::cli::add_cache(app);
   tilescope::cli::LlmCliOptions llm_opts;
   auto* llm = tilescope::cli::add_llm(app, llm_opts);
   try {
-    if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
+    if (argc > 1 && (std::string(argv[1]) == "sanitize" || std::string(argv[1]) == "trace"))
+      return tilescope::cli::sanitize_main(argc, argv);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
@@ -298,6 +325,9 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
+    if (*show) return tilescope::cli::show_command(show_opts);
+    if (*view) return tilescope::cli::view_command(view_opts);
+    if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
                                        tilescope::exec::parse_threads(threads, "--threads"), max_steps,
