@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-peers clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -106,6 +106,11 @@ test-tutorials: setup build
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
 
+# What each analysis (sanitizer, races, uninit) costs on `make bench`'s kernels, through the Python front
+# door (bench/analyses.py; a few minutes): its section of bench/RESULTS.md.
+bench-analyses: setup build
+	$(PY) bench/analyses.py
+
 # The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
 bench-view: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/view.py
@@ -166,7 +171,7 @@ test-asan: setup-apt
 # observer on 4 threads, the race detector on race-free kernels (shadow pages, ordered atomics; a kernel
 # that races makes the engine race in the user's memory, as the GPU would) and the definedness store.
 TSAN_BUILD ?= build-tsan
-TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:ObserverSeam.StopUnderFibers*:ObserverSeam.EachPrograms*:Schedule.*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*:Races.*NoRace*:Races.*Orders*:Races.NeighbouringHalfElementsDoNotConflict:Races.LastProgramReduces*:Definedness.Concurrent*:UninitAnalysis.Concurrent*
+TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:ObserverSeam.StopUnderFibers*:ObserverSeam.EachPrograms*:Schedule.*:MemoryAtomic.*:MemoryE2E.*:SanitizerMemory.ManyThreads*:Races.*NoRace*:Races.*Orders*:Races.NeighbouringHalfElementsDoNotConflict:Races.LastProgramReduces*:RacesSegments.*NoRace*:Definedness.Concurrent*:UninitAnalysis.Concurrent*
 test-tsan: setup-apt
 	@test -f $(TSAN_BUILD)/build.ninja || cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DTILESCOPE_SANITIZE=thread

@@ -337,13 +337,14 @@ def write_results(rows, sched, mach, total, args):
     for r in rows:
         lines.append(f"- {r['name']}: {r['ts_wall'] * 1e3:.1f} ms")
     path = os.path.join(ROOT, "bench", "RESULTS.md")
-    keep = ""  # the "Against the peers" section belongs to bench/peers.py (between its markers): kept
+    keep = ""  # sections of bench/peers.py and bench/analyses.py (between their markers): kept
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
-        b, e = "<!-- bench-peers:begin -->", "<!-- bench-peers:end -->"
-        if b in old and e in old:
-            keep = "\n" + old[old.index(b):old.index(e) + len(e)] + "\n"
+        for b, e in (("<!-- bench-analyses:begin -->", "<!-- bench-analyses:end -->"),
+                     ("<!-- bench-peers:begin -->", "<!-- bench-peers:end -->")):
+            if b in old and e in old:
+                keep += "\n" + old[old.index(b):old.index(e) + len(e)] + "\n"
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n" + keep)
 

@@ -1,5 +1,5 @@
-// The race detector (see races.h): per-byte shadow state with FastTrack-style epochs, sparse vector clocks
-// per program and per atomic address, findings grouped by (kind, pair of sites, buffer).
+// The race detector (see races.h): exact per-byte shadow state with FastTrack-style epochs, sparse vector
+// clocks per program and per atomic address, findings grouped by (kind, pair of sites, buffer).
 #include "tilescope/analysis/races.h"
 
 #include <fmt/format.h>
@@ -8,10 +8,12 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
-#include <shared_mutex>
+#include <span>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -47,15 +49,102 @@ struct Cell {
   Epoch w, r1, r2;
 };
 
-/// The shadow of kShadowPageBytes bytes. Cells cover `gran` bytes each: the element size of the first
-/// access when it was aligned to it (1, 2, 4 or 8), so a page of f32 data takes a cell per element. While
+/// One access as a segment stores it: an Epoch whose lane is a function of the byte, for a run of
+/// consecutive lanes at consecutive addresses: lane(b) = lane + (b - start) / eb for the byte at page
+/// offset b (start: the run's first byte on the page, eb: its element size); eb = 0: `lane` for every byte
+/// (a scalar access). prog = 0: none.
+struct Slot {
+  uint32_t prog = 0;
+  uint32_t clock = 0;
+  uint32_t site = 0;
+  uint32_t lane = 0;
+  uint16_t start = 0;
+  uint8_t eb = 0;
+
+  uint32_t lane_at(uint32_t b) const { return eb ? lane + (b - start) / eb : lane; }
+  Epoch at(uint32_t b) const { return prog ? Epoch{prog, clock, site, lane_at(b)} : Epoch{}; }
+  bool operator==(const Slot&) const = default;
+};
+
+/// Bytes [lo, hi) of a page whose every byte's cell is (w, r1, r2) with the slots' lanes at that byte.
+struct Seg {
+  uint16_t lo = 0, hi = 0;
+  Slot w, r1, r2;
+  bool same_state(const Seg& o) const { return w == o.w && r1 == o.r1 && r2 == o.r2; }
+};
+
+/// The shadow of kShadowPageBytes bytes, in one of two forms.
+///
+/// Segments (gran = 0; the form of a new page): a sorted list of at most kMaxSegs disjoint byte ranges,
+/// each with one (w, r1, r2) whose lanes are functions of the byte (Slot); bytes in no segment have the
+/// empty cell. A run of lanes (consecutive lanes at consecutive addresses on this page, what a tile's row
+/// is) updates the segments it overlaps once per piece instead of once per element, which is exact
+/// because the checks and updates of a cell depend on its epochs' programs, clocks and sites and not on
+/// their lanes, except the cross-lane RAW test (lanes compared: done per piece when both lane functions
+/// have the same element size and alignment, else the page becomes cells). Any access that would report
+/// a race, that is not such a run, or that would need more than kMaxSegs segments turns the page into
+/// cells first (materialize), so races are found and reported by the cell code only.
+///
+/// Cells (gran > 0): a cell per `gran` bytes (1, 2, 4 or 8: the largest that every segment boundary, lane
+/// function and the access that needed cells allowed). While
 /// every access covers whole aligned cells, a cell stands exactly for each of its bytes; the first access
 /// that does not (another element size, a misaligned address) splits the page into byte cells, each a
 /// copy of the cell it was part of, which keeps it exact.
+/// A page's lock: critical sections are one run's update, so a spin (yielding while taken) is enough and
+/// keeps a page at 32 bytes (std::mutex alone is 40).
+struct SpinLock {
+  std::atomic<bool> taken{false};
+  void lock() {
+    while (taken.exchange(true, std::memory_order_acquire))
+      while (taken.load(std::memory_order_relaxed)) std::this_thread::yield();
+  }
+  void unlock() { taken.store(false, std::memory_order_release); }
+};
+
 struct Page {
-  std::mutex mu;
-  uint32_t gran = 0;  // 0: no cells yet
+  SpinLock mu;
+  uint8_t gran = 0;            // 0: segments
+  uint8_t nsegs = 0, cap = 0;  // segs has room for cap, nsegs in use
   std::unique_ptr<Cell[]> cells;
+  Seg* segs = nullptr;            // from the page's shard's arena
+  struct Shard* shard = nullptr;  // whose arena
+};
+
+static_assert(sizeof(Page) <= 32);
+
+constexpr size_t kMaxSegs = 32;
+constexpr size_t kFirstSegs = 2;  // segments a page has room for when it is made
+
+/// Nodes of the page table's radix tree (Races::Impl::page).
+constexpr int kLeafBits = 12, kMidBits = 12, kTopBits = 13;
+struct Leaf {
+  std::array<std::atomic<Page*>, size_t{1} << kLeafBits> p{};
+};
+struct Mid {
+  std::array<std::atomic<Leaf*>, size_t{1} << kMidBits> l{};
+};
+
+/// A part of the page table (Races::Impl): pages, radix table nodes and segment arrays, freed at launch
+/// end; `mu` guards its own containers (a page has its own mutex).
+struct Shard {
+  std::mutex mu;
+  std::deque<Page> store;
+  std::vector<std::unique_ptr<Mid>> mids;
+  std::vector<std::unique_ptr<Leaf>> leaves;
+  std::vector<std::unique_ptr<Seg[]>> chunks;  // segment arrays are cut from these
+  size_t size = 0, left = 0;                   // chunks.back()'s segments, and the unused ones at its end
+
+  /// Room for `n` (at most kMaxSegs) segments (under mu). Chunks double from 64 to 4096 segments, so a
+  /// small launch takes little.
+  Seg* segs(size_t n) {
+    if (left < n) {
+      size = std::clamp<size_t>(size * 2, 64, 4096);
+      chunks.push_back(std::make_unique<Seg[]>(size));
+      left = size;
+    }
+    left -= n;
+    return chunks.back().get() + (size - left - n);
+  }
 };
 
 /// A sparse vector clock: (program + 1, clock), sorted by program. Absent entries are 0.
@@ -116,6 +205,7 @@ struct Hit {
   uint32_t lane_a, lane_b;
   int64_t byte_off;  // in the buffer of the current access
   bool atomic_a, atomic_b;
+  uint32_t cur_lane = 0;  // the current access's lane (Epoch::lane), for deduplication
 };
 
 struct Agg {
@@ -157,10 +247,14 @@ struct Races::Impl {
   const exec::Memory* memory = nullptr;
   std::array<int64_t, 3> grid{1, 1, 1};
 
-  std::shared_mutex pages_mu;
-  std::unordered_map<uintptr_t, std::unique_ptr<Page>> pages;  // host address / kShadowPageBytes
+  /// The pages, by key = host address / kShadowPageBytes (47-bit user addresses: 37-bit keys), in a
+  /// three-level radix table of 13 + 12 + 12 key bits whose nodes are created on first touch with a
+  /// compare-and-swap (lookups take no lock); the pages themselves live in deques, in shards by key so
+  /// that threads creating pages seldom wait for each other.
+  std::array<std::atomic<Mid*>, size_t{1} << kTopBits> top{};
+  static constexpr size_t kShards = 64;
+  std::array<Shard, kShards> shards;
   std::atomic<uint64_t> shadow_bytes{0};
-  uint64_t generation = 0;  // this launch's: unique over every Races object and launch (next_generation)
   size_t shadow_last = 0;
   std::atomic<bool> untracked{false};  // some bytes were left unchecked (shadow budget)
   bool untracked_last = false;
@@ -221,62 +315,206 @@ struct Races::Impl {
                      static_cast<int32_t>(id / (grid[0] * grid[1]))};
   }
 
-  static bool ordered_before(const Epoch& e, const PState& s) {
-    return e.prog == s.prog || vc_get(s.vc, e.prog) >= e.clock;
+  template <class E>
+  static bool ordered_before(const E& e, const PState& s) {
+    return e.prog == s.prog || (!s.vc.empty() && vc_get(s.vc, e.prog) >= e.clock);
   }
 
+  /// The node at `slot`, made (and owned by `own`, under `sh`'s lock) if there is none yet.
+  template <class T>
+  T* node(std::atomic<T*>& slot, std::vector<std::unique_ptr<T>>& own, Shard& sh) {
+    T* n = slot.load(std::memory_order_acquire);
+    if (n) return n;
+    auto fresh = std::make_unique<T>();
+    T* want = fresh.get();
+    if (!slot.compare_exchange_strong(n, want, std::memory_order_acq_rel)) return n;  // another thread's
+    shadow_bytes.fetch_add(sizeof(T));
+    std::lock_guard<std::mutex> g(sh.mu);
+    own.push_back(std::move(fresh));
+    return want;
+  }
+
+  /// The page of `key`, made on first touch; null past 47-bit addresses (not checked).
   Page* page(uintptr_t key) {
-    // A per-thread direct-mapped cache of pages of this launch (pages live until the launch ends; the
-    // generation tells launches and detectors apart).
-    struct Slot {
-      uint64_t gen = 0;
-      uintptr_t key = 0;
-      Page* page = nullptr;
-    };
-    thread_local std::array<Slot, 256> cache;
-    Slot& slot = cache[(key ^ (key >> 8)) % cache.size()];
-    if (slot.gen == generation && slot.key == key) return slot.page;
-    Page* pg = page_slow(key);
-    slot = Slot{generation, key, pg};
+    if (key >> (kLeafBits + kMidBits + kTopBits)) {  // past 47-bit user addresses: not checked
+      untracked = true;
+      return nullptr;
+    }
+    Shard& sh = shards[(key * 0x9E3779B97F4A7C15ull) >> 58];
+    Mid* mid = node(top[key >> (kLeafBits + kMidBits)], sh.mids, sh);
+    Leaf* leaf = node(mid->l[(key >> kLeafBits) & ((1u << kMidBits) - 1)], sh.leaves, sh);
+    std::atomic<Page*>& slot = leaf->p[key & ((1u << kLeafBits) - 1)];
+    Page* pg = slot.load(std::memory_order_acquire);
+    if (pg) return pg;
+    std::lock_guard<std::mutex> g(sh.mu);
+    pg = slot.load(std::memory_order_acquire);  // pages are made under the shard's lock: no waste
+    if (pg) return pg;
+    pg = &sh.store.emplace_back();
+    pg->shard = &sh;
+    pg->segs = sh.segs(kFirstSegs);
+    pg->cap = kFirstSegs;
+    shadow_bytes.fetch_add(sizeof(Page) + kFirstSegs * sizeof(Seg));
+    slot.store(pg, std::memory_order_release);
     return pg;
   }
 
-  Page* page_slow(uintptr_t key) {
-    {
-      std::shared_lock<std::shared_mutex> g(pages_mu);
-      auto it = pages.find(key);
-      if (it != pages.end()) return it->second.get();
-    }
-    std::unique_lock<std::shared_mutex> g(pages_mu);
-    auto it = pages.find(key);
-    if (it != pages.end()) return it->second.get();
-    return pages.emplace(key, std::make_unique<Page>()).first->second.get();
-  }
-
-  /// Make `pg`'s cells cover [off, off + len) in whole cells (under pg->mu); false past the budget.
-  bool fit(Page& pg, uint32_t off, uint32_t len) {
-    if (pg.gran && off % pg.gran == 0 && len % pg.gran == 0) return true;
-    uint32_t g = 1;
-    if (!pg.gran) {
-      for (uint32_t c : {8u, 4u, 2u})
-        if (off % c == 0 && len % c == 0) {
-          g = c;
-          break;
-        }
-    }
-    const uint64_t bytes = kShadowPageBytes / g * sizeof(Cell);
+  /// Account `bytes` more of shadow; false (and nothing accounted) past the budget.
+  bool charge(uint64_t bytes) {
     if (shadow_bytes.fetch_add(bytes) + bytes > static_cast<uint64_t>(opts.max_shadow_mib) << 20) {
       shadow_bytes.fetch_sub(bytes);
       untracked = true;  // past the budget: these bytes are not checked
       return false;
     }
-    auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
-    if (pg.gran) {  // split: every byte gets a copy of the cell it was part of
-      for (uint32_t b = 0; b < kShadowPageBytes; ++b) cells[b] = pg.cells[b / pg.gran];
-      shadow_bytes.fetch_sub(kShadowPageBytes / pg.gran * sizeof(Cell));
+    return true;
+  }
+
+  /// Turn a page of segments into cells (under pg->mu), the largest granularity that the segments and
+  /// an access of `len` bytes at `off` in elements of `eb` bytes allow; false past the budget.
+  bool materialize(Page& pg, uint32_t off, uint32_t len, uint32_t eb) {
+    auto fits = [](uint32_t g, uint32_t x) { return x % g == 0; };
+    uint32_t g = 1;
+    for (uint32_t c : {8u, 4u, 2u}) {
+      bool ok = fits(c, off) && fits(c, len) && fits(c, eb);
+      for (const Seg& sg : std::span(pg.segs, pg.nsegs)) {
+        ok = ok && fits(c, sg.lo) && fits(c, sg.hi);
+        for (const Slot* sl : {&sg.w, &sg.r1, &sg.r2})
+          ok = ok && (!sl->prog || !sl->eb || (fits(c, sl->eb) && fits(c, sl->start)));
+      }
+      if (ok) {
+        g = c;
+        break;
+      }
     }
+    if (!charge(kShadowPageBytes / g * sizeof(Cell))) return false;
+    auto cells = std::make_unique<Cell[]>(kShadowPageBytes / g);
+    for (const Seg& sg : std::span(pg.segs, pg.nsegs))
+      for (uint32_t b = sg.lo; b < sg.hi; b += g) cells[b / g] = Cell{sg.w.at(b), sg.r1.at(b), sg.r2.at(b)};
+    pg.nsegs = 0;  // the segment array stays in the arena until the launch ends
     pg.cells = std::move(cells);
-    pg.gran = g;
+    pg.gran = static_cast<uint8_t>(g);
+    return true;
+  }
+
+  /// Make `pg`'s cells cover [off, off + len) in whole cells of at most `eb` bytes (under pg->mu),
+  /// materializing a page of segments; false past the budget.
+  bool fit(Page& pg, uint32_t off, uint32_t len, uint32_t eb) {
+    if (!pg.gran) return materialize(pg, off, len, eb);
+    if (off % pg.gran == 0 && len % pg.gran == 0 && eb % pg.gran == 0) return true;
+    if (!charge(kShadowPageBytes * sizeof(Cell))) return false;
+    auto cells = std::make_unique<Cell[]>(kShadowPageBytes);
+    // Split: every byte gets a copy of the cell it was part of.
+    for (uint32_t b = 0; b < kShadowPageBytes; ++b) cells[b] = pg.cells[b / pg.gran];
+    shadow_bytes.fetch_sub(kShadowPageBytes / pg.gran * sizeof(Cell));
+    pg.cells = std::move(cells);
+    pg.gran = 1;
+    return true;
+  }
+
+  /// The segment form of check_write / check_read for one piece of a run, whose bytes all have the state
+  /// `sg`: false when some byte would report a race (the caller then materializes the page and lets the
+  /// cells report it), else updates `sg` as check_write / check_read would update each byte's cell.
+  bool seg_check(Seg& sg, const Slot& cur, bool writes, bool atomic, const PState& s) const {
+    auto concurrent = [&](const Slot& old) {
+      return old.prog && old.prog != cur.prog && !(atomic && (old.site & kAtomicBit)) &&
+             !ordered_before(old, s);
+    };
+    if (writes) {
+      if (concurrent(sg.w) || concurrent(sg.r1) || concurrent(sg.r2)) return false;
+      sg.w = cur;
+      if (sg.r1.prog && ordered_before(sg.r1, s)) sg.r1 = Slot{};
+      if (sg.r2.prog && ordered_before(sg.r2, s)) sg.r2 = Slot{};
+      if (!sg.r1.prog) std::swap(sg.r1, sg.r2);
+      return true;
+    }
+    const Slot& w = sg.w;
+    if (w.prog && w.prog != cur.prog) {
+      if (concurrent(w)) return false;
+    } else if (w.prog && opts.intra && !atomic && !(w.site & kAtomicBit) && w.eb && cur.eb &&
+               w.clock == s.clock) {
+      // Cross-lane RAW unless every byte's write lane is its read lane: same element size and alignment
+      // and the same lane at the first byte (then at every byte).
+      if (w.eb != cur.eb || (w.start + cur.eb - cur.start % cur.eb) % cur.eb != 0 ||
+          w.lane_at(sg.lo) != cur.lane_at(sg.lo))
+        return false;
+    }
+    if (!sg.r1.prog || ordered_before(sg.r1, s))
+      sg.r1 = cur;
+    else if (!sg.r2.prog || ordered_before(sg.r2, s))
+      sg.r2 = cur;
+    else if (cur.prog < std::max(sg.r1.prog, sg.r2.prog))
+      (sg.r1.prog > sg.r2.prog ? sg.r1 : sg.r2) = cur;
+    return true;
+  }
+
+  /// A run `cur` over bytes [off, end) of a page of segments (under pg->mu); false, with the page
+  /// unchanged, when it needs cells (a race to report, a lane-dependent check, or too many segments).
+  bool seg_access(Page& pg, uint32_t off, uint32_t end, const Slot& cur, bool writes, bool atomic,
+                  const PState& s) {
+    const std::span<Seg> v(pg.segs, pg.nsegs);
+    thread_local std::vector<Seg> mid;
+    mid.clear();
+    auto push = [&](const Seg& x) {
+      if (!mid.empty() && mid.back().hi == x.lo && mid.back().same_state(x))
+        mid.back().hi = x.hi;
+      else
+        mid.push_back(x);
+    };
+    size_t i0 = 0;
+    while (i0 < v.size() && v[i0].hi <= off) ++i0;
+    size_t i = i0;
+    uint32_t pos = off;
+    while (pos < end) {
+      Seg piece;
+      if (i < v.size() && v[i].lo <= pos) {  // inside segment i
+        if (v[i].lo < pos) {                 // its part before the run stays
+          Seg left = v[i];
+          left.hi = static_cast<uint16_t>(pos);
+          push(left);
+        }
+        piece = v[i];
+        piece.lo = static_cast<uint16_t>(pos);
+        piece.hi = static_cast<uint16_t>(std::min<uint32_t>(v[i].hi, end));
+      } else {  // a gap: empty cells up to the next segment
+        piece.lo = static_cast<uint16_t>(pos);
+        piece.hi = static_cast<uint16_t>(i < v.size() ? std::min<uint32_t>(v[i].lo, end) : end);
+      }
+      if (!seg_check(piece, cur, writes, atomic, s)) return false;
+      push(piece);
+      pos = piece.hi;
+      if (i < v.size() && v[i].hi <= pos) {
+        ++i;
+      } else if (i < v.size() && v[i].lo < pos) {  // segment i goes on past the run: its rest stays
+        Seg right = v[i];
+        right.lo = static_cast<uint16_t>(pos);
+        push(right);
+        ++i;
+      }
+    }
+    // Segments i0..i-1 are replaced by `mid`; join equal neighbours across the edges.
+    if (i0 > 0 && v[i0 - 1].hi == mid.front().lo && v[i0 - 1].same_state(mid.front())) {
+      mid.front().lo = v[--i0].lo;
+    }
+    if (i < v.size() && mid.back().hi == v[i].lo && v[i].same_state(mid.back())) {
+      mid.back().hi = v[i++].hi;
+    }
+    const size_t n = v.size() - (i - i0) + mid.size();
+    if (n > kMaxSegs) return false;
+    if (n > pg.cap) {  // a larger array from the arena (the old one stays there)
+      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
+      Seg* bigger;
+      {
+        std::lock_guard<std::mutex> g(pg.shard->mu);
+        bigger = pg.shard->segs(cap);
+      }
+      std::copy(v.begin(), v.end(), bigger);
+      shadow_bytes.fetch_add(cap * sizeof(Seg));
+      pg.segs = bigger;
+      pg.cap = cap;
+    }
+    // Move the segments after i - 1 to after i0 + mid.size() - 1, then put `mid` at i0.
+    std::memmove(pg.segs + i0 + mid.size(), pg.segs + i, (pg.nsegs - i) * sizeof(Seg));
+    std::copy(mid.begin(), mid.end(), pg.segs + i0);
+    pg.nsegs = static_cast<uint8_t>(n);
     return true;
   }
 
@@ -309,8 +547,11 @@ struct Races::Impl {
           off,
           (a.site & kAtomicBit) != 0,
           (b.site & kAtomicBit) != 0};
-    if (!hits.empty()) {  // one hit per lane pair, not per byte
-      const Hit& l = hits.back();
+    h.cur_lane = cur.lane;
+    // One hit per lane pair, not per byte: the hits of the current lane are the last ones (an event's
+    // lanes are checked one after another), so however many cells its bytes take, the same pairs come out.
+    for (size_t j = hits.size(); j-- > 0 && hits[j].cur_lane == cur.lane;) {
+      const Hit& l = hits[j];
       if (l.kind == h.kind && l.race == h.race && l.site_a == h.site_a && l.site_b == h.site_b &&
           l.prog_a == h.prog_a && l.prog_b == h.prog_b && l.lane_a == h.lane_a && l.lane_b == h.lane_b)
         return;
@@ -416,41 +657,118 @@ struct Races::Impl {
 
     thread_local std::vector<Hit> hits;
     hits.clear();
+    const uint32_t site_bits = site | (atomic ? kAtomicBit : 0);
+    const bool scalar = e.lanes == 1;
     Page* pg = nullptr;
     uintptr_t pg_key = ~uintptr_t{0};
-    std::unique_lock<std::mutex> lk;
+    std::unique_lock<SpinLock> lk;
+    auto lock = [&](uintptr_t key) {  // false: the page is not checked
+      if (key == pg_key) return pg != nullptr;
+      if (lk) lk.unlock();
+      pg = page(key);
+      pg_key = key;
+      if (pg) lk = std::unique_lock<SpinLock>(pg->mu);
+      return pg != nullptr;
+    };
+    auto check = [&](Cell& c, const Epoch& cur, int region, int64_t at) {
+      if (writes)
+        check_write(c, cur, atomic, s, hits, region, at);
+      else
+        check_read(c, cur, atomic, s, hits, region, at);
+    };
+
+    // A run: lanes first, first + 1, ... at bytes [off, end) of one page, one after another.
+    struct Run {
+      uintptr_t key = 0;
+      uint32_t off = 0, end = 0;
+      int64_t first = -1, last = -1;  // lanes; first < 0: no run
+      int region = -1;
+      int64_t at = 0;     // byte offset of `off` in the buffer
+      uint64_t vend = 0;  // virtual address of `end`
+    } run;
+    auto flush_run = [&] {
+      if (run.first < 0 || !lock(run.key)) {
+        run.first = -1;
+        return;
+      }
+      const Slot cur{s.prog,
+                     s.clock,
+                     site_bits,
+                     scalar ? kScalarLane : static_cast<uint32_t>(run.first),
+                     static_cast<uint16_t>(run.off),
+                     static_cast<uint8_t>(scalar ? 0 : eb)};
+      if ((pg->gran || !opts.segments || !seg_access(*pg, run.off, run.end, cur, writes, atomic, s)) &&
+          fit(*pg, run.off, run.end - run.off, static_cast<uint32_t>(eb))) {
+        const uint32_t g = pg->gran;
+        Epoch ep{cur.prog, cur.clock, cur.site, cur.lane};
+        for (uint32_t b = run.off; b < run.end; b += static_cast<uint32_t>(eb)) {
+          for (uint32_t c = b; c < b + static_cast<uint32_t>(eb); c += g)
+            check(pg->cells[c / g], ep, run.region, run.at + (c - run.off));
+          if (!scalar) ep.lane++;
+        }
+      }
+      run.first = -1;
+    };
+
+    const auto ueb = static_cast<uint32_t>(eb);
     for (int64_t i = 0; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
+      // The next lanes of a run (no lane is out of bounds, so they are in the run's buffer).
+      if (e.addrs[i] == run.vend && i == run.last + 1 && e.bad_lanes == 0 && run.first >= 0 &&
+          run.end + ueb <= kShadowPageBytes) {
+        const int64_t n = std::min<int64_t>(e.lanes - i, (kShadowPageBytes - run.end) / ueb);
+        // 16 lanes at a time while they all continue the run (vectorises), then one by one.
+        constexpr int64_t kBlock = 16;
+        int64_t k = 0;
+        uint64_t v = run.vend;
+        while (k + kBlock <= n) {
+          uint64_t off_run = 0;
+          for (int64_t j = 0; j < kBlock; ++j)
+            off_run |= (e.addrs[i + k + j] ^ (v + static_cast<uint64_t>(j) * ueb)) |
+                       static_cast<uint64_t>(e.mask[i + k + j] == 0);
+          if (off_run) break;
+          k += kBlock;
+          v += kBlock * ueb;
+        }
+        for (; k < n && e.mask[i + k] && e.addrs[i + k] == v; v += ueb) ++k;
+        run.end += static_cast<uint32_t>(k) * ueb;
+        run.vend += static_cast<uint64_t>(k) * ueb;
+        run.last = i + k - 1;
+        i += k - 1;
+        continue;
+      }
       int region = -1;
       std::byte* h = host_of(i, region);
       if (!h) continue;
-      const Epoch cur{s.prog, s.clock, site | (atomic ? kAtomicBit : 0),
-                      e.lanes == 1 ? kScalarLane : static_cast<uint32_t>(i)};
-      const int64_t off0 = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
-      for (int k = 0; k < eb;) {  // the lane's bytes, page by page (an element may straddle two)
-        const auto addr = reinterpret_cast<uintptr_t>(h + k);
-        const uintptr_t key = addr / kShadowPageBytes;
-        const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
-        const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - off));
-        if (key != pg_key) {
-          if (lk) lk.unlock();
-          pg = page(key);
-          pg_key = key;
-          lk = std::unique_lock<std::mutex>(pg->mu);
+      const auto addr = reinterpret_cast<uintptr_t>(h);
+      const uintptr_t key = addr / kShadowPageBytes;
+      const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
+      const int64_t at = static_cast<int64_t>(e.addrs[i] - mem.buffer(region).vbase);
+      if (off + static_cast<uint32_t>(eb) <= kShadowPageBytes) {  // within one page: a run's lane
+        if (run.first >= 0 && key == run.key && off == run.end && i == run.last + 1 && region == run.region) {
+          run.end += ueb;
+          run.vend = e.addrs[i] + ueb;
+          run.last = i;
+          continue;
         }
-        if (fit(*pg, off, len)) {
-          for (uint32_t b = off; b < off + len; b += pg->gran) {
-            Cell& c = pg->cells[b / pg->gran];
-            const int64_t at = off0 + k + (b - off);
-            if (writes)
-              check_write(c, cur, atomic, s, hits, region, at);
-            else
-              check_read(c, cur, atomic, s, hits, region, at);
-          }
-        }
+        flush_run();
+        run = Run{key, off, off + ueb, i, i, region, at, e.addrs[i] + ueb};
+        continue;
+      }
+      // An element straddling two pages: its bytes page by page, in cells.
+      flush_run();
+      const Epoch cur{s.prog, s.clock, site_bits, scalar ? kScalarLane : static_cast<uint32_t>(i)};
+      for (int k = 0; k < eb;) {
+        const auto a = addr + static_cast<uintptr_t>(k);
+        const auto o = static_cast<uint32_t>(a % kShadowPageBytes);
+        const auto len = static_cast<uint32_t>(std::min<uint64_t>(eb - k, kShadowPageBytes - o));
+        if (lock(a / kShadowPageBytes) && fit(*pg, o, len, len))
+          for (uint32_t c = o; c < o + len; c += pg->gran)
+            check(pg->cells[c / pg->gran], cur, region, at + k + (c - o));
         k += static_cast<int>(len);
       }
     }
+    flush_run();
     if (lk) lk.unlock();
     flush(hits);
 
@@ -476,7 +794,11 @@ struct Races::Impl {
     const auto* vals = static_cast<const std::byte*>(val.data);
     const uint8_t* mask =
         e.op->operands.size() > 2 ? static_cast<const uint8_t*>(e.operand(2).data) : nullptr;
-    // Fast path: strictly increasing addresses cannot repeat.
+    // Fast path: strictly increasing addresses cannot repeat. First over every lane, masked-off ones too
+    // (the active ones are then increasing as well; vectorises), then over the active lanes.
+    uint64_t all_increasing = 1;
+    for (int64_t i = 1; i < n; ++i) all_increasing &= static_cast<uint64_t>(addrs[i] > addrs[i - 1]);
+    if (all_increasing) return;
     uint64_t last = 0;
     bool increasing = true, first = true;
     for (int64_t i = 0; i < n && increasing; ++i) {
@@ -547,7 +869,14 @@ struct Races::Impl {
     shadow_last = shadow_bytes.exchange(0);
     sync_last = sync.size();
     untracked_last = untracked.exchange(false);
-    pages.clear();
+    for (auto& m : top) m.store(nullptr, std::memory_order_relaxed);
+    for (Shard& sh : shards) {
+      sh.store.clear();
+      sh.mids.clear();
+      sh.leaves.clear();
+      sh.chunks.clear();
+      sh.size = sh.left = 0;
+    }
     sync.clear();
   }
 
@@ -579,8 +908,6 @@ exec::Subscription Races::on_launch_begin(const exec::LaunchContext& ctx) {
   Impl& I = *impl_;
   I.memory = ctx.memory;
   I.grid = ctx.grid;
-  static std::atomic<uint64_t> next_generation{1};
-  I.generation = next_generation.fetch_add(1);
   exec::Subscription sub;
   sub.kinds = exec::kAccess | exec::kProgram | exec::kOpBegin | exec::kAtomicOrder;
   sub.ops = [&I](const Op& op) -> const void* {

@@ -316,6 +316,14 @@ struct UninitAnalysis::Impl {
     TrackedAllocation* cur = nullptr;
     const auto active = [&](int64_t i) { return !mask || mask[mask_scalar ? 0 : i]; };
     const auto ueb = static_cast<uint64_t>(eb);
+    if (n > 0) {  // every lane (masked-off ones too) in one buffer with nothing tracked: nothing to do
+      uint64_t differ = 0;  // the bits where some lane's address differs from lane 0's (vectorises)
+      for (int64_t j = 1; j < n; ++j) differ |= addrs[j] ^ addrs[0];
+      const int k = memory->region(addrs[0]);
+      if ((differ >> exec::Memory::kRegionShift) == 0 &&
+          (k < 0 || static_cast<size_t>(k) >= tracked.size() || tracked[k].empty()))
+        return;
+    }
     for (int64_t i = 0; i < n;) {
       const int k = memory->region(addrs[i]);
       if (!active(i) || k < 0 || static_cast<size_t>(k) >= tracked.size() || tracked[k].empty()) {

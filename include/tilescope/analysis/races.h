@@ -22,11 +22,15 @@
 // atomics in the order they took effect (exec/events.h kAtomicOrder), so acquires see the releases
 // whose values they read.
 //
-// Shadow state: per byte touched (pages of kShadowPageBytes allocated on first touch, keyed by host
-// address, so aliasing buffers share it), the last write and up to two reads that are concurrent with
+// Shadow state: exact per byte touched (pages of kShadowPageBytes allocated on first touch, keyed by host
+// address, so aliasing buffers share it): the last write and up to two reads that are concurrent with
 // each other (epoch, op, lane). A write is checked against the last write and those reads; a read
-// against the last write. Memory is proportional to the bytes touched, not to the grid; per finding,
-// counts and the first few program ids and lanes (distinct programs counted up to kMaxCounted each side).
+// against the last write. A page holds byte ranges that share one state, with lanes as a function of the
+// byte (a tile row stored by one op is one range, updated once per row rather than per element), and
+// turns into a cell per element or per byte only where a race is reported or the accesses are too
+// fragmented (CONTRIBUTING.md, "The race detector"). Memory is proportional to the bytes touched, not to
+// the grid; per finding, counts and the first few program ids and lanes (distinct programs counted up to
+// kMaxCounted each side).
 //
 // The first access of a reported pair is the one of the lower program id (linear id, x fastest), so RAW /
 // WAR and the sites' order do not depend on the schedule.
@@ -42,9 +46,13 @@ namespace tilescope::analysis {
 struct RacesOptions {
   bool intra = true;  // intra-program-race
   int max_first = 5;  // how many program ids / lanes to keep per side
-  /// Most MiB of shadow pages per launch (48 bytes per byte touched). Bytes past the budget are not
-  /// checked (statistics: shadow_budget_exceeded), so a huge launch is checked in part, not killed.
+  /// Most MiB of shadow per launch (about 1/6 byte per byte touched by whole tile rows, 48 bytes per
+  /// cell where the page is cells). Bytes past the budget are not checked (statistics:
+  /// shadow_budget_exceeded), so a huge launch is checked in part, not killed.
   int max_shadow_mib = 4096;
+  /// Pages start as segments, updated once per run of lanes (the fast path); false: cells from the
+  /// first access (the reference the tests compare the fast path with; slower, same findings).
+  bool segments = true;
 };
 
 class Races : public Analysis {

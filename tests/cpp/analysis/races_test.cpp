@@ -6,11 +6,13 @@
 // Expected lines are found by searching the Python source; lanes and offsets computed by hand.
 #include "tilescope/analysis/races.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -336,6 +338,248 @@ TEST(Races, MixedElementSizesOverlapByBytes) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace tilescope::analysis
+
+// -- the shadow's run fast path (segments) ------------------------------------------------------------
+// access_pattern.ttir: 8 ops of 8 lanes on one buffer seen as i32, i16, i8 and i32 at byte offsets, each
+// lane's index read from `idx` (negative: masked off); op k is on line 30 + 10 * k.
+
+namespace tilescope::analysis {
+namespace {
+
+constexpr int kOps = 8, kLanes = 8;
+int op_line(int k) { return 30 + 10 * k; }
+
+/// Findings of access_pattern.ttir on `words` i32 of memory, program p's op k taking lanes' indices
+/// idx[p * 64 + k * 8 + lane].
+std::vector<Finding> pattern(const std::vector<int32_t>& idx, int64_t programs, bool segments,
+                             int words = 768, int threads = 1) {
+  std::vector<int32_t> p(static_cast<size_t>(words), 0);
+  std::vector<int32_t> ix = idx;
+  exec::Memory mem;
+  int pb = test::add_buffer(mem, p, "p", ir::Elem::i32);
+  int ib = test::add_buffer(mem, ix, "idx", ir::Elem::i32);
+  RacesOptions ro;
+  ro.segments = segments;
+  return detect("access_pattern.ttir", {exec::Arg::buf(pb), exec::Arg::buf(ib)}, mem, programs, threads, ro);
+}
+
+/// Everything a finding says about the race (not the source text).
+std::string fingerprint(const std::vector<Finding>& fs) {
+  std::string s;
+  auto pids = [](const std::vector<exec::ProgramId>& v) {
+    std::string t;
+    for (auto& p : v) t += std::to_string(p[0]) + ",";
+    return t;
+  };
+  auto ints = [](const std::vector<int64_t>& v) {
+    std::string t;
+    for (auto x : v) t += std::to_string(x) + ",";
+    return t;
+  };
+  for (const Finding& f : fs)
+    s += fmt::format("{} {} {}:{}->{} progs {}/{} [{}|{}] lanes {} [{}|{}] occ {} off {}..{}\n",
+                     kind_name(f.kind), f.race, f.site.ttir_line, f.site.ttir_col,
+                     f.other ? f.other->ttir_line : -1, f.programs, f.other_programs, pids(f.first_programs),
+                     pids(f.other_first_programs), f.lanes, ints(f.first_lanes), ints(f.other_first_lanes),
+                     f.occurrences, f.offset_min, f.offset_max);
+  return s;
+}
+
+std::vector<int32_t> masked(int64_t programs) {
+  return std::vector<int32_t>(static_cast<size_t>(programs * kOps * kLanes), -1);
+}
+void set_op(std::vector<int32_t>& idx, int prog, int op, const std::vector<int32_t>& lanes) {
+  for (int l = 0; l < kLanes; ++l)
+    idx[static_cast<size_t>(prog * kOps * kLanes + op * kLanes + l)] = lanes[static_cast<size_t>(l)];
+}
+
+TEST(RacesSegments, SubElementOverlapAfterAlignedRun) {
+  // Program 0 stores i32 p[0..8) in one run (a segment); program 1's lane 5 stores the i16 at element 3,
+  // bytes 6..7: inside p[1], lane 1's. One WAW, between those lanes, at i32 element 1.
+  for (bool seg : {true, false}) {
+    auto idx = masked(2);
+    set_op(idx, 0, 0, {0, 1, 2, 3, 4, 5, 6, 7});
+    set_op(idx, 1, 2, {-1, -1, -1, -1, -1, 3, -1, -1});
+    auto f = pattern(idx, 2, seg);
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].race, "WAW");
+    EXPECT_EQ(f[0].site.ttir_line, op_line(0));
+    EXPECT_EQ(f[0].other->ttir_line, op_line(2));
+    EXPECT_EQ(f[0].first_lanes, std::vector<int64_t>{1});
+    EXPECT_EQ(f[0].other_first_lanes, std::vector<int64_t>{5});
+    EXPECT_EQ(f[0].offset_min, 1);
+    EXPECT_EQ(f[0].offset_max, 1);
+    EXPECT_EQ(f[0].lanes, 1);
+  }
+}
+
+TEST(RacesSegments, NeighbouringI16OfAnAlignedRunDoNotConflict) {
+  // Program 0 stores i32 p[0..8); program 1 stores the i16 elements 16..23 (p[8..12)): same page, no
+  // byte in common, so nothing; then program 2 reads i8 bytes 30..37, across both: RAW with both.
+  for (bool seg : {true, false}) {
+    auto idx = masked(3);
+    set_op(idx, 0, 0, {0, 1, 2, 3, 4, 5, 6, 7});
+    set_op(idx, 1, 2, {16, 17, 18, 19, 20, 21, 22, 23});
+    auto f = pattern(idx, 2, seg);
+    EXPECT_TRUE(f.empty()) << describe(f);
+    set_op(idx, 2, 7, {30, 31, 32, 33, 34, 35, 36, 37});
+    f = pattern(idx, 3, seg);
+    ASSERT_EQ(f.size(), 2u) << describe(f);
+    // i32 store lane 7 (bytes 28..31) with i8 lanes 0, 1; i16 store lanes 0, 1 (bytes 32..35) with i8
+    // lanes 2..5 (and lane 2, bytes 36..37, with lanes 6, 7).
+    EXPECT_EQ(f[0].site.ttir_line, op_line(0));
+    EXPECT_EQ(f[0].first_lanes, std::vector<int64_t>{7});
+    EXPECT_EQ(f[0].other_first_lanes, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(f[1].site.ttir_line, op_line(2));
+    EXPECT_EQ(f[1].first_lanes, (std::vector<int64_t>{0, 1, 2}));
+    EXPECT_EQ(f[1].other_first_lanes, (std::vector<int64_t>{2, 3, 4, 5, 6}));
+    for (auto& x : f) EXPECT_EQ(x.other->ttir_line, op_line(7));
+  }
+}
+
+TEST(RacesSegments, CrossLaneReadOfARunIsFoundAndTheSameLaneIsNot) {
+  for (bool seg : {true, false}) {
+    // Same lanes: lane l stores p[l] and loads p[l]: no race.
+    auto idx = masked(1);
+    set_op(idx, 0, 0, {0, 1, 2, 3, 4, 5, 6, 7});
+    set_op(idx, 0, 1, {0, 1, 2, 3, 4, 5, 6, 7});
+    auto f = pattern(idx, 1, seg);
+    EXPECT_TRUE(f.empty()) << describe(f);
+    // Shifted by one: lane l loads p[l + 1], stored by lane l + 1 (lane 7 reads p[8], never stored).
+    set_op(idx, 0, 1, {1, 2, 3, 4, 5, 6, 7, 8});
+    f = pattern(idx, 1, seg);
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].kind, Kind::intra_program_race);
+    EXPECT_EQ(f[0].lanes, 7);
+    EXPECT_EQ(f[0].first_lanes, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+    EXPECT_EQ(f[0].other_first_lanes, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+    // Same element size, other alignment: lane l loads the i32 at byte 4l + 2, half lane l's and half
+    // lane l + 1's (lane 7: half unwritten).
+    set_op(idx, 0, 1, {-1, -1, -1, -1, -1, -1, -1, -1});
+    set_op(idx, 0, 6, {2, 6, 10, 14, 18, 22, 26, 30});
+    f = pattern(idx, 1, seg);
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].other->ttir_line, op_line(6));
+    EXPECT_EQ(f[0].lanes, 7);
+    EXPECT_EQ(f[0].first_lanes, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  }
+}
+
+TEST(RacesSegments, ManySmallRunsOnOnePageStillRace) {
+  // 40 programs each store 2 i32 with a gap (more pieces than a page keeps as segments), and each
+  // reads the next program's two: a race between neighbours, 39 pairs of programs, 2 lanes each.
+  for (bool seg : {true, false}) {
+    auto idx = masked(40);
+    for (int p = 0; p < 40; ++p) {
+      set_op(idx, p, 0, {4 * p, 4 * p + 1, -1, -1, -1, -1, -1, -1});
+      set_op(idx, p, 1, {-1, -1, -1, -1, -1, -1, 4 * p + 4, 4 * p + 5});
+    }
+    auto f = pattern(idx, 40, seg);
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].race, "WAR");  // the writer is the higher program
+    EXPECT_EQ(f[0].lanes, 39 * 2);
+    EXPECT_EQ(f[0].programs, 39);
+  }
+}
+
+TEST(RacesSegments, WriteChecksTheSecondReadToo) {
+  // The store is ordered after program 0's reads (the first read slot) and not after program 1's (the
+  // second): a WAR with program 1 only, its 8 lanes.
+  for (bool seg : {true, false}) {
+    std::vector<int32_t> x(8, 5), flag(1, 0), out(40, 0);
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", ir::Elem::i32);
+    int fb = test::add_buffer(mem, flag, "flag", ir::Elem::i32);
+    int ob = test::add_buffer(mem, out, "out", ir::Elem::i32);
+    RacesOptions ro;
+    ro.segments = seg;
+    auto f = detect("second_reader.ttir", {exec::Arg::buf(xb), exec::Arg::buf(fb), exec::Arg::buf(ob)}, mem,
+                    3, 1, ro);
+    ASSERT_EQ(out[2], 1);  // program 2 saw program 0's release
+    ASSERT_EQ(f.size(), 1u) << describe(f);
+    EXPECT_EQ(f[0].race, "WAR");
+    EXPECT_EQ(f[0].lanes, 8);
+    ASSERT_EQ(f[0].first_programs.size(), 1u);
+    EXPECT_EQ(f[0].first_programs[0][0], 2);  // the writer first
+    ASSERT_EQ(f[0].other_first_programs.size(), 1u);
+    EXPECT_EQ(f[0].other_first_programs[0][0], 1);
+  }
+}
+
+TEST(RacesSegments, RandomPatternsAgreeWithCells) {
+  // The fast path against the reference (cells from the first access) on random mixes of runs, reversed
+  // runs, holes, duplicates and scatters of the four access shapes, in a slice per program (races
+  // between lanes only) or over shared memory.
+  std::mt19937 rng(12345);
+  int compared = 0, with_findings = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t programs = 1 + static_cast<int64_t>(rng() % 6);
+    const bool shared = trial % 2 == 1;
+    const int words = 768;  // 3 KiB: 3 or 4 shadow pages
+    auto idx = masked(programs);
+    for (int p = 0; p < programs; ++p)
+      for (int op = 0; op < kOps; ++op) {
+        const int unit = op < 2 ? 4 : op < 4 ? 2 : 1;  // bytes per index step
+        const int span = words * 4 / unit - (op == 5 || op == 6 ? 3 : 0);
+        const int lo = shared ? 0 : static_cast<int>(p * span / programs);
+        const int hi = shared ? span : static_cast<int>((p + 1) * span / programs);
+        const int width = std::max(1, std::min(hi - lo, shared ? 64 : hi - lo));
+        const int base = lo + static_cast<int>(rng() % static_cast<unsigned>(std::max(1, width - kLanes)));
+        std::vector<int32_t> v(kLanes);
+        const unsigned shape = rng() % 7;
+        for (int l = 0; l < kLanes; ++l) {
+          int x = base + l;
+          if (shape == 1) x = base + kLanes - 1 - l;                                        // reversed
+          if (shape == 2) x = base;                                                         // one address
+          if (shape == 3) x = lo + static_cast<int>(rng() % static_cast<unsigned>(width));  // scatter
+          if (shape == 4 && l == 3) x = -1;                                                 // a hole
+          if (shape == 5) x = base + 2 * l;                                                 // stride 2
+          v[static_cast<size_t>(l)] = (x >= hi || rng() % 16 == 0) ? -1 : x;
+        }
+        if (rng() % 4 == 0) v.assign(kLanes, -1);  // op not run
+        set_op(idx, p, op, v);
+      }
+    const std::string fast = fingerprint(pattern(idx, programs, true, words));
+    const std::string ref = fingerprint(pattern(idx, programs, false, words));
+    ASSERT_EQ(fast, ref) << "trial " << trial;
+    ++compared;
+    with_findings += !ref.empty();
+  }
+  EXPECT_GT(with_findings, 100);       // the comparison saw races
+  EXPECT_LT(with_findings, compared);  // and race-free launches
+}
+
+TEST(RacesSegments, DisjointRunsOnSharedPagesNoRace) {
+  // 96 programs store and reload their own 8 i32 (program p: p[8p..8p+8)), 3 KiB in all: pages shared by
+  // 32 programs, made and split into ranges by 2 threads at once. No race (also run under TSan).
+  auto idx = masked(96);
+  for (int p = 0; p < 96; ++p) {
+    std::vector<int32_t> own(kLanes);
+    for (int l = 0; l < kLanes; ++l) own[static_cast<size_t>(l)] = 8 * p + l;
+    set_op(idx, p, 0, own);
+    set_op(idx, p, 1, own);
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    auto f = pattern(idx, 96, true, 768, 2);
+    EXPECT_TRUE(f.empty()) << describe(f);
+  }
+}
+
+TEST(RacesSegments, ThreadsDoNotChangeTheFindings) {
+  // Race-free in id order or not, the findings of 2 threads are those of 1 (the pairs' sides and counts
+  // depend on program ids only). Programs write their own slice and read their neighbour's.
+  auto idx = masked(32);
+  for (int p = 0; p < 32; ++p) {
+    set_op(idx, p, 0, {8 * p, 8 * p + 1, 8 * p + 2, 8 * p + 3, 8 * p + 4, 8 * p + 5, 8 * p + 6, 8 * p + 7});
+    set_op(idx, p, 1, {(8 * p + 8) % 256, (8 * p + 9) % 256, -1, -1, -1, -1, -1, -1});
+  }
+  const std::string one = fingerprint(pattern(idx, 32, true, 768, 1));
+  EXPECT_NE(one, "");
+  for (int rep = 0; rep < 3; ++rep) EXPECT_EQ(fingerprint(pattern(idx, 32, true, 768, 2)), one);
 }
 
 }  // namespace
