@@ -324,8 +324,15 @@ struct Profile::Impl {
     c.mem.bytes += active * eb;
     c.mem.bytes_all += n * eb;
     if (active == 0) return;
-    auto sector_push = [&](int64_t i) {
+    // Addresses relative to their buffer's first byte (a GPU allocator aligns it; the CPU's need not be).
+    auto rel = [&](int64_t i) -> uint64_t {
       const uint64_t a = e.addrs[i];
+      const int r = e.memory->region(a);
+      if (r < 0) return a;
+      return (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) + a - e.memory->buffer(r).vbase;
+    };
+    auto sector_push = [&](int64_t i) {
+      const uint64_t a = rel(i);
       st.scratch.push_back(a >> kSectorShift);
       if (((a + eb - 1) >> kSectorShift) != (a >> kSectorShift)) st.scratch.push_back((a + eb - 1) >> kSectorShift);
     };
@@ -336,7 +343,7 @@ struct Profile::Impl {
       if (V > 1)
         for (int64_t t = g0; t < g1 && vector; t += V) {
           const uint8_t m0 = e.mask[t];
-          if (e.addrs[t] % static_cast<uint64_t>(V * eb) != 0 && m0) vector = false;
+          if (m0 && rel(t) % static_cast<uint64_t>(V * eb) != 0) vector = false;
           for (int64_t j = 1; j < V && t + j < g1 && vector; ++j)
             if (e.mask[t + j] != m0 || (m0 && e.addrs[t + j] != e.addrs[t] + static_cast<uint64_t>(j * eb)))
               vector = false;

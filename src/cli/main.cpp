@@ -36,6 +36,8 @@
 #include "tilescope/exec/engine.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
+#include "tilescope/analysis/profile.h"
+#include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 
 namespace tilescope::cli {
@@ -49,6 +51,12 @@ struct RunReport {
   bool poison = true;          // undefined-value, int32-overflow, division-by-zero
   bool races = true;           // data-race, intra-program-race
   std::string color = "auto";  // auto | always | never
+  // `tilescope profile kernel.ttir ...`: the profile analysis alone, its summary on stderr, --json its
+  // document (README "Profile JSON").
+  bool profile = false;
+  std::string gpu = "H100";
+  int top = 5;
+  int num_warps = 4;
 };
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
@@ -203,8 +211,12 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   }
 
   launch::RunOptions opts;
-  opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
-  if (rep.races) opts.analyses.push_back({"races", nlohmann::json::object()});
+  if (rep.profile) {
+    opts.analyses.push_back({"profile", {{"gpu", rep.gpu}, {"num_warps", rep.num_warps}}});
+  } else {
+    opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
+    if (rep.races) opts.analyses.push_back({"races", nlohmann::json::object()});
+  }
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
@@ -236,8 +248,17 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
       failed = true;
     }
   };
+  nlohmann::json profiles = nlohmann::json::array();
+  if (rep.profile) {
+    if (r.reports.contains("profile")) profiles.push_back(r.reports["profile"]);
+    std::cerr << report::profile_to_text(profiles, rep.top);
+  }
   if (!rep.json_path.empty())
-    attempt([&] { write_file_atomically(rep.json_path, {report::to_json(findings).dump(2), "\n"}); });
+    attempt([&] {
+      write_file_atomically(rep.json_path, {(rep.profile ? report::profile_document(profiles)
+                                                         : report::to_json(findings)).dump(2),
+                                            "\n"});
+    });
   if (!rep.sarif_path.empty())
     attempt([&] { write_file_atomically(rep.sarif_path, {report::to_sarif(findings).dump(2), "\n"}); });
   for (const auto& save : save_list) {  // (clang 14 cannot capture structured bindings)
@@ -302,13 +323,46 @@ int main(int argc, char** argv) {
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  tilescope::cli::SanitizeOptions sanitize_opts;
+  run->add_flag("--profile", run_report.profile,
+                "profile the launch instead of sanitizing it (what `tilescope profile kernel.ttir` does)");
+  run->add_option("--profile-gpu", run_report.gpu, "with --profile: the roofline's GPU")->capture_default_str();
+  run->add_option("--profile-top", run_report.top, "with --profile: hottest lines shown")->capture_default_str();
+  run->add_option("--profile-num-warps", run_report.num_warps, "with --profile: warps per program")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  tilescope::cli::SanitizeOptions sanitize_opts, profile_opts;
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
+  tilescope::cli::add_profile(app, profile_opts);    // for --help; run by profile_main or as `run --profile`
+  // `tilescope profile kernel.ttir OPTIONS`: `tilescope run kernel.ttir --profile` with the profile's
+  // option names mapped to run's.
+  std::vector<std::string> rewritten;
+  std::vector<char*> rewritten_argv;
+  if (argc > 2 && std::string(argv[1]) == "profile") {
+    bool ttir_form = false;
+    for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
+      const std::string a = argv[i];
+      if (a.size() > 5 && a.compare(a.size() - 5, 5, ".ttir") == 0) ttir_form = true;
+    }
+    if (ttir_form) {
+      rewritten = {argv[0], "run", "--profile"};
+      for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        rewritten.push_back(a == "--gpu" ? "--profile-gpu"
+                            : a == "--top" ? "--profile-top"
+                            : a == "--num-warps" ? "--profile-num-warps"
+                                                 : a);
+      }
+      for (auto& a : rewritten) rewritten_argv.push_back(a.data());
+      argc = static_cast<int>(rewritten_argv.size());
+      argv = rewritten_argv.data();
+    }
+  }
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
   auto* cache = tilescope::cli::add_cache(app);
   try {
     if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "profile") return tilescope::cli::profile_main(argc, argv);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
@@ -323,6 +377,7 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
+    if (run_report.profile) tilescope::analysis::find_gpu(run_report.gpu);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
                                        tilescope::exec::parse_threads(threads, "--threads"), max_steps,
                                        max_memory, seed, time, run_report);
