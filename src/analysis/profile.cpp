@@ -117,26 +117,47 @@ struct Mem {
 struct OpInfo {
   const Op* op = nullptr;
   enum Class : uint8_t { memory, dot, arith, loop } cls = arith;
-  int vec = 1;                        // memory: V of the sector model
+  int levels = 1;                     // memory: candidate V = 1 .. 2^(levels-1) (the most per thread)
+  int last_dim = 1;                   // memory: the tile's last dimension
+  std::vector<int64_t> shape;         // memory: the tile's shape
+  int vec = 1;                        // memory: the V the layout picks (set at the report)
+  bool vectorized = false;            // memory: whether the report counts vector instructions
   int64_t flops_per_exec = 0;         // dot: 2*M*N*K*passes; arith: vector FLOPs per execution
   int prec = p_fp32_vector;           // which FLOP class flops_per_exec counts in
   int64_t elements = 0;               // arith: result elements per execution
 };
 
+constexpr int kLevels = 5;  // V = 1, 2, 4, 8, 16
+
 struct Counts {
-  Mem mem;
+  Mem mem;  // sectors and requests filled in at the report, from the level the layout picks
   int64_t executions = 0;
   int64_t trips = 0;  // loops: iterations, summed over executions
+  // Memory ops, per level l (V = 2^l): sectors and requests as vector instructions (groups of 32V lanes)
+  // and as V scalar instructions per group; chunks of V lanes that are not V consecutive aligned addresses.
+  int64_t vec_sectors[kLevels] = {}, vec_requests[kLevels] = {};
+  int64_t sc_sectors[kLevels] = {}, sc_requests[kLevels] = {};
+  int64_t misaligned[kLevels] = {};
+  int mask_align = 64;  // the least power of two dividing a flattened index where the mask changes (64: none)
   void add(const Counts& o) {
     mem.add(o.mem);
     executions += o.executions;
     trips += o.trips;
+    for (int l = 0; l < kLevels; ++l) {
+      vec_sectors[l] += o.vec_sectors[l];
+      vec_requests[l] += o.vec_requests[l];
+      sc_sectors[l] += o.sc_sectors[l];
+      sc_requests[l] += o.sc_requests[l];
+      misaligned[l] += o.misaligned[l];
+    }
+    mask_align = std::min(mask_align, o.mask_align);
   }
 };
 
 struct PState {
   std::vector<Counts> ops;                         // per OpInfo
   std::vector<uint64_t> scratch;                   // sector ids of one instruction
+  std::vector<uint64_t> lo, hi;                    // per lane of an access: first and last sector id
 };
 
 // One bit per byte of a buffer, set by any program (atomic OR).
@@ -153,15 +174,16 @@ struct Bitmap {
       lo += take;
     }
   }
-  // (distinct bytes, distinct 32-byte sectors)
-  std::pair<int64_t, int64_t> count() const {
-    int64_t bytes = 0, sectors = 0;
+  // (distinct bytes, distinct 32-byte sectors, distinct 64-byte blocks)
+  std::array<int64_t, 3> count() const {
+    int64_t bytes = 0, sectors = 0, blocks = 0;
     for (uint64_t i = 0; i < words; ++i) {
       const uint64_t v = bits[i].load(std::memory_order_relaxed);
       bytes += std::popcount(v);
       sectors += (v & 0xffffffffu ? 1 : 0) + (v >> 32 ? 1 : 0);
+      blocks += v != 0;
     }
-    return {bytes, sectors};
+    return {bytes, sectors, blocks};
   }
   uint64_t words;
   std::unique_ptr<std::atomic<uint64_t>[]> bits;
@@ -227,7 +249,9 @@ struct Profile::Impl {
       else if (t && t->pointee && !t->pointee->is_tensor && t->pointee->elem != ir::Elem::none)
         eb = std::max(1, ir::elem_info(t->pointee->elem).bytes);
       int64_t v = std::min<int64_t>(16 / eb, numel / (int64_t{kWarp} * opts.num_warps));
-      oi.vec = static_cast<int>(std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, v))));
+      oi.levels = std::countr_zero(std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, v)))) + 1;
+      if (t && t->is_tensor) oi.shape = t->shape;
+      oi.last_dim = t && t->is_tensor && !t->shape.empty() ? static_cast<int>(t->shape.back()) : 1;
       add(oi);
       return;
     }
@@ -312,7 +336,6 @@ struct Profile::Impl {
     auto it = op_index.find(e.op);
     if (it == op_index.end()) return;
     Counts& c = st.ops[it->second];
-    const int V = ops[it->second].vec;
     const int64_t eb = e.elem_bytes;
     const int64_t n = e.lanes;
     int64_t active = 0;
@@ -325,47 +348,58 @@ struct Profile::Impl {
     c.mem.bytes_all += n * eb;
     if (active == 0) return;
     // Addresses relative to their buffer's first byte (a GPU allocator aligns it; the CPU's need not be).
-    auto rel = [&](int64_t i) -> uint64_t {
+    st.lo.resize(static_cast<size_t>(n));
+    st.hi.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
       const uint64_t a = e.addrs[i];
       const int r = e.memory->region(a);
-      if (r < 0) return a;
-      return (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) + a - e.memory->buffer(r).vbase;
+      const uint64_t x =
+          r < 0 ? a : (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) + a - e.memory->buffer(r).vbase;
+      st.lo[i] = x;  // the byte address for now
+    }
+    const OpInfo& oi = ops[it->second];
+    for (int64_t i = 1; i < n; ++i)
+      if (e.mask[i] != e.mask[i - 1]) c.mask_align = std::min(c.mask_align, 1 << std::min(6, std::countr_zero(static_cast<uint64_t>(i))));
+    for (int l = 1; l < oi.levels; ++l) {  // chunks of V lanes: V consecutive elements, V-aligned
+      const int64_t V = int64_t{1} << l;
+      for (int64_t t = 0; t < n; t += V) {
+        // A run of consecutive addresses must start 16-byte aligned: Triton proves alignment from the
+        // 16-divisibility of pointers and integer arguments, so a row stride that is a multiple of 8 but
+        // not of 16 bytes gives it no vector width.
+        const bool run_start = t == 0 || st.lo[t] != st.lo[t - 1] + static_cast<uint64_t>(eb);
+        bool any = false, ok = t + V <= n && st.lo[t] % static_cast<uint64_t>(V * eb) == 0 &&
+                               (!run_start || st.lo[t] % 16 == 0);
+        for (int64_t j = 0; j < V && t + j < n; ++j) {
+          any |= e.mask[t + j] != 0;
+          if (j > 0 && st.lo[t + j] != st.lo[t] + static_cast<uint64_t>(j * eb)) ok = false;
+        }
+        if (any && !ok) c.misaligned[l]++;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t a = st.lo[i];
+      st.lo[i] = a >> kSectorShift;
+      st.hi[i] = (a + eb - 1) >> kSectorShift;
+    }
+    auto instruction = [&](int64_t from, int64_t to, int64_t step, int64_t& sectors, int64_t& requests) {
+      st.scratch.clear();
+      for (int64_t i = from; i < to; i += step)
+        if (e.mask[i]) {
+          st.scratch.push_back(st.lo[i]);
+          if (st.hi[i] != st.lo[i]) st.scratch.push_back(st.hi[i]);
+        }
+      if (!st.scratch.empty()) {
+        requests++;
+        sectors += distinct(st.scratch);
+      }
     };
-    auto sector_push = [&](int64_t i) {
-      const uint64_t a = rel(i);
-      st.scratch.push_back(a >> kSectorShift);
-      if (((a + eb - 1) >> kSectorShift) != (a >> kSectorShift)) st.scratch.push_back((a + eb - 1) >> kSectorShift);
-    };
-    const int64_t group = int64_t{kWarp} * V;
-    for (int64_t g0 = 0; g0 < n; g0 += group) {
-      const int64_t g1 = std::min(n, g0 + group);
-      bool vector = true;
-      if (V > 1)
-        for (int64_t t = g0; t < g1 && vector; t += V) {
-          const uint8_t m0 = e.mask[t];
-          if (m0 && rel(t) % static_cast<uint64_t>(V * eb) != 0) vector = false;
-          for (int64_t j = 1; j < V && t + j < g1 && vector; ++j)
-            if (e.mask[t + j] != m0 || (m0 && e.addrs[t + j] != e.addrs[t] + static_cast<uint64_t>(j * eb)))
-              vector = false;
-        }
-      if (vector) {
-        st.scratch.clear();
-        for (int64_t i = g0; i < g1; ++i)
-          if (e.mask[i]) sector_push(i);
-        if (!st.scratch.empty()) {
-          c.mem.requests++;
-          c.mem.sectors += distinct(st.scratch);
-        }
-      } else {
-        for (int j = 0; j < V; ++j) {
-          st.scratch.clear();
-          for (int64_t i = g0 + j; i < g1; i += V)
-            if (e.mask[i]) sector_push(i);
-          if (!st.scratch.empty()) {
-            c.mem.requests++;
-            c.mem.sectors += distinct(st.scratch);
-          }
-        }
+    for (int l = 0; l < oi.levels; ++l) {
+      const int64_t V = int64_t{1} << l, group = int64_t{kWarp} * V;
+      for (int64_t g0 = 0; g0 < n; g0 += group) {
+        const int64_t g1 = std::min(n, g0 + group);
+        instruction(g0, g1, 1, c.vec_sectors[l], c.vec_requests[l]);
+        if (l == 0) continue;
+        for (int64_t j = 0; j < V; ++j) instruction(g0 + j, g1, V, c.sc_sectors[l], c.sc_requests[l]);
       }
     }
     // Distinct bytes across programs: runs of consecutive in-bounds lanes of one buffer at once.
@@ -416,6 +450,41 @@ struct Profile::Impl {
   }
 
   nlohmann::json build(const LaunchInfo& info);
+
+  // The sector model's layout per memory op, as Triton's coalescing pass picks it (profile.h): the
+  // alignment an op shows (the largest V whose chunks were all V consecutive aligned elements, over the
+  // launch) stands for the one Triton proves; the layout takes the largest among memory ops of the same
+  // tile shape (the pass's slice of related accesses), within the op's own limit, and a store no more
+  // than its own alignment. Vector instructions when the op's alignment covers it and its mask changes
+  // only at multiples of min(16, last dimension) (the constancy Triton proves for bounds divisible by
+  // 16), else V scalar instructions.
+  void pick_layouts() {
+    std::vector<int> align(ops.size(), 0);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].cls != OpInfo::memory || !totals[i].executions) continue;
+      int a = 0;
+      while (a + 1 < ops[i].levels && totals[i].misaligned[a + 1] == 0) ++a;
+      align[i] = a;
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      OpInfo& oi = ops[i];
+      Counts& c = totals[i];
+      if (oi.cls != OpInfo::memory || !c.executions) continue;
+      int level = align[i];
+      for (size_t j = 0; j < ops.size(); ++j)
+        if (ops[j].cls == OpInfo::memory && totals[j].executions && ops[j].shape == oi.shape)
+          level = std::max(level, align[j]);
+      level = std::min(level, oi.levels - 1);
+      const bool store = oi.op->def->effects & ir::effect::write;
+      if (store) level = std::min(level, align[i]);
+      const bool mask_ok = c.mask_align >= std::min(16, std::max(1, oi.last_dim));
+      oi.vec = 1 << level;
+      oi.vectorized = level > 0 && align[i] >= level && mask_ok;
+      const bool vec = level == 0 || oi.vectorized;
+      c.mem.sectors = vec ? c.vec_sectors[level] : c.sc_sectors[level];
+      c.mem.requests = vec ? c.vec_requests[level] : c.sc_requests[level];
+    }
+  }
 };
 
 Profile::Profile(const ir::Module& module, const ProfileOptions& opts)
@@ -508,6 +577,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
   std::map<std::pair<std::string, int>, Line> lines;
   json site_list = json::array();
   std::vector<std::pair<double, json>> ranked;
+  pick_layouts();
   for (size_t i = 0; i < ops.size(); ++i) {
     const Counts& c = totals[i];
     if (!c.executions) continue;
@@ -525,7 +595,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
         kinds[k].add(c.mem);
         row["kind"] = kKindName[k];
         row["memory"] = mem_json(c.mem);
-        row["vector_lanes"] = oi.vec;
+        row["layout"] = {{"elements_per_thread", oi.vec}, {"vectorized", oi.vectorized}};
         sec_bytes = c.mem.sectors * 32;
         seconds = sec_bytes / G.dram_bytes_per_s;
         break;
@@ -574,21 +644,22 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
   for (auto& r : ranked) site_list.push_back(std::move(r.second));
 
   // Distinct bytes per kind, from the bitmaps.
-  int64_t unique_bytes[2] = {}, unique_sectors[2] = {};
+  int64_t unique_bytes[2] = {}, unique_sectors[2] = {}, blocks[2] = {};
   for (auto& slots : touched)
     for (int k = 0; k < 2; ++k)
       if (Bitmap* b = slots[k].load()) {
-        auto [by, se] = b->count();
+        auto [by, se, bl] = b->count();
         unique_bytes[k] += by;
         unique_sectors[k] += se;
+        blocks[k] += bl;
       }
 
   json memory = json::object();
   for (int k = 0; k < 3; ++k) memory[kKindName[k]] = mem_json(kinds[k]);
   memory["read"] = {{"unique_bytes", unique_bytes[0]}, {"unique_sectors", unique_sectors[0]},
-                    {"dram_bytes", unique_sectors[0] * 32}};
+                    {"dram_bytes", blocks[0] * 64}};
   memory["written"] = {{"unique_bytes", unique_bytes[1]}, {"unique_sectors", unique_sectors[1]},
-                       {"dram_bytes", unique_sectors[1] * 32}};
+                       {"dram_bytes", blocks[1] * 64}};
 
   json fl = json::object();
   double compute_s = 0, total_flops = 0;
@@ -603,7 +674,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
     else
       unsupported.push_back(kPrecName[p]);
   }
-  const double dram = static_cast<double>((unique_sectors[0] + unique_sectors[1]) * 32);
+  const double dram = static_cast<double>((blocks[0] + blocks[1]) * 64);
   const double memory_s = dram / G.dram_bytes_per_s;
   json roofline = {{"gpu", G.name},
                    {"part", G.part},
