@@ -120,6 +120,8 @@ struct OpInfo {
   int levels = 1;                     // memory: candidate V = 1 .. 2^(levels-1) (the most per thread)
   int last_dim = 1;                   // memory: the tile's last dimension
   std::vector<int64_t> shape;         // memory: the tile's shape
+  int64_t numel = 1;                  // memory: the tile's elements
+  int replicas = 1;                   // memory: warps loading the same copy (set at the report)
   int vec = 1;                        // memory: the V the layout picks (set at the report)
   bool vectorized = false;            // memory: whether the report counts vector instructions
   int64_t flops_per_exec = 0;         // dot: 2*M*N*K*passes; arith: vector FLOPs per execution
@@ -251,6 +253,7 @@ struct Profile::Impl {
       int64_t v = std::min<int64_t>(16 / eb, numel / (int64_t{kWarp} * opts.num_warps));
       oi.levels = std::countr_zero(std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(1, v)))) + 1;
       if (t && t->is_tensor) oi.shape = t->shape;
+      oi.numel = numel;
       oi.last_dim = t && t->is_tensor && !t->shape.empty() ? static_cast<int>(t->shape.back()) : 1;
       add(oi);
       return;
@@ -481,8 +484,13 @@ struct Profile::Impl {
       oi.vec = 1 << level;
       oi.vectorized = level > 0 && align[i] >= level && mask_ok;
       const bool vec = level == 0 || oi.vectorized;
-      c.mem.sectors = vec ? c.vec_sectors[level] : c.sc_sectors[level];
-      c.mem.requests = vec ? c.vec_requests[level] : c.sc_requests[level];
+      // A tile of fewer than 32 * num_warps elements is replicated across warps: each warp covering a
+      // copy loads it again (stores and atomics are issued once, by one copy).
+      const int64_t numel = std::max<int64_t>(1, static_cast<int64_t>(oi.numel));
+      const int64_t covering = std::min<int64_t>(opts.num_warps, (numel + kWarp - 1) / kWarp);
+      oi.replicas = store || (oi.op->def->effects & ir::effect::atomic) ? 1 : opts.num_warps / covering;
+      c.mem.sectors = (vec ? c.vec_sectors[level] : c.sc_sectors[level]) * oi.replicas;
+      c.mem.requests = (vec ? c.vec_requests[level] : c.sc_requests[level]) * oi.replicas;
     }
   }
 };
@@ -595,7 +603,8 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
         kinds[k].add(c.mem);
         row["kind"] = kKindName[k];
         row["memory"] = mem_json(c.mem);
-        row["layout"] = {{"elements_per_thread", oi.vec}, {"vectorized", oi.vectorized}};
+        row["layout"] = {
+            {"elements_per_thread", oi.vec}, {"vectorized", oi.vectorized}, {"replicas", oi.replicas}};
         sec_bytes = c.mem.sectors * 32;
         seconds = sec_bytes / G.dram_bytes_per_s;
         break;
