@@ -366,12 +366,13 @@ struct Profile::Impl {
     for (int l = 1; l < oi.levels; ++l) {  // chunks of V lanes: V consecutive elements, V-aligned
       const int64_t V = int64_t{1} << l;
       for (int64_t t = 0; t < n; t += V) {
-        // A run of consecutive addresses must start 16-byte aligned: Triton proves alignment from the
-        // 16-divisibility of pointers and integer arguments, so a row stride that is a multiple of 8 but
-        // not of 16 bytes gives it no vector width.
+        // A run of consecutive addresses must start at a multiple of 16 elements from the buffer's
+        // start: Triton proves alignment only from the 16-divisibility of pointers and integer
+        // arguments (a row stride of 100 elements gives it no vector width, though every row start of a
+        // float tensor is then 16-byte aligned).
         const bool run_start = t == 0 || st.lo[t] != st.lo[t - 1] + static_cast<uint64_t>(eb);
         bool any = false, ok = t + V <= n && st.lo[t] % static_cast<uint64_t>(V * eb) == 0 &&
-                               (!run_start || st.lo[t] % 16 == 0);
+                               (!run_start || st.lo[t] % static_cast<uint64_t>(16 * eb) == 0);
         for (int64_t j = 0; j < V && t + j < n; ++j) {
           any |= e.mask[t + j] != 0;
           if (j > 0 && st.lo[t + j] != st.lo[t] + static_cast<uint64_t>(j * eb)) ok = false;
