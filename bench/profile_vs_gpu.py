@@ -47,7 +47,8 @@ DRAM_R, DRAM_W, TIME = "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__ti
 
 
 def workload_launches(reps: int, only):
-    """(name, profile report, seconds without analysis, seconds under the profiler) per bench workload."""
+    """(name, profile report, seconds without analysis, under the sanitizer alone, under the profiler alone)
+    per bench workload."""
     import numpy as np
 
     import run as bench_run
@@ -74,16 +75,21 @@ def workload_launches(reps: int, only):
                 args.append(int(a[2]))
         grid = list(w["grid"])
         prof = json.dumps([["profile", {"gpu": "H200", "num_warps": 4}]])
-        plain, profiled, report = [], [], None
+        san = json.dumps([["sanitizer", {}]])
+        plain, sanitized, profiled, report = [], [], [], None
         for _ in range(reps):  # interleaved, median
             t0 = time.perf_counter()
             _native.launch(kernel, args, grid, analyses="[]")
             plain.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
+            _native.launch(kernel, args, grid, analyses=san)
+            sanitized.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
             res = _native.launch(kernel, args, grid, analyses=prof)
             profiled.append(time.perf_counter() - t0)
             report = json.loads(res["reports"])["profile"]
-        out.append((name, report, statistics.median(plain), statistics.median(profiled)))
+        out.append((name, report, statistics.median(plain), statistics.median(sanitized),
+                    statistics.median(profiled)))
     return out
 
 
@@ -221,7 +227,8 @@ def write(pairs, overhead, path, gpu_doc, reps):
     lines += [
         "## DRAM bytes and time",
         "",
-        "Distinct 32-byte sectors read / written by the launch (all programs) against `dram__bytes_read` / "
+        "Distinct 64-byte blocks read / written by the launch (all programs; the H200's DRAM moves 64 bytes per "
+        "access: the strided pattern with one float per 128 bytes reads 64 per float) against `dram__bytes_read` / "
         "`dram__bytes_write`; the roofline's lower bound on the H200 (4.8 TB/s; peaks in "
         "src/analysis/profile.cpp) against `gpu__time_duration`. A small kernel's measured time is mostly launch "
         "latency (2-3 us), which the roofline leaves out; GPU write bytes undercount writes still in L2.",
@@ -250,15 +257,17 @@ def write(pairs, overhead, path, gpu_doc, reps):
         lines += [
             "## Overhead of the profiler",
             "",
-            f"The bench workloads (bench/run.py sizes) launched on the native module in one process, without any "
-            f"analysis and under the profile analysis, interleaved, median of {reps}; the grid on all "
-            f"{os.cpu_count()} hardware threads of this machine (wall time of `_native.launch`).",
+            f"The bench workloads (bench/run.py sizes) launched on the native module in one process: without any "
+            f"analysis, under the sanitizer alone, and under the profile analysis alone, interleaved, median of "
+            f"{reps}; the grid on all {os.cpu_count()} hardware threads of this machine (wall time of "
+            f"`_native.launch`; other work shared the machine, so single runs vary by 10-30%).",
             "",
-            "| workload | plain engine | profiled | ratio |",
-            "| --- | ---: | ---: | ---: |",
+            "| workload | plain engine | sanitizer | profiler | profiler / plain | profiler / sanitizer |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
         ]
-        for name, _, plain, prof in overhead:
-            lines.append(f"| {name} | {plain * 1e3:.1f} ms | {prof * 1e3:.1f} ms | {prof / plain:.2f}x |")
+        for name, _, plain, san, prof in overhead:
+            lines.append(f"| {name} | {plain * 1e3:.1f} ms | {san * 1e3:.1f} ms | {prof * 1e3:.1f} ms | "
+                         f"{prof / plain:.2f}x | {prof / san:.2f}x |")
         lines.append("")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -275,7 +284,7 @@ def main(argv=None) -> int:
     with open(GPU_DATA) as f:
         gpu_doc = json.load(f)
     overhead = [] if a.no_workloads else workload_launches(a.reps, a.only)
-    sections = [(f"workload {name}", [rep]) for name, rep, _, _ in overhead]
+    sections = [(f"workload {name}", [rep]) for name, rep, *_ in overhead]
     if a.no_workloads or a.only:  # keep the GPU's positions: workloads absent here are skipped there
         names = {f"workload {name}" for name, *_ in overhead}
         keep = [i for i, s in enumerate(gpu_doc["sections"][:5]) if s in names]

@@ -350,21 +350,110 @@ struct Profile::Impl {
     c.mem.bytes += active * eb;
     c.mem.bytes_all += n * eb;
     if (active == 0) return;
+    const OpInfo& oi = ops[it->second];
     // Addresses relative to their buffer's first byte (a GPU allocator aligns it; the CPU's need not be).
+    auto offset_of = [&](uint64_t a) -> uint64_t {
+      const int r = e.memory->region(a);
+      return r < 0 ? 0 : (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) - e.memory->buffer(r).vbase;
+    };
+    if (active == n && contiguous(e.addrs, n, eb)) {
+      const uint64_t a0 = e.addrs[0] + offset_of(e.addrs[0]);
+      if (a0 % static_cast<uint64_t>(eb) == 0) {
+        contiguous_counts(oi, c, a0, n, eb);
+        const exec::Where w = e.memory->where(e.addrs[0], static_cast<int>(eb));
+        if (w.in_bounds && w.buffer->id >= 0 && static_cast<size_t>(w.buffer->id) < touched.size() &&
+            static_cast<uint64_t>(w.offset + n * eb) <= w.buffer->bytes) {
+          mark_range(e.kind, w.buffer->id, static_cast<uint64_t>(w.offset), static_cast<uint64_t>(w.offset + n * eb));
+          return;
+        }
+        mark_touched(e, n, eb);
+        return;
+      }
+    }
     st.lo.resize(static_cast<size_t>(n));
     st.hi.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t a = e.addrs[i];
-      const int r = e.memory->region(a);
-      const uint64_t x =
-          r < 0 ? a : (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) + a - e.memory->buffer(r).vbase;
-      st.lo[i] = x;  // the byte address for now
+    {
+      int last_region = -2;
+      uint64_t offset = 0;  // added to an address of last_region
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t a = e.addrs[i];
+        const int r = e.memory->region(a);
+        if (r != last_region) {
+          last_region = r;
+          offset = offset_of(a);
+        }
+        st.lo[i] = a + offset;  // the byte address for now
+      }
     }
-    const OpInfo& oi = ops[it->second];
+    general_counts(e, oi, c, st, n, eb);
+    mark_touched(e, n, eb);
+  }
+
+  void mark_range(exec::AccessKind kind, int buffer, uint64_t lo, uint64_t hi) {
+    const int k = kind_index(kind);
+    if (k != 1) bitmap(buffer, 0)->set(lo, hi);
+    if (k != 0) bitmap(buffer, 1)->set(lo, hi);
+  }
+
+  static bool contiguous(const uint64_t* a, int64_t n, int64_t eb) {
     for (int64_t i = 1; i < n; ++i)
-      if (e.mask[i] != e.mask[i - 1]) c.mask_align = std::min(c.mask_align, 1 << std::min(6, std::countr_zero(static_cast<uint64_t>(i))));
+      if (a[i] != a[0] + static_cast<uint64_t>(i * eb)) return false;
+    return true;
+  }
+
+  // Sectors of an instruction whose k lanes are at b, b + stride, ... (bytes), eb bytes each, b a multiple
+  // of eb (so an element crosses no 32-byte boundary when eb <= 32).
+  static int64_t progression_sectors(uint64_t b, int64_t k, int64_t stride, int64_t eb) {
+    if (stride <= 32) return static_cast<int64_t>(((b + (k - 1) * stride + eb - 1) >> kSectorShift) - (b >> kSectorShift)) + 1;
+    int64_t s = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      const uint64_t a = b + static_cast<uint64_t>(i * stride);
+      s += static_cast<int64_t>(((a + eb - 1) >> kSectorShift) - (a >> kSectorShift)) + 1;
+    }
+    return s;
+  }
+
+  // The counts of an access whose lanes are all active at consecutive addresses from `a0` (relative to
+  // the buffer), computed per instruction rather than per lane (the usual case; the same numbers as
+  // general_counts).
+  void contiguous_counts(const OpInfo& oi, Counts& c, uint64_t a0, int64_t n, int64_t eb) {
+    for (int l = 0; l < oi.levels; ++l) {
+      const int64_t V = int64_t{1} << l, group = int64_t{kWarp} * V;
+      if (l > 0) {
+        // Chunk t is V aligned consecutive elements; only lane 0 starts a run.
+        int64_t bad = 0;
+        if (a0 % static_cast<uint64_t>(V * eb) != 0) {
+          bad = (n + V - 1) / V;
+        } else {
+          bad += a0 % static_cast<uint64_t>(16 * eb) != 0;
+          bad += n % V != 0;  // a last chunk cut short
+          bad = std::min(bad, (n + V - 1) / V);
+        }
+        c.misaligned[l] += bad;
+      }
+      for (int64_t g0 = 0; g0 < n; g0 += group) {
+        const int64_t g1 = std::min(n, g0 + group);
+        const uint64_t b = a0 + static_cast<uint64_t>(g0 * eb);
+        c.vec_requests[l]++;
+        c.vec_sectors[l] += progression_sectors(b, g1 - g0, eb, eb);
+        if (l == 0) continue;
+        for (int64_t j = 0; j < V && g0 + j < g1; ++j) {
+          const int64_t k = (g1 - g0 - j + V - 1) / V;
+          c.sc_requests[l]++;
+          c.sc_sectors[l] += progression_sectors(b + static_cast<uint64_t>(j * eb), k, V * eb, eb);
+        }
+      }
+    }
+  }
+
+  void general_counts(const exec::AccessEvent& e, const OpInfo& oi, Counts& c, PState& st, int64_t n, int64_t eb) {
+    for (int64_t i = 1; i < n; ++i)
+      if (e.mask[i] != e.mask[i - 1])
+        c.mask_align = std::min(c.mask_align, 1 << std::min(6, std::countr_zero(static_cast<uint64_t>(i))));
+    bool aligned[kLevels] = {true, true, true, true, true};  // this event's chunks at level l
     for (int l = 1; l < oi.levels; ++l) {  // chunks of V lanes: V consecutive elements, V-aligned
       const int64_t V = int64_t{1} << l;
+      int64_t bad = 0;
       for (int64_t t = 0; t < n; t += V) {
         // A run of consecutive addresses must start at a multiple of 16 elements from the buffer's
         // start: Triton proves alignment only from the 16-divisibility of pointers and integer
@@ -377,37 +466,60 @@ struct Profile::Impl {
           any |= e.mask[t + j] != 0;
           if (j > 0 && st.lo[t + j] != st.lo[t] + static_cast<uint64_t>(j * eb)) ok = false;
         }
-        if (any && !ok) c.misaligned[l]++;
+        bad += any && !ok;
       }
+      c.misaligned[l] += bad;
+      aligned[l] = bad == 0;
     }
     for (int64_t i = 0; i < n; ++i) {
       const uint64_t a = st.lo[i];
       st.lo[i] = a >> kSectorShift;
       st.hi[i] = (a + eb - 1) >> kSectorShift;
     }
+    // One instruction: its lanes from, from + step, ... < to. Distinct sectors by one pass while the
+    // sector ids ascend (the usual case), else sorted.
     auto instruction = [&](int64_t from, int64_t to, int64_t step, int64_t& sectors, int64_t& requests) {
-      st.scratch.clear();
-      for (int64_t i = from; i < to; i += step)
-        if (e.mask[i]) {
-          st.scratch.push_back(st.lo[i]);
-          if (st.hi[i] != st.lo[i]) st.scratch.push_back(st.hi[i]);
+      int64_t count = 0;
+      uint64_t last = 0;
+      bool any = false;
+      for (int64_t i = from; i < to; i += step) {
+        if (!e.mask[i]) continue;
+        const uint64_t lo = st.lo[i], hi = st.hi[i];
+        if (any && lo < last) {  // not ascending: sort this instruction's sector ids
+          st.scratch.clear();
+          for (int64_t k = from; k < to; k += step)
+            if (e.mask[k]) {
+              st.scratch.push_back(st.lo[k]);
+              if (st.hi[k] != st.lo[k]) st.scratch.push_back(st.hi[k]);
+            }
+          requests++;
+          sectors += distinct(st.scratch);
+          return;
         }
-      if (!st.scratch.empty()) {
+        count += !any || lo != last;
+        count += hi != lo;
+        last = hi;
+        any = true;
+      }
+      if (any) {
         requests++;
-        sectors += distinct(st.scratch);
+        sectors += count;
       }
     };
     for (int l = 0; l < oi.levels; ++l) {
       const int64_t V = int64_t{1} << l, group = int64_t{kWarp} * V;
       for (int64_t g0 = 0; g0 < n; g0 += group) {
         const int64_t g1 = std::min(n, g0 + group);
-        instruction(g0, g1, 1, c.vec_sectors[l], c.vec_requests[l]);
+        // Vector counts of a level this event is not aligned at are never reported (pick_layouts).
+        if (aligned[l]) instruction(g0, g1, 1, c.vec_sectors[l], c.vec_requests[l]);
         if (l == 0) continue;
         for (int64_t j = 0; j < V; ++j) instruction(g0 + j, g1, V, c.sc_sectors[l], c.sc_requests[l]);
       }
     }
-    // Distinct bytes across programs: runs of consecutive in-bounds lanes of one buffer at once.
-    const int k = kind_index(e.kind);
+  }
+
+  // Distinct bytes across programs: runs of consecutive in-bounds lanes of one buffer at once.
+  void mark_touched(const exec::AccessEvent& e, int64_t n, int64_t eb) {
     int64_t i = 0;
     while (i < n) {
       if (!e.mask[i]) {
@@ -426,8 +538,7 @@ struct Profile::Impl {
         hi += eb;
         ++j;
       }
-      if (k != 1) bitmap(w.buffer->id, 0)->set(lo, hi);
-      if (k != 0) bitmap(w.buffer->id, 1)->set(lo, hi);
+      mark_range(e.kind, w.buffer->id, lo, hi);
       i = j;
     }
   }
@@ -646,7 +757,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
     L.seconds += seconds;
     if (std::find(L.ops.begin(), L.ops.end(), op->name) == L.ops.end()) L.ops.push_back(op->name);
     if (oi.cls != OpInfo::arith) {
-      row["seconds"] = seconds;
+      row["cost_seconds"] = seconds;
       ranked.emplace_back(seconds, std::move(row));
     }
   }
@@ -711,7 +822,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
                          {"bytes", L.bytes},
                          {"sectors", L.sectors},
                          {"flops", L.flops},
-                         {"seconds", L.seconds},
+                         {"cost_seconds", L.seconds},
                          {"ops", L.ops}});
   return {{"version", 1},
           {"kernel", info.kernel},

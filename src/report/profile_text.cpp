@@ -103,7 +103,7 @@ std::string profile_to_text(const json& launches, int top) {
       x.bytes += num(l, "bytes");
       x.sectors += num(l, "sectors");
       x.flops += num(l, "flops");
-      x.seconds += num(l, "seconds");
+      x.seconds += num(l, "cost_seconds");
       for (const json& o : l.value("ops", json::array()))
         if (std::find(x.ops.begin(), x.ops.end(), o.get<std::string>()) == x.ops.end())
           x.ops.push_back(o.get<std::string>());
@@ -111,7 +111,9 @@ std::string profile_to_text(const json& launches, int top) {
     for (const json& s : L.value("sites", json::array()))
       if (s.value("kind", std::string()) == "loop") {
         const json site = s.value("site", json::object());
-        K.trips[fmt::format("{}:{}", site.value("file", std::string("?")), site.value("line", 0))] +=
+        std::string file = site.value("file", std::string("?"));
+        if (const size_t slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+        K.trips[fmt::format("{}:{}", file, site.value("line", 0))] +=
             num(s, "trips");
       }
   }
@@ -127,7 +129,7 @@ std::string profile_to_text(const json& launches, int top) {
                          label[k], bytes_str(m[0]), 100.0 * m[0] / m[1], count_str(m[2]),
                          m[2] > 0 ? 100.0 * m[0] / (m[2] * 32) : 100.0, count_str(m[3]));
     }
-    out += fmt::format("  DRAM estimate (distinct sectors): read {}, written {}\n", bytes_str(K.dram_read),
+    out += fmt::format("  DRAM estimate (distinct 64-byte blocks): read {}, written {}\n", bytes_str(K.dram_read),
                        bytes_str(K.dram_written));
     if (!K.flops.empty()) {
       std::string f;
@@ -154,7 +156,9 @@ std::string profile_to_text(const json& launches, int top) {
       return std::make_tuple(a->seconds, a->bytes, a->flops) > std::make_tuple(b->seconds, b->bytes, b->flops);
     });
     if (ls.size() > static_cast<size_t>(std::max(top, 0))) ls.resize(static_cast<size_t>(std::max(top, 0)));
-    if (!ls.empty()) out += "  hottest lines (modelled time, bytes by active lanes, sectors, FLOPs):\n";
+    if (!ls.empty())
+      out += "  hottest lines (cost: their sectors at DRAM bandwidth + FLOPs at peak; bytes of active lanes; "
+             "sectors; FLOPs):\n";
     for (const Kernel::Line* l : ls) {
       std::string where = l->file.empty() ? std::string("?") : fmt::format("{}:{}", l->file, l->line);
       const size_t slash = where.rfind('/');
