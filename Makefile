@@ -10,7 +10,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip build demo test test-cpp test-python test-peers test-tutorials bench bench-peers clean \
+.PHONY: setup setup-apt setup-pip build demo test test-cpp test-python test-peers test-tutorials bench bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip
@@ -79,6 +79,11 @@ test-tutorials: setup build
 
 bench: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/run.py
+
+# The profiler against Nsight Compute counters recorded on an H200 (tests/gpu/data/profile_h200.json), and
+# its overhead at the bench sizes: bench/PROFILE.md (bench/profile_vs_gpu.py; a few minutes).
+bench-profile: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/profile_vs_gpu.py
 
 fidelity: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py
