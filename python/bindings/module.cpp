@@ -270,9 +270,9 @@ NB_MODULE(_native, m) {
         "most `max_memory` bytes of program frames (0: half the physical memory). Ctrl-C "
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
-        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text (per analysis with a "
-        "report, e.g. 'profile'), 'record': the launch record as JSON text, without the TTIR}; the caller writes the text. The GIL is released "
-        "while the grid runs.");
+        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
+        "(per analysis with a report, e.g. 'profile'), 'record': the launch record as JSON text, without "
+        "the TTIR}; the caller writes the text. The GIL is released while the grid runs.");
   m.def(
       "analyses",
       [] {

@@ -80,9 +80,20 @@ constexpr int kSectorShift = 5;  // 32-byte sectors
 constexpr int kWarp = 32;
 
 // FLOP precision classes (report keys), in report order.
-enum Prec : uint8_t { p_fp64, p_fp32, p_tf32, p_fp16, p_bf16, p_fp8, p_int8, p_fp64_vector, p_fp32_vector, kPrecs };
-constexpr const char* kPrecName[kPrecs] = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp64_vector",
-                                           "fp32_vector"};
+enum Prec : uint8_t {
+  p_fp64,
+  p_fp32,
+  p_tf32,
+  p_fp16,
+  p_bf16,
+  p_fp8,
+  p_int8,
+  p_fp64_vector,
+  p_fp32_vector,
+  kPrecs
+};
+constexpr const char* kPrecName[kPrecs] = {"fp64", "fp32", "tf32",        "fp16",       "bf16",
+                                           "fp8",  "int8", "fp64_vector", "fp32_vector"};
 
 double peak(const GpuSpec& g, int p) {
   switch (p) {
@@ -117,16 +128,16 @@ struct Mem {
 struct OpInfo {
   const Op* op = nullptr;
   enum Class : uint8_t { memory, dot, arith, loop } cls = arith;
-  int levels = 1;                     // memory: candidate V = 1 .. 2^(levels-1) (the most per thread)
-  int last_dim = 1;                   // memory: the tile's last dimension
-  std::vector<int64_t> shape;         // memory: the tile's shape
-  int64_t numel = 1;                  // memory: the tile's elements
-  int replicas = 1;                   // memory: warps loading the same copy (set at the report)
-  int vec = 1;                        // memory: the V the layout picks (set at the report)
-  bool vectorized = false;            // memory: whether the report counts vector instructions
-  int64_t flops_per_exec = 0;         // dot: 2*M*N*K*passes; arith: vector FLOPs per execution
-  int prec = p_fp32_vector;           // which FLOP class flops_per_exec counts in
-  int64_t elements = 0;               // arith: result elements per execution
+  int levels = 1;              // memory: candidate V = 1 .. 2^(levels-1) (the most per thread)
+  int last_dim = 1;            // memory: the tile's last dimension
+  std::vector<int64_t> shape;  // memory: the tile's shape
+  int64_t numel = 1;           // memory: the tile's elements
+  int replicas = 1;            // memory: warps loading the same copy (set at the report)
+  int vec = 1;                 // memory: the V the layout picks (set at the report)
+  bool vectorized = false;     // memory: whether the report counts vector instructions
+  int64_t flops_per_exec = 0;  // dot: 2*M*N*K*passes; arith: vector FLOPs per execution
+  int prec = p_fp32_vector;    // which FLOP class flops_per_exec counts in
+  int64_t elements = 0;        // arith: result elements per execution
 };
 
 constexpr int kLevels = 5;  // V = 1, 2, 4, 8, 16
@@ -157,9 +168,9 @@ struct Counts {
 };
 
 struct PState {
-  std::vector<Counts> ops;                         // per OpInfo
-  std::vector<uint64_t> scratch;                   // sector ids of one instruction
-  std::vector<uint64_t> lo, hi;                    // per lane of an access: first and last sector id
+  std::vector<Counts> ops;        // per OpInfo
+  std::vector<uint64_t> scratch;  // sector ids of one instruction
+  std::vector<uint64_t> lo, hi;   // per lane of an access: first and last sector id
 };
 
 // One bit per byte of a buffer, set by any program (atomic OR).
@@ -240,7 +251,7 @@ struct Profile::Impl {
     if (fx & (ir::effect::read | ir::effect::write)) {
       oi.cls = OpInfo::memory;
       // The tile whose lanes the op accesses: the loaded result, else the stored value / pointer operand.
-      const ir::Type* t = !op.results.empty() ? op.results[0]->type
+      const ir::Type* t = !op.results.empty()      ? op.results[0]->type
                           : op.operands.size() > 1 ? op.operands[1]->type
                           : !op.operands.empty()   ? op.operands[0]->type
                                                    : nullptr;
@@ -271,11 +282,16 @@ struct Profile::Impl {
         case ir::Elem::f32: {
           const ir::Attr* p = op.attr("inputPrecision");
           std::string s = !p ? "ieee" : p->kind == ir::Attr::Kind::Int ? std::to_string(p->i) : p->s;
-          if (s == "tf32" || s == "0") oi.prec = p_tf32;
-          else if (s == "tf32x3" || s == "1") oi.prec = p_tf32, passes = 3;
-          else if (s == "bf16x3" || s == "3") oi.prec = p_bf16, passes = 3;
-          else if (s == "bf16x6" || s == "4") oi.prec = p_bf16, passes = 6;
-          else oi.prec = p_fp32;
+          if (s == "tf32" || s == "0")
+            oi.prec = p_tf32;
+          else if (s == "tf32x3" || s == "1")
+            oi.prec = p_tf32, passes = 3;
+          else if (s == "bf16x3" || s == "3")
+            oi.prec = p_bf16, passes = 3;
+          else if (s == "bf16x6" || s == "4")
+            oi.prec = p_bf16, passes = 6;
+          else
+            oi.prec = p_fp32;
           break;
         }
         case ir::Elem::f16: oi.prec = p_fp16; break;
@@ -299,12 +315,12 @@ struct Profile::Impl {
     const ir::Type* r = op.results[0]->type;
     oi.elements = r->numel();
     const ir::Elem e = r->elem;
-    const bool is_float = e != ir::Elem::ptr && e != ir::Elem::none && e != ir::Elem::tensordesc &&
-                          ir::elem_info(e).is_float;
+    const bool is_float =
+        e != ir::Elem::ptr && e != ir::Elem::none && e != ir::Elem::tensordesc && ir::elem_info(e).is_float;
     // Conversions and comparisons are not FLOPs; an FMA is two.
     const bool cvt = name.starts_with("arith.ext") || name.starts_with("arith.trunc") ||
-                     name.find("tofp") != std::string_view::npos || name.find("fpto") != std::string_view::npos ||
-                     name == "arith.bitcast";
+                     name.find("tofp") != std::string_view::npos ||
+                     name.find("fpto") != std::string_view::npos || name == "arith.bitcast";
     if (is_float && !cvt) {
       oi.prec = e == ir::Elem::f64 ? p_fp64_vector : p_fp32_vector;
       oi.flops_per_exec = oi.elements * (name == "math.fma" ? 2 : 1);
@@ -354,7 +370,8 @@ struct Profile::Impl {
     // Addresses relative to their buffer's first byte (a GPU allocator aligns it; the CPU's need not be).
     auto offset_of = [&](uint64_t a) -> uint64_t {
       const int r = e.memory->region(a);
-      return r < 0 ? 0 : (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) - e.memory->buffer(r).vbase;
+      return r < 0 ? 0
+                   : (static_cast<uint64_t>(r + 1) << 42) + (uint64_t{1} << 40) - e.memory->buffer(r).vbase;
     };
     if (active == n && contiguous(e.addrs, n, eb)) {
       const uint64_t a0 = e.addrs[0] + offset_of(e.addrs[0]);
@@ -363,7 +380,8 @@ struct Profile::Impl {
         const exec::Where w = e.memory->where(e.addrs[0], static_cast<int>(eb));
         if (w.in_bounds && w.buffer->id >= 0 && static_cast<size_t>(w.buffer->id) < touched.size() &&
             static_cast<uint64_t>(w.offset + n * eb) <= w.buffer->bytes) {
-          mark_range(e.kind, w.buffer->id, static_cast<uint64_t>(w.offset), static_cast<uint64_t>(w.offset + n * eb));
+          mark_range(e.kind, w.buffer->id, static_cast<uint64_t>(w.offset),
+                     static_cast<uint64_t>(w.offset + n * eb));
           return;
         }
         mark_touched(e, n, eb);
@@ -404,7 +422,9 @@ struct Profile::Impl {
   // Sectors of an instruction whose k lanes are at b, b + stride, ... (bytes), eb bytes each, b a multiple
   // of eb (so an element crosses no 32-byte boundary when eb <= 32).
   static int64_t progression_sectors(uint64_t b, int64_t k, int64_t stride, int64_t eb) {
-    if (stride <= 32) return static_cast<int64_t>(((b + (k - 1) * stride + eb - 1) >> kSectorShift) - (b >> kSectorShift)) + 1;
+    if (stride <= 32)
+      return static_cast<int64_t>(((b + (k - 1) * stride + eb - 1) >> kSectorShift) - (b >> kSectorShift)) +
+             1;
     int64_t s = 0;
     for (int64_t i = 0; i < k; ++i) {
       const uint64_t a = b + static_cast<uint64_t>(i * stride);
@@ -446,7 +466,8 @@ struct Profile::Impl {
     }
   }
 
-  void general_counts(const exec::AccessEvent& e, const OpInfo& oi, Counts& c, PState& st, int64_t n, int64_t eb) {
+  void general_counts(const exec::AccessEvent& e, const OpInfo& oi, Counts& c, PState& st, int64_t n,
+                      int64_t eb) {
     for (int64_t i = 1; i < n; ++i)
       if (e.mask[i] != e.mask[i - 1])
         c.mask_align = std::min(c.mask_align, 1 << std::min(6, std::countr_zero(static_cast<uint64_t>(i))));
@@ -655,9 +676,13 @@ void Profile::on_program_end(exec::ProgramId, void* state) {
   I.free_states.push_back(s);
 }
 
-void Profile::on_op_begin(const exec::OpEvent& e, void* state) { impl_->op_begin(e, *static_cast<PState*>(state)); }
+void Profile::on_op_begin(const exec::OpEvent& e, void* state) {
+  impl_->op_begin(e, *static_cast<PState*>(state));
+}
 
-void Profile::on_access(const exec::AccessEvent& e, void* state) { impl_->access(e, *static_cast<PState*>(state)); }
+void Profile::on_access(const exec::AccessEvent& e, void* state) {
+  impl_->access(e, *static_cast<PState*>(state));
+}
 
 namespace {
 
@@ -674,8 +699,12 @@ nlohmann::json mem_json(const Mem& m) {
 }
 
 nlohmann::json site_json(const OpSite& s) {
-  return {{"op", s.op},       {"file", s.file},     {"line", s.line},
-          {"col", s.col},     {"var", s.var},       {"source", s.source_line},
+  return {{"op", s.op},
+          {"file", s.file},
+          {"line", s.line},
+          {"col", s.col},
+          {"var", s.var},
+          {"source", s.source_line},
           {"ttir", {{"file", s.ttir_file}, {"line", s.ttir_line}, {"col", s.ttir_col}}}};
 }
 
@@ -709,9 +738,9 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
     int64_t sec_bytes = 0, fl = 0;
     switch (oi.cls) {
       case OpInfo::memory: {
-        const int k = op->def->effects & ir::effect::atomic ? 2
+        const int k = op->def->effects & ir::effect::atomic    ? 2
                       : (op->def->effects & ir::effect::write) ? 1
-                                                                : 0;
+                                                               : 0;
         kinds[k].add(c.mem);
         row["kind"] = kKindName[k];
         row["memory"] = mem_json(c.mem);
@@ -777,9 +806,11 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
 
   json memory = json::object();
   for (int k = 0; k < 3; ++k) memory[kKindName[k]] = mem_json(kinds[k]);
-  memory["read"] = {{"unique_bytes", unique_bytes[0]}, {"unique_sectors", unique_sectors[0]},
+  memory["read"] = {{"unique_bytes", unique_bytes[0]},
+                    {"unique_sectors", unique_sectors[0]},
                     {"dram_bytes", blocks[0] * 64}};
-  memory["written"] = {{"unique_bytes", unique_bytes[1]}, {"unique_sectors", unique_sectors[1]},
+  memory["written"] = {{"unique_bytes", unique_bytes[1]},
+                       {"unique_sectors", unique_sectors[1]},
                        {"dram_bytes", blocks[1] * 64}};
 
   json fl = json::object();

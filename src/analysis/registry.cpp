@@ -121,7 +121,8 @@ constexpr AnalysisDef kAnalyses[] = {
      make_uninit},
     {"profile",
      "bytes, mask efficiency, 32-byte sectors and coalescing, distinct bytes, dot FLOPs by precision, op "
-     "counts and loop trips per op and Python line, with a roofline estimate for a GPU (a report, no findings)",
+     "counts and loop trips per op and Python line, with a roofline estimate for a GPU (a report, no "
+     "findings)",
      make_profile},
 };
 

@@ -10,6 +10,12 @@
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
 // input error (a located message on stderr; a program past the step limit is one), 130 when SIGINT
 // (Ctrl-C) stopped the launch.
+//
+//   tilescope run kernel.ttir ... --profile [--profile-gpu G] [--profile-top N] [--profile-num-warps N]
+//   tilescope profile kernel.ttir ... [--gpu G] [--top N] [--num-warps N] [--json PATH]   (the same)
+//
+// With --profile the launch runs under the profile analysis alone (analysis/profile.h): its summary
+// goes to stderr and --json writes the profile document (README "Profile JSON"); exit status 0.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -33,10 +39,10 @@
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
+#include "tilescope/analysis/profile.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
-#include "tilescope/analysis/profile.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 
@@ -255,9 +261,9 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   }
   if (!rep.json_path.empty())
     attempt([&] {
-      write_file_atomically(rep.json_path, {(rep.profile ? report::profile_document(profiles)
-                                                         : report::to_json(findings)).dump(2),
-                                            "\n"});
+      write_file_atomically(
+          rep.json_path,
+          {(rep.profile ? report::profile_document(profiles) : report::to_json(findings)).dump(2), "\n"});
     });
   if (!rep.sarif_path.empty())
     attempt([&] { write_file_atomically(rep.sarif_path, {report::to_sarif(findings).dump(2), "\n"}); });
@@ -325,8 +331,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--profile", run_report.profile,
                 "profile the launch instead of sanitizing it (what `tilescope profile kernel.ttir` does)");
-  run->add_option("--profile-gpu", run_report.gpu, "with --profile: the roofline's GPU")->capture_default_str();
-  run->add_option("--profile-top", run_report.top, "with --profile: hottest lines shown")->capture_default_str();
+  run->add_option("--profile-gpu", run_report.gpu, "with --profile: the roofline's GPU")
+      ->capture_default_str();
+  run->add_option("--profile-top", run_report.top, "with --profile: hottest lines shown")
+      ->capture_default_str();
   run->add_option("--profile-num-warps", run_report.num_warps, "with --profile: warps per program")
       ->check(CLI::Range(1, 32))
       ->capture_default_str();
@@ -347,8 +355,8 @@ int main(int argc, char** argv) {
       rewritten = {argv[0], "run", "--profile"};
       for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
-        rewritten.push_back(a == "--gpu" ? "--profile-gpu"
-                            : a == "--top" ? "--profile-top"
+        rewritten.push_back(a == "--gpu"         ? "--profile-gpu"
+                            : a == "--top"       ? "--profile-top"
                             : a == "--num-warps" ? "--profile-num-warps"
                                                  : a);
       }

@@ -37,9 +37,9 @@
 #include <sstream>
 
 #include "output_file.h"
+#include "tilescope/analysis/profile.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
-#include "tilescope/analysis/profile.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 
@@ -221,7 +221,7 @@ class TempDir {
 // the processes that could not write their findings file.
 struct Collected {
   json findings = json::array();
-  json profiles = json::array();  // per-launch profile reports (`tilescope profile`)
+  json profiles = json::array();   // per-launch profile reports (`tilescope profile`)
   std::vector<std::string> notes;  // distinct, in the order read
   int processes = 0;
   int64_t launches = 0;
@@ -352,10 +352,12 @@ int profile_report(const SanitizeOptions& o, const Collected& c, int status, boo
   std::cerr << report::profile_to_text(c.profiles, o.top);
   for (const std::string& n : c.notes) std::cerr << "tilescope: note: " << n << "\n";
   if (!c.lost.empty())
-    std::cerr << fmt::format("tilescope: error: {} process(es) could not write their profiles (process {}: {})\n",
-                             c.lost.size(), c.lost.begin()->first, c.lost.begin()->second.error);
-  std::cerr << fmt::format("tilescope: profiled {} launch(es) in {} process(es); the program exited with status {}\n",
-                           c.profiles.size(), c.processes, status);
+    std::cerr << fmt::format(
+        "tilescope: error: {} process(es) could not write their profiles (process {}: {})\n", c.lost.size(),
+        c.lost.begin()->first, c.lost.begin()->second.error);
+  std::cerr << fmt::format(
+      "tilescope: profiled {} launch(es) in {} process(es); the program exited with status {}\n",
+      c.profiles.size(), c.processes, status);
   if (!o.json_path.empty()) {
     try {
       write_file_atomically(o.json_path, {report::profile_document(c.profiles).dump(2), "\n"});
@@ -459,14 +461,16 @@ int sanitize_main(int argc, char** argv) {
 CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
   auto* s = app.add_subcommand(
       "profile",
-      "Run a program (python script.py, pytest ...) with every Triton launch profiled on the CPU: bytes, mask "
-      "efficiency, sectors, FLOPs, roofline (or: tilescope profile kernel.ttir --grid ... --arg ...)");
+      "Run a program (python script.py, pytest ...) with every Triton launch profiled on the CPU: bytes, "
+      "mask efficiency, sectors, FLOPs, roofline (or: tilescope profile kernel.ttir --grid ... --arg ...)");
   std::string gpus;
   for (const auto& g : analysis::gpus()) gpus += (gpus.empty() ? "" : ", ") + std::string(g.name);
   s->add_option("--gpu", o.gpu, fmt::format("the roofline's GPU: {}", gpus))->capture_default_str();
-  s->add_option("--json", o.json_path, "write every launch's profile as JSON (schema: README \"Profile JSON\")");
-  s->add_option("--top", o.top, "hottest Python lines shown per kernel")->capture_default_str()->check(
-      CLI::NonNegativeNumber);
+  s->add_option("--json", o.json_path,
+                "write every launch's profile as JSON (schema: README \"Profile JSON\")");
+  s->add_option("--top", o.top, "hottest Python lines shown per kernel")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   s->add_option("--num-warps", o.num_warps, "warps per program for the sector model (Triton's num_warps)")
       ->capture_default_str()
       ->check(CLI::Range(1, 32));
@@ -474,9 +478,10 @@ CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
        "--threads", o.threads,
        fmt::format("engine worker threads: 0 for all cores (the default), at most {}", exec::kMaxThreads))
       ->type_name("N");
-  s->add_option("--max-steps", o.max_steps,
-                fmt::format("operations one program may run before its launch fails (default {}); 0: no limit",
-                            exec::kDefaultMaxSteps))
+  s->add_option(
+       "--max-steps", o.max_steps,
+       fmt::format("operations one program may run before its launch fails (default {}); 0: no limit",
+                   exec::kDefaultMaxSteps))
       ->type_name("N");
   add_max_memory(*s, o.max_memory);
   s->add_option("--target", o.target,
@@ -493,9 +498,9 @@ CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
 }
 
 int profile_main(int argc, char** argv) {
-  static const std::set<std::string> with_value = {"--gpu",       "--json",       "--top",   "--num-warps",
-                                                   "--threads",   "--max-steps",  "--color", "--target",
-                                                   "--max-memory"};
+  static const std::set<std::string> with_value = {"--gpu",       "--json",    "--top",
+                                                   "--num-warps", "--threads", "--max-steps",
+                                                   "--color",     "--target",  "--max-memory"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {

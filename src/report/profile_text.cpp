@@ -113,8 +113,7 @@ std::string profile_to_text(const json& launches, int top) {
         const json site = s.value("site", json::object());
         std::string file = site.value("file", std::string("?"));
         if (const size_t slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
-        K.trips[fmt::format("{}:{}", file, site.value("line", 0))] +=
-            num(s, "trips");
+        K.trips[fmt::format("{}:{}", file, site.value("line", 0))] += num(s, "trips");
       }
   }
   std::string out = fmt::format("tilescope profile: {} launch(es) of {} kernel(s); roofline on {}\n",
@@ -125,12 +124,13 @@ std::string profile_to_text(const json& launches, int top) {
     for (int k = 0; k < 3; ++k) {
       const double* m = K.mem[k];
       if (m[1] == 0) continue;
-      out += fmt::format("  {:<8} {:>10}  mask efficiency {:5.1f}%  {:>9} sectors  coalescing {:5.1f}%  {} requests\n",
-                         label[k], bytes_str(m[0]), 100.0 * m[0] / m[1], count_str(m[2]),
-                         m[2] > 0 ? 100.0 * m[0] / (m[2] * 32) : 100.0, count_str(m[3]));
+      out += fmt::format(
+          "  {:<8} {:>10}  mask efficiency {:5.1f}%  {:>9} sectors  coalescing {:5.1f}%  {} requests\n",
+          label[k], bytes_str(m[0]), 100.0 * m[0] / m[1], count_str(m[2]),
+          m[2] > 0 ? 100.0 * m[0] / (m[2] * 32) : 100.0, count_str(m[3]));
     }
-    out += fmt::format("  DRAM estimate (distinct 64-byte blocks): read {}, written {}\n", bytes_str(K.dram_read),
-                       bytes_str(K.dram_written));
+    out += fmt::format("  DRAM estimate (distinct 64-byte blocks): read {}, written {}\n",
+                       bytes_str(K.dram_read), bytes_str(K.dram_written));
     if (!K.flops.empty()) {
       std::string f;
       for (auto& [p, v] : K.flops) f += fmt::format("{}{} {}", f.empty() ? "" : ", ", p, count_str(v));
@@ -138,7 +138,8 @@ std::string profile_to_text(const json& launches, int top) {
     }
     if (!K.trips.empty()) {
       std::string t;
-      for (auto& [w, v] : K.trips) t += fmt::format("{}{} ({} trips)", t.empty() ? "" : ", ", w, count_str(v));
+      for (auto& [w, v] : K.trips)
+        t += fmt::format("{}{} ({} trips)", t.empty() ? "" : ", ", w, count_str(v));
       out += "  loops: " + t + "\n";
     }
     const double flops = [&] {
@@ -147,18 +148,21 @@ std::string profile_to_text(const json& launches, int top) {
       return s;
     }();
     const double dram = K.dram_read + K.dram_written;
-    out += fmt::format("  roofline {}: {} ({}-bound; memory {}, compute {}); arithmetic intensity {:.2f} FLOP/B\n",
-                       K.gpu, time_str(K.seconds), K.memory_s >= K.compute_s ? "memory" : "compute",
-                       time_str(K.memory_s), time_str(K.compute_s), dram > 0 ? flops / dram : 0.0);
+    out += fmt::format(
+        "  roofline {}: {} ({}-bound; memory {}, compute {}); arithmetic intensity {:.2f} FLOP/B\n", K.gpu,
+        time_str(K.seconds), K.memory_s >= K.compute_s ? "memory" : "compute", time_str(K.memory_s),
+        time_str(K.compute_s), dram > 0 ? flops / dram : 0.0);
     std::vector<const Kernel::Line*> ls;
     for (auto& [_, l] : K.lines) ls.push_back(&l);
     std::stable_sort(ls.begin(), ls.end(), [](auto* a, auto* b) {
-      return std::make_tuple(a->seconds, a->bytes, a->flops) > std::make_tuple(b->seconds, b->bytes, b->flops);
+      return std::make_tuple(a->seconds, a->bytes, a->flops) >
+             std::make_tuple(b->seconds, b->bytes, b->flops);
     });
     if (ls.size() > static_cast<size_t>(std::max(top, 0))) ls.resize(static_cast<size_t>(std::max(top, 0)));
     if (!ls.empty())
-      out += "  hottest lines (cost: their sectors at DRAM bandwidth + FLOPs at peak; bytes of active lanes; "
-             "sectors; FLOPs):\n";
+      out +=
+          "  hottest lines (cost: their sectors at DRAM bandwidth + FLOPs at peak; bytes of active lanes; "
+          "sectors; FLOPs):\n";
     for (const Kernel::Line* l : ls) {
       std::string where = l->file.empty() ? std::string("?") : fmt::format("{}:{}", l->file, l->line);
       const size_t slash = where.rfind('/');
@@ -166,8 +170,8 @@ std::string profile_to_text(const json& launches, int top) {
       std::string src = l->source;
       src.erase(0, src.find_first_not_of(" \t"));
       if (src.size() > 60) src = src.substr(0, 57) + "...";
-      out += fmt::format("    {:>10} {:>10} {:>9} {:>9}  {:<22} {}\n", time_str(l->seconds), bytes_str(l->bytes),
-                         count_str(l->sectors), count_str(l->flops), where, src);
+      out += fmt::format("    {:>10} {:>10} {:>9} {:>9}  {:<22} {}\n", time_str(l->seconds),
+                         bytes_str(l->bytes), count_str(l->sectors), count_str(l->flops), where, src);
     }
   }
   return out;

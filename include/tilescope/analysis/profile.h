@@ -50,14 +50,14 @@ namespace tilescope::analysis {
 /// Zero: the GPU has no such unit (FLOPs of that precision then cost nothing in the model, and the
 /// report's "unsupported_precisions" lists it).
 struct GpuSpec {
-  std::string_view name;      // "H100"
-  std::string_view part;      // "H100 SXM5 80GB"
-  std::string_view source;    // the vendor document the numbers come from
-  double dram_bytes_per_s;    // DRAM bandwidth
-  double fp64, fp64_tensor;   // vector and tensor (matrix) FP64
-  double fp32;                // vector FP32 (not tensor cores)
-  double tf32, fp16, bf16;    // tensor cores, dense
-  double fp8, int8;           // tensor cores, dense
+  std::string_view name;     // "H100"
+  std::string_view part;     // "H100 SXM5 80GB"
+  std::string_view source;   // the vendor document the numbers come from
+  double dram_bytes_per_s;   // DRAM bandwidth
+  double fp64, fp64_tensor;  // vector and tensor (matrix) FP64
+  double fp32;               // vector FP32 (not tensor cores)
+  double tf32, fp16, bf16;   // tensor cores, dense
+  double fp8, int8;          // tensor cores, dense
 };
 
 /// Every GPU of `--gpu`, in table order.
