@@ -171,6 +171,7 @@ struct PState {
   std::vector<Counts> ops;        // per OpInfo
   std::vector<uint64_t> scratch;  // sector ids of one instruction
   std::vector<uint64_t> lo, hi;   // per lane of an access: first and last sector id
+  std::vector<int64_t> run;       // per lane: active lanes at consecutive addresses from it
 };
 
 // One bit per byte of a buffer, set by any program (atomic OR).
@@ -471,6 +472,14 @@ struct Profile::Impl {
     for (int64_t i = 1; i < n; ++i)
       if (e.mask[i] != e.mask[i - 1])
         c.mask_align = std::min(c.mask_align, 1 << std::min(6, std::countr_zero(static_cast<uint64_t>(i))));
+    // run[i]: how many active lanes from i on lie at consecutive addresses (0 for an inactive lane), so
+    // that a chunk or an instruction of contiguous active lanes is counted without visiting its lanes.
+    st.run.resize(static_cast<size_t>(n));
+    for (int64_t i = n - 1; i >= 0; --i)
+      st.run[i] = !e.mask[i] ? 0
+                  : i + 1 < n && e.mask[i + 1] && st.lo[i + 1] == st.lo[i] + static_cast<uint64_t>(eb)
+                      ? st.run[i + 1] + 1
+                      : 1;
     bool aligned[kLevels] = {true, true, true, true, true};  // this event's chunks at level l
     for (int l = 1; l < oi.levels; ++l) {  // chunks of V lanes: V consecutive elements, V-aligned
       const int64_t V = int64_t{1} << l;
@@ -483,44 +492,57 @@ struct Profile::Impl {
         const bool run_start = t == 0 || st.lo[t] != st.lo[t - 1] + static_cast<uint64_t>(eb);
         bool any = false, ok = t + V <= n && st.lo[t] % static_cast<uint64_t>(V * eb) == 0 &&
                                (!run_start || st.lo[t] % static_cast<uint64_t>(16 * eb) == 0);
-        for (int64_t j = 0; j < V && t + j < n; ++j) {
-          any |= e.mask[t + j] != 0;
-          if (j > 0 && st.lo[t + j] != st.lo[t] + static_cast<uint64_t>(j * eb)) ok = false;
+        if (st.run[t] >= V) {
+          any = true;  // all V active and consecutive
+        } else {
+          for (int64_t j = 0; j < V && t + j < n; ++j) {
+            any |= e.mask[t + j] != 0;
+            if (j > 0 && st.lo[t + j] != st.lo[t] + static_cast<uint64_t>(j * eb)) ok = false;
+          }
         }
         bad += any && !ok;
       }
       c.misaligned[l] += bad;
       aligned[l] = bad == 0;
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t a = st.lo[i];
-      st.lo[i] = a >> kSectorShift;
-      st.hi[i] = (a + eb - 1) >> kSectorShift;
-    }
+    std::vector<uint64_t>& bytes = st.hi;  // the byte addresses, kept for the contiguous instructions
+    bytes.swap(st.lo);
+    st.lo.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) st.lo[i] = bytes[i] >> kSectorShift;
     // One instruction: its lanes from, from + step, ... < to. Distinct sectors by one pass while the
     // sector ids ascend (the usual case), else sorted.
+    // One instruction: its lanes from, from + step, ... < to. Distinct sectors run by run (the lanes of a
+    // run of consecutive addresses form an arithmetic progression) while the sector ids ascend (the
+    // usual case), else the instruction's sector ids sorted.
     auto instruction = [&](int64_t from, int64_t to, int64_t step, int64_t& sectors, int64_t& requests) {
       int64_t count = 0;
       uint64_t last = 0;
       bool any = false;
-      for (int64_t i = from; i < to; i += step) {
-        if (!e.mask[i]) continue;
-        const uint64_t lo = st.lo[i], hi = st.hi[i];
-        if (any && lo < last) {  // not ascending: sort this instruction's sector ids
+      for (int64_t i = from; i < to;) {
+        if (!e.mask[i]) {
+          i += step;
+          continue;
+        }
+        const uint64_t b = bytes[i];
+        const int64_t k =
+            b % static_cast<uint64_t>(eb) == 0 ? (std::min(to, i + st.run[i]) - i + step - 1) / step : 1;
+        const uint64_t lo = st.lo[i];
+        if (any && lo < last) {  // not ascending
           st.scratch.clear();
-          for (int64_t k = from; k < to; k += step)
-            if (e.mask[k]) {
-              st.scratch.push_back(st.lo[k]);
-              if (st.hi[k] != st.lo[k]) st.scratch.push_back(st.hi[k]);
+          for (int64_t j = from; j < to; j += step)
+            if (e.mask[j]) {
+              const uint64_t h = (bytes[j] + eb - 1) >> kSectorShift;
+              st.scratch.push_back(st.lo[j]);
+              if (h != st.lo[j]) st.scratch.push_back(h);
             }
           requests++;
           sectors += distinct(st.scratch);
           return;
         }
-        count += !any || lo != last;
-        count += hi != lo;
-        last = hi;
+        count += progression_sectors(b, k, step * eb, eb) - (any && lo == last ? 1 : 0);
+        last = (b + static_cast<uint64_t>((k - 1) * step * eb + eb - 1)) >> kSectorShift;
         any = true;
+        i += k * step;
       }
       if (any) {
         requests++;
