@@ -172,6 +172,8 @@ struct PState {
   std::vector<uint64_t> scratch;  // sector ids of one instruction
   std::vector<uint64_t> lo, hi;   // per lane of an access: first and last sector id
   std::vector<int64_t> run;       // per lane: active lanes at consecutive addresses from it
+  std::vector<uint64_t> t_addrs;  // a column-major access's addresses and mask in its layout's order
+  std::vector<uint8_t> t_mask;
 };
 
 // One bit per byte of a buffer, set by any program (atomic OR).
@@ -368,6 +370,41 @@ struct Profile::Impl {
     c.mem.bytes_all += n * eb;
     if (active == 0) return;
     const OpInfo& oi = ops[it->second];
+    if (oi.shape.size() == 2 && oi.shape[0] > 1 && oi.shape[1] > 1 && column_major(e, oi.shape[1], eb)) {
+      // Triton's layout follows the pointer's contiguous dimension: threads go down the columns of a
+      // tile whose consecutive addresses run along dim 0 (a transposed operand). Count the lanes in
+      // that order.
+      const int64_t rows = oi.shape[0], cols = oi.shape[1];
+      st.t_addrs.resize(static_cast<size_t>(n));
+      st.t_mask.resize(static_cast<size_t>(n));
+      for (int64_t cc = 0, k = 0; cc < cols; ++cc)
+        for (int64_t r = 0; r < rows; ++r, ++k) {
+          st.t_addrs[k] = e.addrs[r * cols + cc];
+          st.t_mask[k] = e.mask[r * cols + cc];
+        }
+      exec::AccessEvent t = e;
+      t.addrs = st.t_addrs.data();
+      t.mask = st.t_mask.data();
+      count_access(t, oi, c, st, n, eb, active);
+      return;
+    }
+    count_access(e, oi, c, st, n, eb, active);
+  }
+
+  // Whether the first active lane's address continues one row down (dim 0) and not one column right.
+  static bool column_major(const exec::AccessEvent& e, int64_t cols, int64_t eb) {
+    for (int64_t i = 0; i + cols < e.lanes; ++i) {
+      if (!e.mask[i]) continue;
+      const bool down = e.mask[i + cols] && e.addrs[i + cols] == e.addrs[i] + static_cast<uint64_t>(eb);
+      const bool right =
+          (i + 1) % cols != 0 && e.mask[i + 1] && e.addrs[i + 1] == e.addrs[i] + static_cast<uint64_t>(eb);
+      return down && !right;
+    }
+    return false;
+  }
+
+  void count_access(const exec::AccessEvent& e, const OpInfo& oi, Counts& c, PState& st, int64_t n,
+                    int64_t eb, int64_t active) {
     // Addresses relative to their buffer's first byte (a GPU allocator aligns it; the CPU's need not be).
     auto offset_of = [&](uint64_t a) -> uint64_t {
       const int r = e.memory->region(a);

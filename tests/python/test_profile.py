@@ -262,3 +262,23 @@ def test_cli_profile_unknown_gpu_is_a_usage_error(tmp_path):
     p = subprocess.run(tilescope_cmd() + ["profile", "--gpu", "V100", "--", sys.executable, "-c", "print(1)"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no GPU named 'V100'" in p.stderr and "H200" in p.stderr
+
+
+def test_sectors_of_the_matmul_example_equal_the_h200s_also_with_a_transposed_b():
+    """examples/matmul.py launches twice: B row-major, then B transposed (strides (1, 90)), whose tiles
+    Triton loads along their contiguous dimension (dim 0); the model follows it."""
+    import importlib.util
+
+    with open(os.path.join(ROOT, "tests", "gpu", "data", "profile_h200.json")) as f:
+        doc = json.load(f)
+    gpu = [r["metrics"] for r in doc["launches"] if r["kernel"] == "matmul_kernel" and r["grid"] == "(3, 2, 1)"]
+    assert len(gpu) == 2
+    spec = importlib.util.spec_from_file_location("example_matmul", os.path.join(ROOT, "examples", "matmul.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with tilescope.profile(gpu="H200") as p:
+        mod.main()
+    assert len(p.launches) == 2
+    for rep, g in zip(p.launches, gpu):
+        assert rep["memory"]["load"]["sectors"] == g["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+        assert rep["memory"]["store"]["sectors"] == g["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
