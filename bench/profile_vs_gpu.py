@@ -226,11 +226,10 @@ def write(pairs, overhead, path, gpu_doc, reps):
               f"median |error| of all sectors {statistics.median(abs_errs):.1%}, "
               f"largest {max(abs_errs):.1%}." if abs_errs else "", "",
               "Where the model misses: `gather_rows` loads rows through indices (one sector more than the GPU, "
-              "and fewer requests: the GPU's layout for the gathered tile differs); atomics are left out on both sides (l1tex counts them in `_op_atom` / "
-              "`_op_red`, which were not recorded); the second `matmul_kernel` "
-              "launch multiplies by a transposed B (strides (1, 90)), whose dot operand Triton loads in a "
-              "layout along the contiguous dimension, not the tile's flattened order (5x the GPU's sectors "
-              "here); `transpose_kernel` likewise loads a tile whose contiguous dimension is not the last. "
+              "and fewer requests: the GPU's layout for the gathered tile differs); `transpose_kernel` loads a "
+              "tile and stores it transposed, and the GPU's load layout for it is not the one modelled. Atomics "
+              "are left out on both sides (l1tex counts them in `_op_atom` / `_op_red`, which were not "
+              "recorded). "
               "`partial_sums` is a newer example than the recorded GPU data (no GPU launch to compare).", ""]
     lines += [
         "## DRAM bytes and time",

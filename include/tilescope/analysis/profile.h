@@ -9,31 +9,37 @@
 //   sectors, requests          the GPU's view of the access (the sector model below): 32-byte L1
 //                              sectors touched and warp-level memory instructions issued;
 //                              coalescing = bytes / (sectors * 32)
-//   unique_bytes, unique_sectors (per kind only) distinct bytes / 32-byte sectors touched by the whole
-//                              launch (all programs): the DRAM traffic of a launch whose working set is
-//                              cached once read (dram_bytes = unique_sectors * 32)
+//   unique_bytes, unique_sectors, dram_bytes (read and written, per launch) distinct bytes, 32-byte
+//                              sectors and 64-byte blocks (* 64) touched by the whole launch (all
+//                              programs): the DRAM traffic of a launch whose data is cached once read
 // per tt.dot: executions and FLOPs (2*M*N*K per execution, times the passes of a split precision:
 // tf32x3 = 3 tf32 MMAs, bf16x3 / bf16x6 = 3 / 6 bf16 MMAs) by input precision (fp64, fp32 (ieee), tf32,
 // fp16, bf16, fp8, int8); per arith / math op: executions and elements, float ones also as vector FLOPs
 // (fp32 / fp64, an FMA counting 2); per scf.for: executions and trip count; atomics as a memory kind.
 //
-// The sector model (a GPU's L1, NVIDIA's `l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}` metric): a
-// memory op's lanes are dealt to threads in the order of the tile's flattened (row-major) index, V
-// consecutive lanes per thread, 32 threads per warp (Triton's default blocked layout for a tile whose
-// fastest dimension is its last). V = min(16 / element bytes, numel / (32 * num_warps)), at least 1:
-// the 128-bit vector width, as Triton's coalescing pass chooses it. A warp-sized group of 32*V lanes is
-// one vector instruction when every thread's V active lanes are consecutive, V-aligned addresses with
-// one mask value (Triton vectorizes only then); otherwise V scalar instructions, instruction j taking
-// lane j of each thread. An instruction with an active lane is a request and touches the distinct
-// 32-byte sectors its active lanes' bytes fall in (addresses relative to each buffer's start, which a
-// GPU allocator aligns to at least 256 bytes). The mask constancy Triton proves statically (from the
-// divisibility of scalar arguments) is not modelled: where the bound is not a multiple of 16, the GPU
-// may issue scalar instructions where this model issues vector ones (fewer sectors here).
+// The sector model (a GPU's L1, NVIDIA's `l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}` metrics),
+// after Triton's layouts and its lowering of loads and stores:
+//   - lanes are dealt to threads in the order of the tile's flattened (row-major) index, V consecutive
+//     lanes per thread, 32 threads per warp (Triton's blocked layout); a 2-D tile whose consecutive
+//     addresses run down dim 0 (a transposed operand) is dealt column by column instead;
+//   - V, the elements per thread, is what Triton's coalescing pass picks: at most 16 bytes and
+//     numel / (32 * num_warps) elements; the op's alignment (the largest V for which every chunk of V
+//     lanes is V consecutive, V-aligned elements, runs of consecutive addresses starting at multiples of
+//     16 elements from the buffer's start: what Triton proves from 16-divisible arguments), raised to
+//     the largest alignment among memory ops of the same tile shape; a store keeps its own;
+//   - a warp's 32*V lanes are one vector instruction when the op's alignment covers V and its mask
+//     changes only at multiples of min(16, last dimension) (the constancy Triton proves for bounds
+//     divisible by 16); otherwise V scalar instructions, instruction j taking lane j of each thread;
+//   - a tile of fewer than 32 * num_warps elements is replicated across warps: a load is issued by each
+//     warp holding a copy, a store or atomic once;
+//   - an instruction with an active lane is a request and touches the distinct 32-byte sectors its
+//     active lanes' bytes fall in (addresses relative to each buffer's start, which a GPU allocator
+//     aligns to at least 256 bytes).
 // bench/PROFILE.md compares the model with an H200.
 //
 // The roofline (GpuSpec): modelled time = max(dram bytes / bandwidth, sum over precisions of FLOPs /
-// peak); the launch is memory-bound when the first term is the larger. Lines are ranked by their own
-// modelled time (sector bytes / bandwidth + FLOPs / peak).
+// peak); the launch is memory-bound when the first term is the larger. Lines and sites are ranked by a
+// cost: their sectors * 32 / bandwidth + their FLOPs / peak (no caching).
 #pragma once
 
 #include <memory>
