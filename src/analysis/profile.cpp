@@ -370,7 +370,8 @@ struct Profile::Impl {
     c.mem.bytes_all += n * eb;
     if (active == 0) return;
     const OpInfo& oi = ops[it->second];
-    if (oi.shape.size() == 2 && oi.shape[0] > 1 && oi.shape[1] > 1 && column_major(e, oi.shape[1], eb)) {
+    if (oi.shape.size() == 2 && oi.shape[0] > 1 && oi.shape[1] > 1 && oi.shape[0] * oi.shape[1] == n &&
+        column_major(e, oi.shape[1], eb)) {
       // Triton's layout follows the pointer's contiguous dimension: threads go down the columns of a
       // tile whose consecutive addresses run along dim 0 (a transposed operand). Count the lanes in
       // that order.
