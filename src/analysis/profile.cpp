@@ -242,9 +242,9 @@ struct Profile::Impl {
     for (auto& f : m.functions) walk(walk, f->body);
   }
 
-  void add(OpInfo oi) {
+  void add(OpInfo&& oi) {
     op_index.emplace(oi.op, static_cast<uint32_t>(ops.size()));
-    ops.push_back(oi);
+    ops.push_back(std::move(oi));
   }
 
   void classify(const Op& op) {
@@ -269,7 +269,7 @@ struct Profile::Impl {
       if (t && t->is_tensor) oi.shape = t->shape;
       oi.numel = numel;
       oi.last_dim = t && t->is_tensor && !t->shape.empty() ? static_cast<int>(t->shape.back()) : 1;
-      add(oi);
+      add(std::move(oi));
       return;
     }
     if (op.code() == Opcode::tt_dot && op.operands.size() >= 2) {
@@ -303,12 +303,12 @@ struct Profile::Impl {
         default: oi.prec = ir::elem_info(a->elem).bits == 8 ? p_fp8 : p_fp32; break;
       }
       oi.flops_per_exec = 2 * d->numel() * k * passes;  // d: [B,]M,N
-      add(oi);
+      add(std::move(oi));
       return;
     }
     if (op.code() == Opcode::scf_for) {
       oi.cls = OpInfo::loop;
-      add(oi);
+      add(std::move(oi));
       return;
     }
     const std::string_view name = op.name;
@@ -328,7 +328,7 @@ struct Profile::Impl {
       oi.prec = e == ir::Elem::f64 ? p_fp64_vector : p_fp32_vector;
       oi.flops_per_exec = oi.elements * (name == "math.fma" ? 2 : 1);
     }
-    add(oi);
+    add(std::move(oi));
   }
 
   Bitmap* bitmap(int buffer, int kind) {
@@ -901,6 +901,7 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
                    {"unsupported_precisions", unsupported}};
 
   std::vector<Line> ls;
+  ls.reserve(lines.size());
   for (auto& [_, L] : lines) ls.push_back(std::move(L));
   std::stable_sort(ls.begin(), ls.end(), [](const Line& a, const Line& b) {
     return std::make_tuple(a.seconds, a.bytes, a.flops) > std::make_tuple(b.seconds, b.bytes, b.flops);
