@@ -170,7 +170,7 @@ struct Counts {
 struct PState {
   std::vector<Counts> ops;        // per OpInfo
   std::vector<uint64_t> scratch;  // sector ids of one instruction
-  std::vector<uint64_t> lo, hi;   // per lane of an access: first and last sector id
+  std::vector<uint64_t> lo, hi;   // per lane of an access: addresses, then lo: sector ids, hi: addresses
   std::vector<int64_t> run;       // per lane: active lanes at consecutive addresses from it
   std::vector<uint64_t> t_addrs;  // a column-major access's addresses and mask in its layout's order
   std::vector<uint8_t> t_mask;
