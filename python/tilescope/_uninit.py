@@ -40,11 +40,12 @@ def _site(frame) -> tuple[str, int]:
     return (f if f.startswith("<") else os.path.abspath(f)), frame.f_lineno
 
 
-def _track(host: int, nbytes: int, owner, call: str) -> None:
+def _track(host: int, nbytes: int, owner, call: str, int_bytes: bool) -> None:
+    """int_bytes: 1-byte integer data (int8, uint8, bool), filled with the sentinel made for it."""
     from . import _native
 
     file, line = _site(sys._getframe(2))
-    ident = _native.uninit_track(host, nbytes, call, file, line)
+    ident = _native.uninit_track(host, nbytes, call, file, line, int_bytes)
     if ident:
         weakref.finalize(owner, _native.uninit_forget, ident)
 
@@ -57,10 +58,11 @@ def _track_tensor(t, call: str) -> None:
             return
         storage = t.untyped_storage()
         host, nbytes = int(storage.data_ptr()), int(storage.nbytes())
+        int_bytes = t.element_size() == 1 and not t.dtype.is_floating_point
     except Exception:  # a tensor without ordinary storage: never tracked
         return
     if host and nbytes:
-        _track(host, nbytes, t, call)
+        _track(host, nbytes, t, call, int_bytes)
 
 
 def _track_array(a, call: str) -> None:
@@ -69,10 +71,11 @@ def _track_array(a, call: str) -> None:
                 or a.dtype.kind not in _PLAIN_KINDS or not a.flags.writeable or not a.flags.owndata):
             return
         host, nbytes = int(a.ctypes.data), int(a.nbytes)
+        int_bytes = a.dtype.itemsize == 1 and a.dtype.kind in "biu"
     except Exception:
         return
     if host and nbytes:
-        _track(host, nbytes, a, call)
+        _track(host, nbytes, a, call, int_bytes)
 
 
 def _wrap(fn, track, call):

@@ -22,9 +22,15 @@ namespace tilescope::analysis {
 
 namespace {
 
-// Four little-endian float32 quiet NaNs: 0x7fd35aa5, 0x7fe16996, 0x7fc44bb4, 0x7ff07887.
-constexpr uint8_t kPattern[Definedness::kWindow] = {0xa5, 0x5a, 0xd3, 0x7f, 0x96, 0x69, 0xe1, 0x7f,
-                                                    0xb4, 0x4b, 0xc4, 0x7f, 0x87, 0x78, 0xf0, 0x7f};
+// Sentinel::float_nan: four little-endian float32 quiet NaNs: 0x7fd35aa5, 0x7fe16996, 0x7fc44bb4,
+// 0x7ff07887.
+constexpr uint8_t kFloatPattern[Definedness::kWindow] = {0xa5, 0x5a, 0xd3, 0x7f, 0x96, 0x69, 0xe1, 0x7f,
+                                                         0xb4, 0x4b, 0xc4, 0x7f, 0x87, 0x78, 0xf0, 0x7f};
+// Sentinel::int_bytes: 16 distinct bytes, none of 0x00, 0x01, 0x7f, 0x80, 0xff.
+constexpr uint8_t kIntPattern[Definedness::kWindow] = {0xa5, 0x5a, 0xd3, 0x96, 0x69, 0xe1, 0xb4, 0x4b,
+                                                       0xc4, 0x87, 0x78, 0xf0, 0x9c, 0xc9, 0xb8, 0x8b};
+
+const uint8_t* pattern(Sentinel s) { return s == Sentinel::int_bytes ? kIntPattern : kFloatPattern; }
 
 uint8_t load_byte(const std::byte* p) {
   // Other programs may store to neighbouring bytes meanwhile: read without a data race.
@@ -33,13 +39,15 @@ uint8_t load_byte(const std::byte* p) {
 
 }  // namespace
 
-uint8_t Definedness::sentinel(uint64_t off) { return kPattern[off % kWindow]; }
+uint8_t Definedness::sentinel(uint64_t off, Sentinel s) { return pattern(s)[off % kWindow]; }
 
-TrackedAllocation::TrackedAllocation(uint64_t id_, std::byte* host_, uint64_t bytes_, AllocationSite site_)
+TrackedAllocation::TrackedAllocation(uint64_t id_, std::byte* host_, uint64_t bytes_, AllocationSite site_,
+                                     Sentinel sentinel_)
     : id(id_),
       host(host_),
       bytes(bytes_),
       site(std::move(site_)),
+      sentinel(sentinel_),
       pages_((bytes_ + kPage - 1) / kPage),
       full_(pages_.size(), 0),
       defined_in_page_(pages_.size(), 0),
@@ -96,7 +104,7 @@ bool TrackedAllocation::window_written(uint64_t w) {
   const uint64_t lo = w * Definedness::kWindow;
   const uint64_t hi = std::min(bytes, lo + Definedness::kWindow);
   for (uint64_t b = lo; b < hi; ++b)
-    if (!defined(b) && load_byte(host + b) != Definedness::sentinel(b)) return true;
+    if (!defined(b) && load_byte(host + b) != Definedness::sentinel(b, sentinel)) return true;
   return false;
 }
 
@@ -151,11 +159,11 @@ Definedness& Definedness::process() {
   return *d;
 }
 
-uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site) {
+uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site, Sentinel sentinel) {
   if (!host || bytes == 0) return 0;
   // The pattern, then copies of what is filled so far (doubling, up to 1 MiB a copy).
   const uint64_t first = std::min(kWindow, bytes);
-  std::memcpy(host, kPattern, first);
+  std::memcpy(host, pattern(sentinel), first);
   for (uint64_t done = first; done < bytes;) {
     const uint64_t n = std::min({done, bytes - done, uint64_t{1} << 20});
     std::memcpy(host + done, host, n);
@@ -169,7 +177,7 @@ uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site
     const auto alo = reinterpret_cast<uintptr_t>(a->host);
     return alo < hi && lo < alo + a->bytes;
   });
-  auto a = std::make_shared<TrackedAllocation>(next_id_++, host, bytes, std::move(site));
+  auto a = std::make_shared<TrackedAllocation>(next_id_++, host, bytes, std::move(site), sentinel);
   auto it =
       std::lower_bound(by_host_.begin(), by_host_.end(), host,
                        [](const std::shared_ptr<TrackedAllocation>& x, std::byte* h) { return x->host < h; });

@@ -36,6 +36,8 @@
 
 #include "args.h"
 #include "cache.h"
+#include "interrupt.h"
+#include "llm.h"
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
@@ -126,35 +128,6 @@ std::array<int64_t, 3> parse_grid(const std::string& grid_s) {
   return grid;
 }
 
-// Ctrl-C while a launch runs: the handler sets the launch's cancel flag; the engine sees it within a
-// loop iteration of every running program and run_launch throws exec::Interrupted (exit 130, as a
-// shell reports a command that SIGINT ended). Outside a launch, SIGINT keeps its default action.
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-class CancelOnSigint {
- public:
-  CancelOnSigint() {
-    sigaction(SIGINT, nullptr, &old_);
-    if (old_.sa_handler == SIG_IGN) return;  // nohup, a background job: stays ignored
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    on_ = true;
-  }
-  ~CancelOnSigint() {
-    if (on_) sigaction(SIGINT, &old_, nullptr);
-  }
-  CancelOnSigint(const CancelOnSigint&) = delete;
-  CancelOnSigint& operator=(const CancelOnSigint&) = delete;
-
- private:
-  struct sigaction old_ {};
-  bool on_ = false;
-};
-
 int run_command(const std::string& ttir, const std::string& kernel, const std::string& grid_s,
                 const std::vector<std::string>& arg_specs, const std::vector<std::string>& saves, int threads,
                 int64_t max_steps, int64_t max_memory, uint64_t seed, bool time, const RunReport& rep) {
@@ -226,7 +199,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
-  opts.cancel = &g_interrupted;
+  opts.cancel = &interrupted();
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
   launch::RunResult r;
   try {
@@ -368,6 +341,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
   auto* cache = tilescope::cli::add_cache(app);
+  tilescope::cli::LlmCliOptions llm_opts;
+  auto* llm = tilescope::cli::add_llm(app, llm_opts);
   try {
     if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
     if (argc > 1 && std::string(argv[1]) == "profile") return tilescope::cli::profile_main(argc, argv);
@@ -385,6 +360,7 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
+    if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
     if (run_report.profile) tilescope::analysis::find_gpu(run_report.gpu);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
                                        tilescope::exec::parse_threads(threads, "--threads"), max_steps,

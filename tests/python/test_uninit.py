@@ -194,6 +194,32 @@ def test_host_write_of_part_of_the_buffer_leaves_the_rest_undefined():
     assert (fs[0]["offsets"]["min"], fs[0]["offsets"]["max"]) == (64, 127)
 
 
+@tilescope.trace("sanitizer")
+@triton.jit
+def int8_write_then_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, PHASE: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if PHASE == 0:  # define every byte except those at offsets 3, 7, 11, ...
+        tl.store(x_ptr + offs, (offs % 7).to(tl.int8), mask=(offs < n) & (offs % 4 != 3))
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@pytest.mark.parametrize("make", [lambda n: torch.empty(n, dtype=torch.int8),
+                                  lambda n: torch.empty(n, dtype=torch.uint8),
+                                  lambda n: np.empty(n, dtype=np.int8)], ids=["torch.int8", "torch.uint8", "numpy.int8"])
+def test_int8_saturation_values_written_by_the_host_are_seen(make):
+    # A kernel defines 3 bytes of every 4; the host writes 127 (int8's saturation value) into the 4th. Those
+    # bytes must count as written: the float NaN sentinel has 0x7f there, so 1-byte integer data gets its own.
+    n = 64
+    x, out = make(n), np.zeros(n, dtype=np.int8)
+    int8_write_then_copy_kernel[(1,)](x, out, n, BLOCK=n, PHASE=0)
+    x[3::4] = 127
+    int8_write_then_copy_kernel[(1,)](x, out, n, BLOCK=n, PHASE=1)
+    expected = np.where(np.arange(n) % 4 == 3, 127, np.arange(n) % 7).astype(np.int8)
+    assert np.array_equal(np.asarray(out), expected)
+    assert uninit_findings() == [], uninit_findings()
+
+
 @pytest.mark.parametrize("make", ["empty_like", "new_empty", "empty_strided"])
 def test_other_torch_allocators_are_tracked(make):
     base = torch.ones(10)

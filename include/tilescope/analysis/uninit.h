@@ -16,8 +16,9 @@
 // So a host write is missed (a false finding) only when it writes exactly the sentinel bytes over a
 // whole window's undefined bytes: for example copying another never-written torch.empty buffer, or a
 // 1-byte write of the window's one undefined byte with that byte's sentinel value (1 in 256 for int8 /
-// uint8 data written one byte at a time). A host write next to never-written bytes of the same window
-// hides them (a missed finding, never a false one).
+// uint8 data written one byte at a time; 1-byte integer allocations get a pattern without the values
+// such data holds most often: Sentinel::int_bytes). A host write next to never-written bytes of the same
+// window hides them (a missed finding, never a false one).
 //
 // Cost: nothing for launches whose buffers overlap no tracked allocation with undefined bytes (the
 // analysis subscribes to no event then); else a bitmap test per lane of each access to such buffers.
@@ -44,14 +45,25 @@ struct AllocationSite {
   int line = 0;
 };
 
+/// Which sentinel pattern fills a tracked allocation, chosen by its element type.
+enum class Sentinel : uint8_t {
+  /// Floating-point and multi-byte data: each aligned 4-byte word is a float32 quiet NaN (its 0x7f
+  /// bytes are NaN in float8e4m3fn and float8e5m2 as well).
+  float_nan,
+  /// 1-byte integers (int8, uint8, bool): 16 distinct bytes, none of 0x00, 0x01, 0x7f, 0x80, 0xff
+  /// (zero, one, and the saturation values that clamped int8 / uint8 data takes most often).
+  int_bytes,
+};
+
 /// One tracked allocation: host bytes [host, host + bytes) and their definedness bits.
 class TrackedAllocation {
  public:
-  TrackedAllocation(uint64_t id, std::byte* host, uint64_t bytes, AllocationSite site);
+  TrackedAllocation(uint64_t id, std::byte* host, uint64_t bytes, AllocationSite site, Sentinel sentinel);
   const uint64_t id;
   std::byte* const host;
   const uint64_t bytes;
   const AllocationSite site;
+  const Sentinel sentinel;
 
   /// Call with mu() held. Bytes [off, off + n) (inside the allocation) are defined from now on.
   void define(uint64_t off, uint64_t n);
@@ -87,17 +99,19 @@ class Definedness {
  public:
   /// Window of the host-write check, in bytes (see the file comment).
   static constexpr uint64_t kWindow = 16;
-  /// The sentinel byte at byte offset `off` of a tracked allocation. Each aligned 4-byte word of the
-  /// pattern is a float32 quiet NaN (a kernel that computes with never-written float32 data gets NaN,
-  /// as with PyTorch's fill_uninitialized_memory); no byte is 0x00, 0x01 or 0xff.
-  static uint8_t sentinel(uint64_t off);
+  /// The sentinel byte at byte offset `off` of a tracked allocation filled with pattern `s`. With
+  /// float_nan each aligned 4-byte word is a float32 quiet NaN (a kernel that computes with
+  /// never-written float32 data gets NaN, as with PyTorch's fill_uninitialized_memory); no byte of
+  /// either pattern is 0x00, 0x01 or 0xff.
+  static uint8_t sentinel(uint64_t off, Sentinel s = Sentinel::float_nan);
 
   static Definedness& process();
 
   /// Track [host, host + bytes) as allocated at `site`, all undefined, and fill it with the sentinel.
   /// An earlier allocation overlapping it is forgotten (its memory was reused). Returns the id that
   /// forget() takes; 0 for an empty range (nothing tracked).
-  uint64_t track(std::byte* host, uint64_t bytes, AllocationSite site);
+  uint64_t track(std::byte* host, uint64_t bytes, AllocationSite site,
+                 Sentinel sentinel = Sentinel::float_nan);
   /// Forget allocation `id` (its owner was freed); no-op for an unknown id.
   void forget(uint64_t id);
   /// Tracked allocations that overlap host bytes [host, host + bytes) and still have undefined bytes.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -62,6 +63,34 @@ TEST(Definedness, TrackFillsTheSentinelAndEverythingIsUndefined) {
   }
   EXPECT_TRUE(t.reads_undefined(0, 4));
   EXPECT_TRUE(t.reads_undefined(96, 4));
+}
+
+TEST(Definedness, OneByteIntegerDataGetsAPatternWithoutItsCommonValues) {
+  // Zero, one, -1 and the int8 / uint8 saturation values (127, -128, 255) are what such data holds most
+  // often; the float pattern's 0x7f bytes would read a host-written 127 as never written.
+  std::vector<uint8_t> seen;
+  for (uint64_t i = 0; i < Definedness::kWindow; ++i) {
+    const uint8_t b = Definedness::sentinel(i, Sentinel::int_bytes);
+    for (uint8_t common : {0x00, 0x01, 0x7f, 0x80, 0xff}) EXPECT_NE(b, common) << i;
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), b), 0) << "byte " << i << " repeats";
+    seen.push_back(b);
+  }
+  std::vector<std::byte> mem(40);
+  const uint64_t id =
+      Definedness::process().track(mem.data(), mem.size(), {"torch.empty", "i.py", 1}, Sentinel::int_bytes);
+  auto a = Definedness::process().find(mem.data());
+  ASSERT_TRUE(a);
+  for (size_t i = 0; i < mem.size(); ++i)
+    EXPECT_EQ(static_cast<uint8_t>(mem[i]), Definedness::sentinel(i, Sentinel::int_bytes)) << i;
+  {
+    std::lock_guard<std::mutex> g(a->mu());
+    a->define(0, 3);
+    mem[3] = std::byte{0x7f};  // the host writes 127 into window 0's one undefined byte
+    for (uint64_t b = 4; b < 16; ++b) a->define(b, 1);
+    EXPECT_FALSE(a->reads_undefined(0, 16));
+    EXPECT_TRUE(a->reads_undefined(16, 1));
+  }
+  Definedness::process().forget(id);
 }
 
 TEST(Definedness, KernelWritesDefineExactlyTheirBytes) {

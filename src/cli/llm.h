@@ -1,0 +1,27 @@
+// `tilescope llm config` (the effective LLM settings and where each came from) and `tilescope llm
+// check` (one streamed request to the configured server: is it reachable, which model answers, how
+// fast). The settings' layers: include/tilescope/llm/config.h.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tilescope::cli {
+
+struct LlmCliOptions {
+  std::string base_url, model, debug_log;  // the command-line layer; empty: not given
+  double timeout_s = 0;                    // 0: not given
+  bool json = false;
+  // check
+  std::string message = "Reply with one word: ready";
+  int max_tokens = 16;
+  bool no_stream = false;
+};
+
+/// Register `llm` (subcommands `config`, `check`) on `app`; run it with llm_command once parsed.
+CLI::App* add_llm(CLI::App& app, LlmCliOptions& options);
+/// Run the parsed `llm` subcommand; returns the exit status (0 ok, 2 a settings or server error, 130
+/// interrupted).
+int llm_command(const CLI::App& llm, const LlmCliOptions& options);
+
+}  // namespace tilescope::cli
