@@ -7,17 +7,23 @@ PY ?= python3
 # clang, clang-tidy, libclang-rt-14-dev: the fuzzer (libFuzzer runtime) and `make tidy` (Debian's 14);
 # llvm-14-tools: FileCheck for the text tests (tests/lit).
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev \
-  libcpp-httplib-dev libtomlplusplus-dev pkg-config \
+  libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev pkg-config chromium \
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip build llm-model demo test test-cpp test-python test-peers test-tutorials bench bench-peers bench-profile clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
-setup: setup-apt setup-pip
+setup: setup-apt setup-pip setup-npm
 
 setup-pip:
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+
+# The web visualizer's front-end packages (web/package-lock.json), for its build and the browser tests.
+setup-npm: web/node_modules/.installed
+web/node_modules/.installed: web/package.json web/package-lock.json
+	@cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # The Debian packages alone: what the hygiene targets below need (tidy also needs nanobind, from pip).
 setup-apt:
@@ -34,8 +40,13 @@ setup-apt:
 BUILD_STAMP := $(BUILD)/.installed
 BUILD_SOURCES := $(shell find src include python examples tests/cpp -type f \( -name '*.cpp' -o -name '*.h' \
   -o -name '*.def' -o -name '*.inc' -o -name '*.py' -o -name '*.pth' -o -name '*.sh' \) 2>/dev/null) \
-  CMakeLists.txt pyproject.toml
+  CMakeLists.txt pyproject.toml web/dist/index.html
+WEB_SOURCES := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json \
+  web/package-lock.json
 build: $(BUILD_STAMP)
+# The front end (TypeScript, Vite) into web/dist/, which the package ships as tilescope/web/.
+web/dist/index.html: $(WEB_SOURCES) web/node_modules/.installed
+	@cd web && npm run --silent build >/dev/null
 $(BUILD_STAMP): $(BUILD_SOURCES)
 	@echo "building tilescope in $(BUILD)/ and installing the Python package"
 	@set -o pipefail; CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --disable-pip-version-check \
@@ -99,6 +110,10 @@ bench: setup build
 # its overhead at the bench sizes: bench/PROFILE.md (bench/profile_vs_gpu.py; a few minutes).
 bench-profile: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/profile_vs_gpu.py
+
+# The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
+bench-view: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/view.py
 
 fidelity: setup build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) tests/gpu/fidelity.py

@@ -13,9 +13,11 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -28,6 +30,7 @@
 #include "tilescope/launch/runner.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
 
 namespace nb = nanobind;
 using namespace tilescope;
@@ -129,11 +132,22 @@ class InterruptGuard {
   struct sigaction old_ {};
 };
 
+/// The trace writer of this process for `path` (opened once; a forked child opens its own: an SQLite
+/// connection must not cross a fork, so the parent's is left alone).
+trace::Writer& trace_writer(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::pair<pid_t, std::string>, std::unique_ptr<trace::Writer>> writers;
+  std::lock_guard<std::mutex> g(mu);
+  auto& w = writers[{getpid(), path}];
+  if (!w) w = std::make_unique<trace::Writer>(path);
+  return *w;
+}
+
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, int64_t max_steps,
                        const std::string& analyses, const std::vector<std::string>& stack,
                        const std::string& specialization, const std::vector<launch::ArgRecord>& allocations,
-                       int64_t max_memory) {
+                       int64_t max_memory, const std::string& trace_path) {
   launch::LaunchRecord rec;
   rec.allocations = allocations;
   rec.ttir_file = k->module().filename;
@@ -166,9 +180,18 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
+  std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    res = launch::run_launch(*k, rec, opts);
+    trace::Writer* writer = nullptr;
+    if (!trace_path.empty()) {
+      try {
+        writer = &trace_writer(trace_path);
+      } catch (const Error& e) {
+        trace_error = e.what();
+      }
+    }
+    res = writer ? writer->run(*k, rec, opts, &trace_error) : launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
     throw nb::python_error();
@@ -191,6 +214,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   out["statistics"] = res.statistics.dump();
   out["reports"] = res.reports.dump();  // per analysis name, those with a report (the profiler's counts)
   out["record"] = launch::to_json(rec, false).dump();  // the launch record, without the TTIR text
+  out["trace_error"] = trace_error;
   return out;
 }
 
@@ -262,17 +286,20 @@ NB_MODULE(_native, m) {
         nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
         nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
         nb::arg("allocations") = std::vector<launch::ArgRecord>{}, nb::arg("max_memory") = 0,
+        nb::arg("trace") = "",
         "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
         "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
         "into), on `threads` worker threads (0: all cores), each program running at most `max_steps` "
         "operations (0: no limit; more is a TilescopeError located at the loop), "
         "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'), in at "
-        "most `max_memory` bytes of program frames (0: half the physical memory). Ctrl-C "
+        "most `max_memory` bytes of program frames (0: half the physical memory), recorded into the trace "
+        "file `trace` when it is not empty (trace/trace.h). Ctrl-C "
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
         "(per analysis with a report, e.g. 'profile'), 'record': the launch record as JSON text, without "
-        "the TTIR}; the caller writes the text. The GIL is released while the grid runs.");
+        "the TTIR, 'trace_error': why the launch could not be recorded ('' when it was, or no trace)}; the "
+        "caller writes the text. The GIL is released while the grid runs.");
   m.def(
       "analyses",
       [] {

@@ -14,7 +14,7 @@ from ._state import clear as clear_findings
 from ._state import findings, print_report, report_text
 
 __all__ = ["trace", "profile", "findings", "clear_findings", "report_text", "print_report", "CompileError", "LaunchError",
-           "TilescopeError", "install"]
+           "TilescopeError", "install", "load_trace", "TraceError"]
 
 _CLIENTS = ("sanitizer",)
 
@@ -24,6 +24,10 @@ def __getattr__(name):
         from . import _capture
 
         return getattr(_capture, name)
+    if name in ("load_trace", "TraceError"):
+        from . import _trace
+
+        return getattr(_trace, name)
     if name == "TilescopeError":
         from . import _native
 

@@ -464,7 +464,7 @@ def run(jitfn, args, grid, warmup, kwargs):
                              stack=stack,
                              specialization=kernel.specialization,
                              allocations=_alloc.buffers() if kernel.makes_pointers else [],
-                             max_memory=_state.max_memory)
+                             max_memory=_state.max_memory, trace=_state.trace_path)
     except _native.TilescopeError as e:
         raise _with_diagnostic(LaunchError(f"tilescope: launch of kernel '{kernel.name}' failed: {e}"), e) from None
     finally:
@@ -479,6 +479,11 @@ def run(jitfn, args, grid, warmup, kwargs):
                 stream.write(text)
             except (OSError, ValueError):
                 pass
+    if res.get("trace_error"):
+        msg = f"the trace could not record a launch: {res['trace_error']}"
+        if msg not in _state._notes:  # said once per distinct reason
+            sys.stderr.write(f"tilescope: warning: {msg}\n")
+        _state.note(msg)
     _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack, res.get("reports", ""))
     return kernel

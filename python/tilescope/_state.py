@@ -62,6 +62,8 @@ profilers: list = []  # active tilescope.profile() blocks, innermost last
 _profiles: list[dict] = []  # this process's per-launch profile reports (under `tilescope profile`)
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
+# `tilescope sanitize --trace FILE` (or `tilescope trace`): every launch is recorded into this trace file.
+trace_path = os.environ.get("TILESCOPE_TRACE") or ""
 
 _lock = threading.Lock()
 _findings: list[dict] = []

@@ -3,7 +3,10 @@
 //   tilescope run kernel.ttir [--kernel NAME] --grid X[,Y[,Z]] --arg NAME=SPEC... [--save NAME=PATH.npy]
 //                 [--json PATH] [--sarif PATH] [--abort-on-first] [--no-poison] [--no-races]
 //                 [--color auto|always|never]
-//                 [--threads N] [--max-steps N]
+//                 [--threads N] [--max-steps N] [--trace FILE [--trace-budget SIZE]]
+//   tilescope sanitize [--trace FILE] -- CMD...   (src/cli/sanitize.h; `tilescope trace -- CMD` records too)
+//   tilescope show FILE                           (a trace's summary; src/cli/trace_cmd.h)
+//   tilescope replay FILE --launch N [--save-inputs DIR]
 //
 // The launch runs under the sanitizer (analysis/sanitizer.h) and the race detector (analysis/races.h;
 // --no-races: not): findings go to stderr as text, and to
@@ -47,6 +50,9 @@
 #include "tilescope/launch/runner.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
+#include "trace_cmd.h"
+#include "view.h"
 
 namespace tilescope::cli {
 namespace {
@@ -65,6 +71,8 @@ struct RunReport {
   std::string gpu = "H100";
   int top = 5;
   int num_warps = 4;
+  std::string trace_path;    // --trace: record the launch into this trace file
+  int64_t trace_budget = 0;  // --trace-budget; 0: trace::kDefaultBudget
 };
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
@@ -204,7 +212,13 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   launch::RunResult r;
   try {
     CancelOnSigint cancel_on_sigint;
-    r = launch::run_launch(*k, rec, opts);
+    if (rep.trace_path.empty()) {
+      r = launch::run_launch(*k, rec, opts);
+    } else {
+      trace::create(rep.trace_path, rep.trace_budget > 0 ? rep.trace_budget : trace::kDefaultBudget);
+      trace::Writer w(rep.trace_path);
+      r = w.run(*k, rec, opts);
+    }
   } catch (const exec::Interrupted&) {
     std::cerr << "tilescope: interrupted (SIGINT)\n";
     return 130;
@@ -302,6 +316,20 @@ int main(int argc, char** argv) {
   run->add_option("--color", run_report.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  run->add_option("--trace", run_report.trace_path,
+                  "record the launch into this trace file (docs/trace-format.md)");
+  run->add_option("--trace-budget", run_report.trace_budget,
+                  "most bytes of payload the trace may hold (e.g. 64M)")
+      ->transform(CLI::AsSizeValue(false));
+  tilescope::cli::SanitizeOptions sanitize_opts, trace_opts;
+  tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
+  tilescope::cli::add_sanitize(app, trace_opts, "trace");
+  tilescope::cli::ShowOptions show_opts;
+  auto* show = tilescope::cli::add_show(app, show_opts);
+  tilescope::cli::ViewOptions view_opts;
+  auto* view = tilescope::cli::add_view(app, view_opts);
+  tilescope::cli::ReplayOptions replay_opts;
+  auto* replay = tilescope::cli::add_replay(app, replay_opts);
   run->add_flag("--profile", run_report.profile,
                 "profile the launch instead of sanitizing it (what `tilescope profile kernel.ttir` does)");
   run->add_option("--profile-gpu", run_report.gpu, "with --profile: the roofline's GPU")
@@ -311,9 +339,8 @@ int main(int argc, char** argv) {
   run->add_option("--profile-num-warps", run_report.num_warps, "with --profile: warps per program")
       ->check(CLI::Range(1, 32))
       ->capture_default_str();
-  tilescope::cli::SanitizeOptions sanitize_opts, profile_opts;
-  tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
-  tilescope::cli::add_profile(app, profile_opts);    // for --help; run by profile_main or as `run --profile`
+  tilescope::cli::SanitizeOptions profile_opts;
+  tilescope::cli::add_profile(app, profile_opts);  // for --help; run by profile_main or as `run --profile`
   // `tilescope profile kernel.ttir OPTIONS`: `tilescope run kernel.ttir --profile` with the profile's
   // option names mapped to run's.
   std::vector<std::string> rewritten;
@@ -344,7 +371,8 @@ int main(int argc, char** argv) {
   tilescope::cli::LlmCliOptions llm_opts;
   auto* llm = tilescope::cli::add_llm(app, llm_opts);
   try {
-    if (argc > 1 && std::string(argv[1]) == "sanitize") return tilescope::cli::sanitize_main(argc, argv);
+    if (argc > 1 && (std::string(argv[1]) == "sanitize" || std::string(argv[1]) == "trace"))
+      return tilescope::cli::sanitize_main(argc, argv);
     if (argc > 1 && std::string(argv[1]) == "profile") return tilescope::cli::profile_main(argc, argv);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
@@ -360,6 +388,9 @@ int main(int argc, char** argv) {
   try {
     if (*demo) return tilescope::cli::demo_command(demo_args, demo->remaining());
     if (*cache) return tilescope::cli::cache_command();
+    if (*show) return tilescope::cli::show_command(show_opts);
+    if (*view) return tilescope::cli::view_command(view_opts);
+    if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
     if (run_report.profile) tilescope::analysis::find_gpu(run_report.gpu);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,

@@ -42,6 +42,8 @@
 #include "tilescope/ir/diag.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
+#include "view.h"
 
 namespace tilescope::cli {
 namespace fs = std::filesystem;
@@ -383,10 +385,31 @@ CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes) {
       ->check(CLI::PositiveNumber);
 }
 
-CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
+CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& name) {
+  const bool trace = name == "trace";
   auto* s = app.add_subcommand(
-      "sanitize",
-      "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
+      name,
+      trace ? "Run a program with every Triton launch sanitized and recorded into a trace file (tilescope "
+              "sanitize --trace FILE)"
+            : "Run a program (python script.py, pytest ...) with every Triton launch sanitized on the CPU");
+  if (trace) {
+    o.trace_path = "tilescope.tstrace";
+    s->add_option("-o,--output", o.trace_path, "the trace file to write")->capture_default_str();
+  } else {
+    s->add_option(
+        "--trace", o.trace_path,
+        "record every launch of every process of the run into this trace file (replaced when it is a "
+        "trace already; docs/trace-format.md)");
+  }
+  s->add_flag("--view", o.view,
+              "after the run, open the trace in the web visualizer (tilescope view) until Ctrl-C; without "
+              "--trace, into a temporary trace removed afterwards");
+  s->add_option(
+       "--trace-budget", o.trace_budget,
+       fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
+                   "beyond it, detail for a sample of programs (docs/trace-format.md)",
+                   trace::kDefaultBudget >> 20))
+      ->transform(CLI::AsSizeValue(false));
   s->add_option("--json", o.json_path, "write all findings as JSON (schema: README)");
   s->add_option("--sarif", o.sarif_path, "write all findings as SARIF 2.1.0");
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
@@ -427,8 +450,10 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o) {
 int sanitize_main(int argc, char** argv) {
   // The command starts after `--` or at the first argument that is not one of our options; it is
   // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {"--json",      "--sarif",      "--exit-code", "--threads",
-                                                   "--max-steps", "--max-memory", "--color",     "--target"};
+  static const std::set<std::string> with_value = {
+      "--json",  "--sarif",  "--exit-code", "--threads", "--max-steps", "--max-memory",
+      "--color", "--target", "--trace",     "-o",        "--output",    "--trace-budget"};
+  const std::string name = argv[1];
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -442,10 +467,10 @@ int sanitize_main(int argc, char** argv) {
     if (with_value.count(a) && i + 1 < argc) ours.emplace_back(argv[++i]);
   }
   for (; i < argc; ++i) command.emplace_back(argv[i]);
-  CLI::App app{"tilescope sanitize"};
+  CLI::App app{"tilescope " + name};
   SanitizeOptions o;
-  CLI::App* sub = add_sanitize(app, o);
-  std::vector<std::string> args{"sanitize"};
+  CLI::App* sub = add_sanitize(app, o, name);
+  std::vector<std::string> args{name};
   args.insert(args.end(), ours.begin(), ours.end());
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
@@ -545,6 +570,18 @@ int sanitize_command(const SanitizeOptions& o) {
     max_steps = std::to_string(n);
   }
   const std::string target = resolve_target(o.target);
+  std::string trace_path;
+  if (!o.trace_path.empty()) {
+    // Made here, before the command runs, so that a bad path fails now and every process appends to it.
+    std::error_code ec;
+    trace_path = fs::absolute(o.trace_path, ec).string();
+    trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+  } else if (o.view) {
+    // --view without --trace: a temporary trace, removed when the viewer stops.
+    std::error_code ec;
+    trace_path = (fs::temp_directory_path(ec) / fmt::format("tilescope-view-{}.tstrace", getpid())).string();
+    trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+  }
   ForwardSignals forwarding;
   TempDir dir;
 
@@ -566,6 +603,7 @@ int sanitize_command(const SanitizeOptions& o) {
   } else {
     unsetenv("TILESCOPE_PROFILE");
   }
+  if (!trace_path.empty()) setenv("TILESCOPE_TRACE", trace_path.c_str(), 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);
 
@@ -624,6 +662,16 @@ int sanitize_command(const SanitizeOptions& o) {
   std::cerr << fmt::format(
       "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n", summary,
       c.launches, processes, status);
+  if (!o.trace_path.empty()) {
+    try {
+      trace::Reader r(trace_path);
+      std::cerr << fmt::format("tilescope: trace of {} launch(es) written to {} (tilescope show {})\n",
+                               r.launches().size(), o.trace_path, o.trace_path);
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  }
   // Both files are attempted even after one fails; a failure is exit status 2.
   auto attempt = [&](const std::string& path, const std::string& text) {
     try {
@@ -638,9 +686,21 @@ int sanitize_command(const SanitizeOptions& o) {
   if (!(std::cerr << std::flush)) failed = true;  // the report was lost: nowhere left to say so
   // The program's own failure always wins; then tilescope's own (a report lost); --exit-code is the
   // status of a program that succeeded with findings.
-  if (status != 0) return status;
-  if (failed) return 2;
-  return findings.empty() ? 0 : o.exit_code;
+  const int rc = status != 0 ? status : failed ? 2 : findings.empty() ? 0 : o.exit_code;
+  if (o.view && !trace_path.empty()) {
+    // The trace in the web visualizer until Ctrl-C; a temporary trace goes with it.
+    struct RemoveAfter {
+      std::string path;
+      ~RemoveAfter() {
+        std::error_code ec;
+        if (!path.empty()) fs::remove(path, ec);
+      }
+    } remove_after{o.trace_path.empty() ? trace_path : ""};
+    ViewOptions v;
+    v.path = trace_path;
+    view_command(v);
+  }
+  return rc;
 }
 
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args) {

@@ -22,6 +22,9 @@ struct SanitizeOptions {
   bool cuda_on_cpu = false;          // --cuda-on-cpu: "cuda" tensors are made on the CPU
   bool bench_all = false;            // --bench-all: perf_report benchmarks at every x value
   std::string color = "auto";        // auto | always | never
+  std::string trace_path;            // --trace: record every launch into this trace file (trace/trace.h)
+  int64_t trace_budget = 0;          // --trace-budget: bytes of payload; 0: trace::kDefaultBudget
+  bool view = false;                 // --view: open the trace in the web visualizer after the run
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
   // `tilescope profile`: the profile analysis alone (analysis/profile.h) on every launch; --json writes
   // the profile document (README "Profile JSON") and the summary replaces the findings report.
@@ -35,15 +38,16 @@ struct SanitizeOptions {
 /// programs (exec::LaunchOptions::max_memory); SIZE in bytes or with a unit K, M, G, T (powers of 1024).
 CLI::Option* add_max_memory(CLI::App& cmd, int64_t& bytes);
 
-/// Register `sanitize` on `app`; returns the subcommand (check it with `*sub` after parsing).
-CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o);
+/// Register `sanitize` on `app` (or, with `name` "trace", the shorthand `trace`: sanitize recording
+/// into -o FILE, default tilescope.tstrace); returns the subcommand (check it with `*sub` after parsing).
+CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& name = "sanitize");
 /// Run the command with every Triton launch of it (and of its child processes) on the engine under
 /// the sanitizer; print the merged report; write --json / --sarif. Returns the exit status: the
 /// command's own status when it is not 0 (128 + N when signal N ended it), else --exit-code when
 /// there were findings, else 0. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the command's
 /// process group meanwhile; its temporary directory is removed on every way out.
 int sanitize_command(const SanitizeOptions& o);
-/// `tilescope sanitize [OPTIONS] [--] COMMAND...` from main's argv (argv[1] == "sanitize"): the
+/// `tilescope sanitize|trace [OPTIONS] [--] COMMAND...` from main's argv (argv[1] is the subcommand): the
 /// command's own arguments are passed on untouched, so they are split off before option parsing.
 int sanitize_main(int argc, char** argv);
 

@@ -90,6 +90,7 @@ struct Runner {
     lo.max_steps = o.max_steps;
     lo.max_memory = o.max_memory;
     for (auto& a : made) lo.observers.push_back(a.get());
+    lo.observers.insert(lo.observers.end(), o.observers.begin(), o.observers.end());
     lo.observers.push_back(&text);
     std::lock_guard<std::mutex> g(k.mu_);
     exec::Memory memory;

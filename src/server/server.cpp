@@ -103,7 +103,7 @@ std::vector<std::string> split_path(std::string_view path) {
 void write_error(httplib::Response& res, int status, std::string_view code, std::string_view message) {
   res.status = status;
   nlohmann::json j = {{"error", {{"code", code}, {"message", message}}}};
-  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
 }
 
 std::string_view status_code_name(int status) {

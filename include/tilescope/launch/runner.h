@@ -60,6 +60,9 @@ struct RunOptions {
   int64_t max_memory = 0;  // bytes of program frames; 0: exec::default_max_memory()
   /// Where tt.print text goes as programs print it (calls are serialized). Null: RunResult::prints.
   std::function<void(std::string_view)> print;
+  /// More observers for the launch, after the analyses (e.g. the trace recorder, trace/trace.h); not
+  /// owned. Their events are the analyses' events.
+  std::vector<exec::Observer*> observers;
 };
 
 struct RunResult {

@@ -1,0 +1,21 @@
+// `tilescope view run.tstrace`: the web visualizer of a trace, served by tilescope's own HTTP server
+// (server/server.h: loopback, session token, Host / Origin checks) with the bundled front end (web/).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace tilescope::cli {
+
+struct ViewOptions {
+  std::string path;
+  std::string host = "127.0.0.1";
+  int port = 0;
+};
+
+CLI::App* add_view(CLI::App& app, ViewOptions& o);
+/// Serve the trace until SIGINT or SIGTERM; prints the URL to open (with its one-time token) on stdout.
+/// Errors (a bad trace, a port in use, missing front-end files) are tilescope::Error.
+int view_command(const ViewOptions& o);
+
+}  // namespace tilescope::cli

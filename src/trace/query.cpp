@@ -1,0 +1,346 @@
+// The visualizer's queries over a trace (query.h): indexed reads of the tables of
+// docs/trace-format.md, answered as JSON.
+#include "tilescope/trace/query.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "sqlite.h"
+#include "tilescope/ir/elem.h"
+#include "tilescope/trace/trace.h"
+
+namespace tilescope::trace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+json parse_or(const std::string& text, json fallback) {
+  json j = json::parse(text, nullptr, false);
+  return j.is_discarded() ? fallback : j;
+}
+
+/// Little-endian int64 pairs of a run-length blob (docs/trace-format.md).
+std::vector<std::array<int64_t, 2>> pairs(std::span<const std::byte> b) {
+  std::vector<std::array<int64_t, 2>> out(b.size() / 16);
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::memcpy(&out[i][0], b.data() + 16 * i, 8);
+    std::memcpy(&out[i][1], b.data() + 16 * i + 8, 8);
+  }
+  return out;
+}
+
+std::string pid_key(int64_t x, int64_t y, int64_t z) { return fmt::format("{},{},{}", x, y, z); }
+
+}  // namespace
+
+struct Query::Impl {
+  explicit Impl(const std::string& path) : db(path, /*write=*/false) {}
+  Db db;
+  std::mutex mu;
+
+  void require_launch(int64_t id) {
+    Stmt s(db, "SELECT 1 FROM launches WHERE id = ?");
+    s.bind(1, id);
+    if (!s.step()) throw NotFound(fmt::format("no launch {} in this trace", id));
+  }
+};
+
+Query::Query(const std::string& path) {
+  Reader check(path);  // the format, version and integrity checks, with their messages
+  impl_ = std::make_unique<Impl>(path);
+}
+
+Query::~Query() = default;
+
+json Query::session() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  const Db& db = impl_->db;
+  json out = {{"file", fs::path(db.path()).filename().string()}};
+  Stmt m(db, "SELECT key, value FROM meta");
+  while (m.step()) {
+    const std::string k = m.text(0);
+    if (k == "version" || k == "budget" || k == "used") out[k] = std::stoll(m.text(1));
+  }
+  Stmt n(db, "SELECT (SELECT count(*) FROM launches), (SELECT count(*) FROM kernels)");
+  n.step();
+  out["launches"] = n.i64(0);
+  out["kernels"] = n.i64(1);
+  return out;
+}
+
+namespace {
+
+json launch_row(Stmt& s) {
+  // Columns: id, name, kernel, grid_x, grid_y, grid_z, programs, seconds, started, findings, error,
+  // detail_stride, dropped
+  json findings = parse_or(s.text(9), json::array());
+  json kinds = json::object();
+  for (const json& f : findings)
+    if (f.is_object() && f.contains("kind"))
+      kinds[f["kind"].get<std::string>()] = kinds.value(f["kind"].get<std::string>(), 0) + 1;
+  return {{"id", s.i64(0)},
+          {"name", s.text(1)},
+          {"kernel", s.i64(2)},
+          {"grid", {s.i64(3), s.i64(4), s.i64(5)}},
+          {"programs", s.i64(6)},
+          {"seconds", s.f64(7)},
+          {"started", s.f64(8)},
+          {"findings", findings.is_array() ? findings.size() : 0},
+          {"kinds", kinds},
+          {"error", s.is_null(10) ? json() : json(s.text(10))},
+          {"detail_stride", s.i64(11)},
+          {"dropped", parse_or(s.text(12), json::object())}};
+}
+
+constexpr const char* kLaunchColumns =
+    "id, name, kernel, grid_x, grid_y, grid_z, programs, seconds, started, findings, error, detail_stride, "
+    "dropped";
+
+}  // namespace
+
+json Query::launches() const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  Stmt s(impl_->db, fmt::format("SELECT {} FROM launches ORDER BY id", kLaunchColumns).c_str());
+  json out = json::array();
+  while (s.step()) out.push_back(launch_row(s));
+  return out;
+}
+
+json Query::launch(int64_t id) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  const Db& db = impl_->db;
+  Stmt s(db, fmt::format("SELECT {}, record, reports FROM launches WHERE id = ?", kLaunchColumns).c_str());
+  s.bind(1, id);
+  if (!s.step()) throw NotFound(fmt::format("no launch {} in this trace", id));
+  json out = launch_row(s);
+  out["kernel_id"] = out["kernel"];
+  const json record = parse_or(s.text(13), json::object());
+  out["reports"] = parse_or(s.text(14), json::object());
+  json args = record.value("args", json::array());
+  for (size_t i = 0; i < args.size(); ++i) args[i]["index"] = i;
+  out["args"] = args;
+  out["specialization"] = record.value("specialization", json::object());
+  out["stack"] = record.value("stack", json::array());
+  out["findings"] = parse_or(s.text(9), json::array());
+  std::map<int64_t, json> stats;
+  {
+    Stmt st(db, "SELECT site, executions, lanes, active, oob, bytes FROM site_stats WHERE launch = ?");
+    st.bind(1, id);
+    while (st.step())
+      stats[st.i64(0)] = {{"executions", st.i64(1)},
+                          {"lanes", st.i64(2)},
+                          {"active", st.i64(3)},
+                          {"oob", st.i64(4)},
+                          {"bytes", st.i64(5)}};
+  }
+  json sites = json::array();
+  {
+    Stmt si(db,
+            "SELECT site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot FROM sites WHERE "
+            "kernel = ? "
+            "ORDER BY site");
+    si.bind(1, out["kernel"].get<int64_t>());
+    while (si.step()) {
+      json e = {{"site", si.i64(0)},
+                {"op", si.text(1)},
+                {"ttir_line", si.i64(2)},
+                {"ttir_col", si.i64(3)},
+                {"file", si.text(4)},
+                {"line", si.i64(5)},
+                {"col", si.i64(6)},
+                {"var", si.text(7)},
+                {"inlined_from", parse_or(si.text(8), json::array())},
+                {"dot", si.is_null(9) ? json() : parse_or(si.text(9), json())}};
+      if (auto it = stats.find(si.i64(0)); it != stats.end()) e["stats"] = it->second;
+      sites.push_back(std::move(e));
+    }
+  }
+  out["sites"] = sites;
+  json sources = json::array();
+  Stmt so(db,
+          "SELECT s.id, s.path FROM launch_sources ls JOIN sources s ON s.id = ls.source WHERE ls.launch = ? "
+          "ORDER BY s.path");
+  so.bind(1, id);
+  while (so.step()) sources.push_back({{"id", so.i64(0)}, {"path", so.text(1)}});
+  out["sources"] = sources;
+  return out;
+}
+
+json Query::programs(int64_t launch, bool with_bytes) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  const Db& db = impl_->db;
+  Stmt l(db, "SELECT detail_stride, findings, record FROM launches WHERE id = ?");
+  l.bind(1, launch);
+  if (!l.step()) throw NotFound(fmt::format("no launch {} in this trace", launch));
+  json out = {{"detail_stride", l.i64(0)}};
+  const json findings = parse_or(l.text(1), json::array());
+  std::map<std::array<int64_t, 3>, std::array<int64_t, 2>> per;  // accesses, bytes
+  if (with_bytes) {
+    // Bytes are not stored per program: element runs times the argument's element size.
+    const json args = parse_or(l.text(2), json::object()).value("args", json::array());
+    std::map<int64_t, int64_t> elem_size;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].value("kind", "") != "buffer") continue;
+      const auto e = ir::elem_from_mlir(args[i].value("dtype", ""));
+      elem_size[static_cast<int64_t>(i)] = e ? ir::elem_bytes(*e) : 0;
+    }
+    Stmt a(db, "SELECT pid_x, pid_y, pid_z, arg, runs FROM accesses WHERE launch = ?");
+    a.bind(1, launch);
+    while (a.step()) {
+      auto& p = per[{a.i64(0), a.i64(1), a.i64(2)}];
+      ++p[0];
+      int64_t elements = 0;
+      for (const auto& run : pairs(a.bytes(4))) elements += run[1];
+      auto es = elem_size.find(a.i64(3));
+      p[1] += elements * (es == elem_size.end() ? 0 : es->second);
+    }
+  }
+  json progs = json::array();
+  for (const auto& [pid, v] : per)
+    progs.push_back({{"pid", {pid[0], pid[1], pid[2]}}, {"accesses", v[0]}, {"bytes", v[1]}});
+  if (with_bytes) out["programs"] = progs;
+  json by_pid = json::object();
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const json& f = findings[i];
+    auto add = [&](const json& ps) {
+      if (!ps.is_object() || !ps.contains("first")) return;
+      for (const json& p : ps["first"])
+        if (p.is_array() && p.size() == 3) by_pid[pid_key(p[0], p[1], p[2])].push_back(i);
+    };
+    add(f.value("programs", json()));
+    if (f.contains("other") && f["other"].is_object()) add(f["other"].value("programs", json()));
+  }
+  out["findings"] = by_pid;
+  return out;
+}
+
+json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->require_launch(launch);
+  const Db& db = impl_->db;
+  json out = {{"pid", {pid[0], pid[1], pid[2]}}};
+  json acc = json::array();
+  // "+site": SQLite then takes the program index (launch, pid) rather than the (launch, site) one.
+  Stmt a(db,
+         "SELECT site, seq, arg, kind, lanes, active, oob, runs, oob_runs FROM accesses WHERE launch = ? AND "
+         "pid_x = ? AND pid_y = ? AND pid_z = ? ORDER BY +site, seq, arg");
+  a.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
+  auto runs_of = [](std::span<const std::byte> b) {
+    json runs = json::array();
+    for (const auto& r : pairs(b)) runs.push_back({r[0], r[1]});
+    return runs;
+  };
+  while (a.step())
+    acc.push_back({{"site", a.i64(0)},
+                   {"seq", a.i64(1)},
+                   {"arg", a.i64(2)},
+                   {"kind", a.text(3)},
+                   {"lanes", a.i64(4)},
+                   {"active", a.i64(5)},
+                   {"oob", a.i64(6)},
+                   {"runs", runs_of(a.bytes(7))},
+                   {"oob_runs", runs_of(a.bytes(8))}});
+  json loops = json::array();
+  Stmt l(db,
+         "SELECT site, executions, trips FROM loops WHERE launch = ? AND pid_x = ? AND pid_y = ? AND pid_z = "
+         "? ORDER BY site");
+  l.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
+  while (l.step()) loops.push_back({{"site", l.i64(0)}, {"executions", l.i64(1)}, {"trips", l.i64(2)}});
+  Stmt st(db, "SELECT detail_stride, grid_x, grid_y FROM launches WHERE id = ?");
+  st.bind(1, launch);
+  st.step();
+  const int64_t stride = st.i64(0), gx = st.i64(1), gy = st.i64(2);
+  const int64_t linear = pid[0] + gx * (pid[1] + gy * pid[2]);
+  out["sampled"] = stride > 0 && linear % stride == 0;
+  out["accesses"] = acc;
+  out["loops"] = loops;
+  return out;
+}
+
+json Query::element_counts(int64_t launch, int arg) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->require_launch(launch);
+  Stmt s(impl_->db, "SELECT loads, stores FROM element_counts WHERE launch = ? AND arg = ?");
+  s.bind(1, launch).bind(2, arg);
+  if (!s.step()) throw NotFound(fmt::format("launch {} has no element counts for argument {}", launch, arg));
+  auto runs = [](std::span<const std::byte> b, int64_t& n) {
+    json v = json::array();
+    n = 0;
+    for (const auto& [count, repeat] : pairs(b)) {
+      v.push_back({count, repeat});
+      n += repeat;
+    }
+    return v;
+  };
+  int64_t nl = 0, ns = 0;
+  json loads = runs(s.bytes(0), nl), stores = runs(s.bytes(1), ns);
+  return {{"elements", std::max(nl, ns)}, {"loads", loads}, {"stores", stores}};
+}
+
+json Query::element_accesses(int64_t launch, int arg, int64_t element, int limit) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->require_launch(launch);
+  json out = json::array();
+  bool more = false;
+  Stmt a(impl_->db,
+         "SELECT pid_x, pid_y, pid_z, site, seq, kind, runs FROM accesses WHERE launch = ? AND arg = ? ORDER "
+         "BY pid_z, "
+         "pid_y, pid_x, site, seq");
+  a.bind(1, launch).bind(2, arg);
+  while (a.step()) {
+    for (const auto& r : pairs(a.bytes(6))) {
+      if (element >= r[0] && element < r[0] + r[1]) {
+        if (static_cast<int>(out.size()) >= limit) {
+          more = true;
+          break;
+        }
+        out.push_back({{"pid", {a.i64(0), a.i64(1), a.i64(2)}},
+                       {"site", a.i64(3)},
+                       {"seq", a.i64(4)},
+                       {"kind", a.text(5)}});
+        break;
+      }
+    }
+    if (more) break;
+  }
+  return {{"accesses", out}, {"more", more}};
+}
+
+std::string Query::contents(int64_t launch, int arg, const std::string& phase) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  impl_->require_launch(launch);
+  Stmt s(impl_->db, "SELECT data FROM contents WHERE launch = ? AND arg = ? AND phase = ?");
+  s.bind(1, launch).bind(2, arg).bind(3, phase);
+  if (!s.step() || s.is_null(0))
+    throw NotFound(
+        fmt::format("launch {} has no '{}' contents of argument {} (not a buffer, or dropped by the budget)",
+                    launch, phase, arg));
+  auto b = s.bytes(0);
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+json Query::source(int64_t id) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  Stmt s(impl_->db, "SELECT path, content FROM sources WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) throw NotFound(fmt::format("no source file {} in this trace", id));
+  auto b = s.bytes(1);
+  return {{"id", id},
+          {"path", s.text(0)},
+          {"content", std::string(reinterpret_cast<const char*>(b.data()), b.size())}};
+}
+
+json Query::kernel(int64_t id) const {
+  std::lock_guard<std::mutex> g(impl_->mu);
+  Stmt s(impl_->db, "SELECT name, ttir_file, ttir FROM kernels WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) throw NotFound(fmt::format("no kernel {} in this trace", id));
+  return {{"id", id}, {"name", s.text(0)}, {"ttir_file", s.text(1)}, {"ttir", s.text(2)}};
+}
+
+}  // namespace tilescope::trace

@@ -1,0 +1,710 @@
+// The trace store (trace.h): the schema, the writer's per-launch transaction and the reader.
+// Schema and budget rule: docs/trace-format.md (keep them in sync with kSchema and Writer::run).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "recorder.h"
+#include "sqlite.h"
+#include "tilescope/ir/elem.h"
+#include "tilescope/report/report.h"
+#include "tilescope/trace/trace.h"
+
+namespace tilescope::trace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormatName = "tilescope-trace";
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS kernels(id INTEGER PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL,
+  ttir_file TEXT NOT NULL, ttir TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS kernels_hash ON kernels(hash);
+CREATE TABLE IF NOT EXISTS sites(kernel INTEGER NOT NULL, site INTEGER NOT NULL, op TEXT NOT NULL,
+  ttir_line INTEGER NOT NULL, ttir_col INTEGER NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
+  col INTEGER NOT NULL, var TEXT NOT NULL, inlined_from TEXT NOT NULL, dot TEXT,
+  PRIMARY KEY(kernel, site));
+CREATE TABLE IF NOT EXISTS sources(id INTEGER PRIMARY KEY, path TEXT NOT NULL, hash TEXT NOT NULL,
+  content BLOB NOT NULL, UNIQUE(path, hash));
+CREATE TABLE IF NOT EXISTS launches(id INTEGER PRIMARY KEY, kernel INTEGER NOT NULL, name TEXT NOT NULL,
+  process INTEGER NOT NULL, started REAL NOT NULL, ended REAL NOT NULL, seconds REAL NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL, programs INTEGER NOT NULL,
+  record TEXT NOT NULL, analyses TEXT NOT NULL, findings TEXT NOT NULL, reports TEXT NOT NULL,
+  statistics TEXT NOT NULL, error TEXT, detail_stride INTEGER NOT NULL, dropped TEXT NOT NULL,
+  bytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS launch_sources(launch INTEGER NOT NULL, source INTEGER NOT NULL,
+  PRIMARY KEY(launch, source));
+CREATE TABLE IF NOT EXISTS site_stats(launch INTEGER NOT NULL, site INTEGER NOT NULL,
+  executions INTEGER NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
+  bytes INTEGER NOT NULL, PRIMARY KEY(launch, site));
+CREATE TABLE IF NOT EXISTS contents(launch INTEGER NOT NULL, arg INTEGER NOT NULL, phase TEXT NOT NULL,
+  host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, data BLOB, PRIMARY KEY(launch, arg, phase));
+CREATE TABLE IF NOT EXISTS element_counts(launch INTEGER NOT NULL, arg INTEGER NOT NULL,
+  loads BLOB NOT NULL, stores BLOB NOT NULL, PRIMARY KEY(launch, arg));
+CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
+  pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, seq INTEGER NOT NULL, arg INTEGER NOT NULL,
+  kind TEXT NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
+  runs BLOB NOT NULL, oob_runs BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS accesses_launch ON accesses(launch, site);
+CREATE INDEX IF NOT EXISTS accesses_program ON accesses(launch, pid_x, pid_y, pid_z);
+CREATE TABLE IF NOT EXISTS loops(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
+  pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, executions INTEGER NOT NULL, trips INTEGER NOT NULL);
+)sql";
+
+std::string fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// Whether the database holds a table called `name`.
+bool has_table(const Db& db, const char* name) {
+  Stmt s(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  s.bind(1, name);
+  return s.step();
+}
+
+std::string meta(const Db& db, const char* key) {
+  Stmt s(db, "SELECT value FROM meta WHERE key = ?");
+  s.bind(1, key);
+  return s.step() ? s.text(0) : std::string();
+}
+
+/// The integer meta value `key`; a missing or malformed one is a damaged trace.
+int64_t meta_int(const Db& db, const char* key) {
+  const std::string v = meta(db, key);
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < 0)
+    throw Error(
+        fmt::format("{}: the trace is damaged (meta '{}' is '{}', not a byte count)", db.path(), key, v));
+  return n;
+}
+
+/// Checks that `db` is a tilescope trace of this format version. `empty_ok`: a database without any
+/// table (a new file) passes.
+void check_format(const Db& db, bool empty_ok) {
+  const std::string& p = db.path();
+  {
+    Stmt any(db, "SELECT count(*) FROM sqlite_master");  // the first read: SQLite checks the header
+    any.step();
+    if (any.i64(0) == 0) {
+      if (empty_ok) return;
+      throw Error(fmt::format("{}: not a tilescope trace (an empty file or database)", p));
+    }
+  }
+  if (!has_table(db, "meta") || meta(db, "format") != kFormatName)
+    throw Error(
+        fmt::format("{}: not a tilescope trace (an SQLite database without tilescope's meta table)", p));
+  const std::string v = meta(db, "version");
+  int version = 0;
+  try {
+    version = std::stoi(v);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("{}: unknown trace format version '{}' (this tilescope reads version {})", p, v,
+                            kFormatVersion));
+  }
+  if (version > kFormatVersion)
+    throw Error(
+        fmt::format("{}: trace format version {} is newer than this tilescope reads ({}); use a newer "
+                    "tilescope",
+                    p, version, kFormatVersion));
+  if (version != kFormatVersion)
+    throw Error(fmt::format("{}: unknown trace format version {} (this tilescope reads version {})", p,
+                            version, kFormatVersion));
+}
+
+/// Source files of a launch: the Python stack's files and the files of the kernel's op locations.
+std::set<std::string> source_files(const launch::LaunchRecord& rec, const std::vector<const ir::Op*>& sites) {
+  std::set<std::string> files;
+  for (const std::string& frame : rec.stack) {  // "file:line in func"
+    const size_t in = frame.rfind(" in ");
+    const size_t colon = frame.rfind(':', in == std::string::npos ? frame.size() : in);
+    if (colon != std::string::npos && colon > 0) files.insert(frame.substr(0, colon));
+  }
+  auto triton_lib = [](const std::string& f) {
+    return f.find("/triton/language/") != std::string::npos ||
+           f.find("/triton/runtime/") != std::string::npos;
+  };
+  for (const ir::Op* op : sites) {
+    if (!op->loc.file.empty() && !triton_lib(op->loc.file)) files.insert(op->loc.file);
+    for (const auto& [f, l] : op->loc.stack)
+      if (!triton_lib(f)) files.insert(f);
+  }
+  return files;
+}
+
+std::optional<std::string> read_source(const std::string& path) {
+  constexpr uintmax_t kMax = uintmax_t{8} << 20;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > kMax || ec) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return std::nullopt;
+  return s;
+}
+
+/// Run-length form of per-element counts: little-endian int64 (value, repeat) pairs.
+std::vector<int64_t> rle(const std::vector<uint32_t>& v) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i + 1;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    out.push_back(v[i]);
+    out.push_back(static_cast<int64_t>(j - i));
+    i = j;
+  }
+  return out;
+}
+
+const char* kind_name(uint8_t k) {
+  switch (static_cast<exec::AccessKind>(k)) {
+    case exec::AccessKind::load: return "load";
+    case exec::AccessKind::store: return "store";
+    default: return "atomic";
+  }
+}
+
+json analyses_json(const std::vector<launch::AnalysisRequest>& a) {
+  json out = json::array();
+  for (const auto& r : a) out.push_back({r.name, r.options.is_null() ? json::object() : r.options});
+  return out;
+}
+
+/// BEGIN IMMEDIATE ... COMMIT, rolled back when an exception leaves the scope.
+class Transaction {
+ public:
+  explicit Transaction(const Db& db) : db_(db) { db_.exec("BEGIN IMMEDIATE", "starting a transaction"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    db_.exec("COMMIT", "committing a launch");
+    done_ = true;
+  }
+
+ private:
+  const Db& db_;
+  bool done_ = false;
+};
+
+void init_schema(const Db& db, int64_t budget) {
+  Transaction t(db);
+  db.exec(kSchema, "creating the schema");
+  Stmt ins(db, "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)");
+  const std::pair<const char*, std::string> rows[] = {{"format", kFormatName},
+                                                      {"version", std::to_string(kFormatVersion)},
+                                                      {"budget", std::to_string(budget)},
+                                                      {"used", "0"},
+                                                      {"created", fmt::format("{:.6f}", unix_now())}};
+  for (const auto& [k, v] : rows) ins.bind(1, k).bind(2, v).run();
+  t.commit();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Writer
+
+struct Writer::Impl {
+  explicit Impl(const std::string& p) : db(p, true) {}
+  Db db;
+  int64_t budget = kDefaultBudget;
+  std::mutex mu;  // the connection is used by one thread at a time (launches may come from several)
+};
+
+Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique<Impl>(path)) {
+  if (budget < 0) throw Error(fmt::format("{}: the trace budget must not be negative", path));
+  check_format(impl_->db, true);
+  if (!has_table(impl_->db, "meta")) init_schema(impl_->db, budget);
+  check_format(impl_->db, false);
+  impl_->budget = meta_int(impl_->db, "budget");
+}
+
+Writer::~Writer() = default;
+
+const std::string& Writer::path() const { return impl_->db.path(); }
+
+launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
+                              const launch::RunOptions& options, std::string* write_error) {
+  const Db& db = impl_->db;
+  const double started = unix_now();
+  const std::string record_json = launch::to_json(rec, false).dump();
+  const int64_t used_at_start = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    return meta_int(db, "used");
+  }();
+  // What is always written (record, TTIR, findings, aggregates) is not known yet: the record stands in.
+  int64_t remaining = impl_->budget - used_at_start - static_cast<int64_t>(record_json.size());
+
+  // Argument contents before the launch, when they fit.
+  int64_t before_bytes = 0;
+  for (const auto& a : rec.args)
+    if (a.kind == launch::ArgRecord::Kind::buffer) before_bytes += static_cast<int64_t>(a.bytes);
+  const bool keep_before = before_bytes <= remaining;
+  std::vector<std::vector<std::byte>> before(rec.args.size());
+  if (keep_before)
+    for (size_t i = 0; i < rec.args.size(); ++i)
+      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
+        before[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
+
+  Recorder recorder(kernel.module(), remaining - (keep_before ? before_bytes : 0));
+  launch::RunOptions o = options;
+  o.observers.push_back(&recorder);
+  launch::RunResult r;
+  std::string error;
+  std::exception_ptr failure;
+  try {
+    r = launch::run_launch(kernel, rec, o);
+  } catch (const std::exception& e) {
+    error = e.what();
+    failure = std::current_exception();
+  }
+  const double ended = unix_now();
+  const std::string findings = report::to_json(r.findings).dump();
+  const std::string reports = r.reports.dump();
+  const std::string statistics = r.statistics.dump();
+  const std::string analyses = analyses_json(options.analyses).dump();
+  const ir::Function& fn = kernel.function(rec.kernel);
+
+  // One transaction: a crash or a failed write leaves the file as it was before this launch.
+  auto write = [&] {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    Transaction t(db);
+    const int64_t budget = impl_->budget;
+    int64_t used = meta_int(db, "used");
+    int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() +
+                                         statistics.size() + analyses.size()) +
+                    64;
+    json dropped = json::object();
+
+    // The kernel's text and sites, once per distinct text.
+    const std::string hash = fnv1a(kernel.text());
+    int64_t kernel_id = -1;
+    {
+      Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
+      find.bind(1, hash);
+      while (find.step())
+        if (find.text(1) == kernel.text()) kernel_id = find.i64(0);
+    }
+    if (kernel_id < 0) {
+      Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
+      ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
+      kernel_id = sqlite3_last_insert_rowid(db.get());
+      bytes += static_cast<int64_t>(kernel.text().size());
+      Stmt site(
+          db,
+          "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      const auto& sites = recorder.sites();
+      for (size_t i = 0; i < sites.size(); ++i) {
+        const ir::Op& op = *sites[i];
+        json inlined = json::array();
+        for (const auto& [f, l] : op.loc.stack)
+          if (!(f == op.loc.file && l == op.loc.line) && f.find("/triton/language/") == std::string::npos &&
+              f.find("/triton/runtime/") == std::string::npos)
+            inlined.push_back(fmt::format("{}:{}", f, l));
+        site.bind(1, kernel_id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, op.name)
+            .bind(4, op.pos.line)
+            .bind(5, op.pos.col)
+            .bind(6, op.loc.file)
+            .bind(7, op.loc.line)
+            .bind(8, op.loc.col)
+            .bind(9, op.loc.var)
+            .bind(10, inlined.dump());
+        if ((op.name == "tt.dot" || op.name == "tt.dot_scaled") && op.operands.size() >= 2 &&
+            op.operands[0]->type->shape.size() >= 2 && op.operands[1]->type->shape.size() >= 2) {
+          const auto& a = op.operands[0]->type->shape;
+          const auto& b = op.operands[1]->type->shape;
+          site.bind(11, json{a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]}.dump());  // [M, N, K]
+        }
+        site.run();
+        bytes += 64;
+      }
+    }
+
+    Stmt ins_launch(
+        db,
+        "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
+        "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '{}', 0)");
+    ins_launch.bind(1, kernel_id)
+        .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
+        .bind(3, static_cast<int64_t>(getpid()))
+        .bind(4, started)
+        .bind(5, ended)
+        .bind(6, r.seconds)
+        .bind(7, rec.grid[0])
+        .bind(8, rec.grid[1])
+        .bind(9, rec.grid[2])
+        .bind(10, r.stats.programs)
+        .bind(11, record_json)
+        .bind(12, analyses)
+        .bind(13, findings)
+        .bind(14, reports)
+        .bind(15, statistics);
+    if (failure)
+      ins_launch.bind(16, error);
+    else
+      ins_launch.null(16);
+    ins_launch.run();
+    const int64_t id = sqlite3_last_insert_rowid(db.get());
+
+    // Python sources, deduplicated by path and content.
+    {
+      Stmt find(db, "SELECT id FROM sources WHERE path = ? AND hash = ?");
+      Stmt ins(db, "INSERT INTO sources(path, hash, content) VALUES (?, ?, ?)");
+      Stmt link(db, "INSERT OR IGNORE INTO launch_sources(launch, source) VALUES (?, ?)");
+      for (const std::string& f : source_files(rec, recorder.sites())) {
+        std::optional<std::string> text = read_source(f);
+        if (!text) continue;
+        const std::string h = fnv1a(*text);
+        find.bind(1, f).bind(2, h);
+        int64_t sid = find.step() ? find.i64(0) : -1;
+        find.reset();
+        if (sid < 0) {
+          ins.bind(1, f).bind(2, h).blob(3, text->data(), text->size()).run();
+          sid = sqlite3_last_insert_rowid(db.get());
+          bytes += static_cast<int64_t>(text->size());
+        }
+        link.bind(1, id).bind(2, sid).run();
+      }
+    }
+
+    // Aggregates over every program.
+    {
+      Stmt ins(db,
+               "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes) VALUES (?, ?, ?, "
+               "?, ?, ?, ?)");
+      const auto& st = recorder.site_stats();
+      for (size_t i = 0; i < st.size(); ++i) {
+        if (st[i].executions == 0) continue;
+        ins.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, st[i].executions)
+            .bind(4, st[i].lanes)
+            .bind(5, st[i].active)
+            .bind(6, st[i].oob)
+            .bind(7, st[i].bytes)
+            .run();
+        bytes += 56;
+      }
+      Stmt cnt(db, "INSERT INTO element_counts(launch, arg, loads, stores) VALUES (?, ?, ?, ?)");
+      json too_big = json::array();
+      const auto& counts = recorder.counts();
+      for (size_t i = 0; i < counts.size() && i < rec.args.size(); ++i) {
+        if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
+        if (counts[i].loads.empty() && rec.args[i].bytes > 0) {
+          too_big.push_back(rec.args[i].name);
+          continue;
+        }
+        const std::vector<int64_t> l = rle(counts[i].loads), s = rle(counts[i].stores);
+        cnt.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .blob(3, l.data(), l.size() * 8)
+            .blob(4, s.data(), s.size() * 8)
+            .run();
+        bytes += static_cast<int64_t>((l.size() + s.size()) * 8);
+      }
+      if (!too_big.empty()) dropped["element_counts"] = too_big;
+    }
+
+    // Argument contents before the launch, then the sampled detail, then the contents after: each only
+    // when it fits what the budget has left.
+    Stmt content(
+        db, "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data) VALUES (?, ?, ?, ?, ?, ?)");
+    auto write_contents = [&](const char* phase, bool keep, const std::vector<std::vector<std::byte>>* data) {
+      json lost = json::array();
+      for (size_t i = 0; i < rec.args.size(); ++i) {
+        const launch::ArgRecord& a = rec.args[i];
+        if (a.kind != launch::ArgRecord::Kind::buffer) continue;
+        content.bind(1, id)
+            .bind(2, static_cast<int64_t>(i))
+            .bind(3, phase)
+            .bind(4, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
+            .bind(5, static_cast<int64_t>(a.bytes));
+        if (keep && data) {
+          content.blob(6, (*data)[i].data(), (*data)[i].size());
+          bytes += static_cast<int64_t>((*data)[i].size());
+        } else {
+          content.null(6);
+          lost.push_back(a.name);
+        }
+        content.run();
+        bytes += 32;
+      }
+      if (!lost.empty()) dropped[fmt::format("contents_{}", phase)] = lost;
+    };
+    const bool before_fits = keep_before && used + bytes + before_bytes <= budget;
+    write_contents("before", before_fits, &before);
+
+    recorder.fit(budget - used - bytes);
+    const int64_t stride = recorder.stride();
+    std::vector<std::unique_ptr<ProgramDetail>> detail = recorder.take_detail();
+    {
+      Stmt acc(
+          db,
+          "INSERT INTO accesses(launch, site, pid_x, pid_y, pid_z, seq, arg, kind, lanes, active, oob, runs, "
+          "oob_runs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      Stmt loop(db,
+                "INSERT INTO loops(launch, site, pid_x, pid_y, pid_z, executions, trips) VALUES (?, ?, ?, ?, "
+                "?, ?, ?)");
+      for (const auto& d : detail) {
+        for (const AccessRow& a : d->accesses)
+          acc.bind(1, id)
+              .bind(2, a.site)
+              .bind(3, d->pid[0])
+              .bind(4, d->pid[1])
+              .bind(5, d->pid[2])
+              .bind(6, a.seq)
+              .bind(7, a.arg)
+              .bind(8, kind_name(a.kind))
+              .bind(9, a.lanes)
+              .bind(10, a.active)
+              .bind(11, a.oob)
+              .blob(12, a.runs.data(), a.runs.size() * 8)
+              .blob(13, a.oob_runs.data(), a.oob_runs.size() * 8)
+              .run();
+        for (const LoopRow& l : d->loops)
+          loop.bind(1, id)
+              .bind(2, l.site)
+              .bind(3, d->pid[0])
+              .bind(4, d->pid[1])
+              .bind(5, d->pid[2])
+              .bind(6, l.executions)
+              .bind(7, l.trips)
+              .run();
+        bytes += d->bytes;
+      }
+    }
+    const int64_t programs = r.stats.programs;
+    if (stride != 1 && programs > 0)
+      dropped["detail"] = {
+          {"stride", stride}, {"programs_kept", static_cast<int64_t>(detail.size())}, {"programs", programs}};
+
+    std::vector<std::vector<std::byte>> after(rec.args.size());
+    int64_t after_bytes = 0;
+    for (size_t i = 0; i < rec.args.size(); ++i)
+      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer)
+        after_bytes += static_cast<int64_t>(rec.args[i].bytes);
+    const bool after_fits = used + bytes + after_bytes <= budget;
+    if (after_fits)
+      for (size_t i = 0; i < rec.args.size(); ++i)
+        if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
+          after[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
+    write_contents("after", after_fits, &after);
+
+    Stmt fin(db, "UPDATE launches SET detail_stride = ?, dropped = ?, bytes = ? WHERE id = ?");
+    fin.bind(1, stride).bind(2, dropped.dump()).bind(3, bytes).bind(4, id).run();
+    Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
+    upd.bind(1, std::to_string(used + bytes)).run();
+    t.commit();
+  };
+  try {
+    write();
+  } catch (const Error& e) {
+    if (!write_error || failure) throw;
+    *write_error = e.what();
+  }
+  if (failure) std::rethrow_exception(failure);
+  return r;
+}
+
+void create(const std::string& path, int64_t budget) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    {
+      Db db(path, false);
+      check_format(db, true);  // a trace of this version, or an empty file; anything else is refused
+    }
+    if (!fs::remove(path, ec) && ec)
+      throw Error(fmt::format("{}: cannot replace the old trace: {}", path, ec.message()));
+    fs::remove(path + "-journal", ec);
+  }
+  Writer w(path, budget);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reader
+
+struct Reader::Impl {
+  explicit Impl(const std::string& p) : db(p, false) {}
+  Db db;
+};
+
+Reader::Reader(const std::string& path) : impl_(nullptr) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(fmt::format("{}: no such trace file", path));
+  if (fs::is_directory(path, ec)) throw Error(fmt::format("{}: is a directory, not a trace file", path));
+  impl_ = std::make_unique<Impl>(path);
+  check_format(impl_->db, false);
+  Stmt check(impl_->db, "PRAGMA quick_check");
+  if (check.step() && check.text(0) != "ok")
+    throw Error(fmt::format("{}: the trace is truncated or corrupted (SQLite's integrity check: {})", path,
+                            check.text(0)));
+}
+
+Reader::~Reader() = default;
+
+const std::string& Reader::path() const { return impl_->db.path(); }
+
+std::vector<int64_t> Reader::launches() const {
+  std::vector<int64_t> out;
+  Stmt s(impl_->db, "SELECT id FROM launches ORDER BY id");
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
+StoredLaunch Reader::launch(int64_t id) const {
+  const Db& db = impl_->db;
+  Stmt s(db,
+         "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name FROM "
+         "launches l "
+         "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
+  s.bind(1, id);
+  if (!s.step()) {
+    const auto ids = launches();
+    throw Error(fmt::format("{}: no launch {} (the trace has {})", db.path(), id,
+                            ids.empty()       ? std::string("no launches")
+                            : ids.size() == 1 ? std::string("launch 1")
+                                              : fmt::format("launches {} to {}", ids.front(), ids.back())));
+  }
+  StoredLaunch out;
+  out.id = id;
+  try {
+    json rec = json::parse(s.text(0));
+    rec["ttir"] = s.text(1);
+    out.record = launch::record_from_json(rec);
+    if (out.record.ttir_file.empty()) out.record.ttir_file = s.text(2);
+    if (out.record.kernel.empty()) out.record.kernel = s.text(7);  // the function that ran
+    for (const json& a : json::parse(s.text(3)))
+      out.analyses.push_back({a.at(0).get<std::string>(), a.at(1)});
+    out.findings = json::parse(s.text(4));
+    out.dropped = json::parse(s.text(6));
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: launch {}: a damaged record ({})", db.path(), id, e.what()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: launch {}: {}", db.path(), id, e.what()));
+  }
+  if (!s.is_null(5)) out.error = s.text(5);
+  out.before.resize(out.record.args.size());
+  out.host_addr.assign(out.record.args.size(), 0);
+  Stmt c(db, "SELECT arg, host_addr, data FROM contents WHERE launch = ? AND phase = 'before'");
+  c.bind(1, id);
+  while (c.step()) {
+    const int64_t arg = c.i64(0);
+    if (arg < 0 || arg >= static_cast<int64_t>(out.before.size())) continue;
+    out.host_addr[arg] = static_cast<uint64_t>(c.i64(1));
+    if (!c.is_null(2)) {
+      auto b = c.bytes(2);
+      out.before[arg].emplace(b.begin(), b.end());
+    }
+  }
+  return out;
+}
+
+std::string Reader::summary(int top_lines) const {
+  const Db& db = impl_->db;
+  std::string out;
+  {
+    Stmt s(db, "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel) FROM launches");
+    s.step();
+    const double mib = 1 << 20;
+    out += fmt::format(
+        "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
+        "of budget used\n",
+        db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2),
+        static_cast<double>(meta_int(db, "used")) / mib, static_cast<double>(meta_int(db, "budget")) / mib);
+  }
+  out += "\nlaunches:\n";
+  std::vector<analysis::Finding> all;
+  {
+    Stmt s(
+        db,
+        "SELECT id, name, grid_x, grid_y, grid_z, programs, seconds, findings, error, detail_stride, dropped "
+        "FROM launches ORDER BY id");
+    while (s.step()) {
+      json f = json::parse(s.text(7), nullptr, false);
+      std::vector<analysis::Finding> found =
+          f.is_array() ? report::from_json(f) : std::vector<analysis::Finding>{};
+      std::string note;
+      if (!s.is_null(8)) note += fmt::format(", failed: {}", s.text(8));
+      const int64_t stride = s.i64(9);
+      if (stride == 0)
+        note += ", no per-program detail (budget)";
+      else if (stride > 1)
+        note += fmt::format(", detail for 1 program in {} (budget)", stride);
+      json dropped = json::parse(s.text(10), nullptr, false);
+      if (dropped.is_object() && dropped.contains("contents_before")) note += ", inputs not stored (budget)";
+      out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0),
+                         s.text(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.f64(6) * 1e3,
+                         found.empty() ? std::string("no findings") : report::summary_line(found), note);
+      all.insert(all.end(), found.begin(), found.end());
+    }
+  }
+  out += "\nkernels:\n";
+  {
+    Stmt s(db,
+           "SELECT name, count(*), sum(programs) FROM launches GROUP BY name ORDER BY count(*) DESC, name");
+    while (s.step())
+      out += fmt::format("  {}  {} launch(es), {} program(s)\n", s.text(0), s.i64(1), s.i64(2));
+  }
+  out += fmt::format("\nfindings: {}\n", all.empty() ? "none" : report::summary_line(report::merge(all)));
+  out += "\ntop lines by bytes (all launches, active in-bounds lanes):\n";
+  {
+    Stmt s(db,
+           "SELECT st.file, st.line, sum(ss.bytes), sum(CASE WHEN st.op LIKE '%store%' THEN ss.bytes ELSE 0 "
+           "END), "
+           "sum(ss.executions), group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
+           "ss.launch "
+           "JOIN sites st ON st.kernel = l.kernel AND st.site = ss.site GROUP BY st.file, st.line "
+           "ORDER BY sum(ss.bytes) DESC, st.file, st.line LIMIT ?");
+    s.bind(1, top_lines);
+    Stmt src(db, "SELECT content FROM sources WHERE path = ? ORDER BY id DESC LIMIT 1");
+    out += fmt::format("  {:>12} {:>12} {:>10}  {}\n", "bytes", "stored", "executions", "line");
+    while (s.step()) {
+      std::string file = s.text(0), text;
+      const int64_t line = s.i64(1);
+      src.bind(1, file);
+      if (src.step()) {
+        auto b = src.bytes(0);
+        std::string_view content(reinterpret_cast<const char*>(b.data()), b.size());
+        size_t pos = 0;
+        for (int64_t l = 1; l < line && pos != std::string_view::npos; ++l) {
+          pos = content.find('\n', pos);
+          if (pos != std::string_view::npos) ++pos;
+        }
+        if (pos != std::string_view::npos) {
+          text = std::string(content.substr(pos, content.find('\n', pos) - pos));
+          text.erase(0, text.find_first_not_of(" \t"));
+        }
+      }
+      src.reset();
+      out += fmt::format("  {:>12} {:>12} {:>10}  {}:{}  {}  [{}]\n", s.i64(2), s.i64(3), s.i64(4),
+                         file.empty() ? "?" : file, line, text, s.text(5));
+    }
+  }
+  return out;
+}
+
+}  // namespace tilescope::trace

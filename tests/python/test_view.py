@@ -1,0 +1,286 @@
+"""The web visualizer (`tilescope view`): its API and security model over HTTP, and the page in a real
+browser (Debian's Chromium driven by Playwright, web/tests/drive.mjs).
+
+The trace is made here by `tilescope trace` on a bundled buggy example; what the page must show is read
+from the trace file with Python's sqlite3 (tilescope.load_trace), never from the page or the API.
+Screenshots go to out/screenshots/ (test artifacts).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import tilescope
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TILESCOPE = os.environ.get("TILESCOPE_BIN") or os.path.join(ROOT, "build", "tilescope")
+EXAMPLE = os.path.join(ROOT, "examples", "buggy_softmax_off_by_one.py")
+SHOTS = os.path.join(ROOT, "out", "screenshots")
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("view")
+    # The example twice in one program: two launches to switch between.
+    prog = ("import runpy, sys; [runpy.run_path(sys.argv[1], run_name='__main__') for _ in range(2)]")
+    p = subprocess.run([TILESCOPE, "trace", "-o", "run.tstrace", "--", sys.executable, "-c", prog, EXAMPLE],
+                       cwd=d, capture_output=True, text=True, timeout=300)
+    assert (d / "run.tstrace").exists(), p.stderr
+    return d / "run.tstrace"
+
+
+@pytest.fixture(scope="module")
+def server(trace):
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = None
+    for _ in range(5):
+        line = p.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", line)
+        if m:
+            url, port, token = m.group(1), int(m.group(2)), m.group(3)
+            break
+    assert url, p.stderr.read()
+    yield {"url": url, "port": port, "token": token, "proc": p}
+    p.send_signal(2)  # Ctrl-C stops it cleanly
+    assert p.wait(timeout=10) == 0
+
+
+def request(server, path, headers=None, host=None, method="GET", body=None):
+    c = http.client.HTTPConnection("127.0.0.1", server["port"], timeout=10)
+    h = {"Host": host or f"127.0.0.1:{server['port']}"}
+    h.update(headers if headers is not None else {"Authorization": f"Bearer {server['token']}"})
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+def api(server, path):
+    status, data = request(server, path)
+    assert status == 200, (path, data)
+    return json.loads(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# API and security
+
+
+def test_every_call_needs_the_token(server):
+    for path in ("/api/launches", "/api/session", "/", "/api/launches/1/programs/0/0/0"):
+        status, data = request(server, path, headers={})
+        assert status == 401, path
+        assert json.loads(data)["error"]["code"] == "unauthorized"
+    status, _ = request(server, "/api/launches", headers={"Authorization": "Bearer " + "0" * 64})
+    assert status == 401
+
+
+def test_the_url_token_sets_a_cookie_that_authorizes(server):
+    status, _ = request(server, "/?token=" + server["token"], headers={})
+    assert status == 303
+    c = http.client.HTTPConnection("127.0.0.1", server["port"], timeout=10)
+    c.request("GET", "/?token=" + server["token"], headers={"Host": f"127.0.0.1:{server['port']}"})
+    r = c.getresponse()
+    cookie = r.getheader("Set-Cookie").split(";")[0]
+    r.read()
+    c.request("GET", "/api/session", headers={"Host": f"127.0.0.1:{server['port']}", "Cookie": cookie})
+    r = c.getresponse()
+    assert r.status == 200 and json.loads(r.read())["launches"] == 2
+
+
+def test_wrong_host_and_cross_origin_are_rejected(server):
+    assert request(server, "/api/launches", host="evil.example")[0] == 403
+    assert request(server, "/api/launches", host=f"rebind.example:{server['port']}")[0] == 403
+    origin = {"Authorization": f"Bearer {server['token']}", "Origin": "http://evil.example"}
+    assert request(server, "/api/launches", headers=origin)[0] == 403
+
+
+def test_bad_requests_are_json_errors(server):
+    for path, status, code in [("/api/launches/99", 404, "not_found"), ("/api/launches/x", 400, "bad_parameter"),
+                               ("/api/launches/1/args/0/contents/sideways", 400, "bad_parameter"),
+                               ("/api/sources/12345", 404, "not_found"), ("/api/nothing", 404, "not_found"),
+                               ("/api/launches/1/programs/0/0", 404, "not_found")]:
+        s, data = request(server, path)
+        assert s == status, (path, data)
+        assert json.loads(data)["error"]["code"] == code, (path, data)
+    s, data = request(server, "/api/launches", method="POST", body=b"{}")
+    assert s == 405
+
+
+def test_the_api_answers_what_the_trace_holds(server, trace):
+    t = tilescope.load_trace(trace)
+    launches = api(server, "/api/launches")
+    assert [l["id"] for l in launches] == [l["id"] for l in t.launches]
+    assert [l["findings"] for l in launches] == [len(l["findings"]) for l in t.launches]
+    one = api(server, "/api/launches/1")
+    assert [s["site"] for s in one["sites"]] == [s["site"] for s in t.sites[t.launches[0]["kernel"]]]
+    prog = api(server, "/api/launches/1/programs/15/0/0")
+    mask = (t.accesses["launch"] == 1) & (t.accesses["pid"] == [15, 0, 0]).all(axis=1)
+    expected = sorted((int(s), int(q), int(a)) for s, q, a in zip(t.accesses["site"][mask], t.accesses["seq"][mask],
+                                                                   t.accesses["arg"][mask]))
+    assert sorted((a["site"], a["seq"], a["arg"]) for a in prog["accesses"]) == expected
+    before = request(server, "/api/launches/1/args/0/contents/before")[1]
+    assert len(before) == 16 * 100 * 4
+    assert before == t.contents(1, 0, "before").tobytes()
+
+
+def test_concurrent_requests(server):
+    results = []
+
+    def worker():
+        for _ in range(20):
+            results.append(request(server, "/api/launches/1/programs/3/0/0")[0])
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert results == [200] * 160
+
+
+# ---------------------------------------------------------------------------------------------
+# The page in a real browser
+
+
+def runs_of(offsets) -> str:
+    s = sorted(set(int(o) for o in offsets))
+    out, i = [], 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        out.append(f"{s[i]}:{j - i + 1}")
+        i = j + 1
+    return ",".join(out)
+
+
+def drive(server, steps, tmp_path):
+    os.makedirs(SHOTS, exist_ok=True)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"url": server["url"], "screenshots": SHOTS, "steps": steps}))
+    p = subprocess.run(["node", os.path.join(ROOT, "web", "tests", "drive.mjs"), str(script)],
+                       capture_output=True, text=True, timeout=120, cwd=os.path.join(ROOT, "web"))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["console_errors"] == []
+    return out["reads"]
+
+
+def test_the_page_shows_the_bad_access(server, trace, tmp_path):
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    oob = launch["findings"][0]  # the page opens on the first finding (TTIR order): the load past the end
+    assert oob["kind"] == "out-of-bounds-load"
+    pid = oob["programs"]["first"][0]
+    site = next(s for s in t.sites[launch["kernel"]] if s["ttir_line"] == oob["ttir"]["line"])
+    mask = ((t.accesses["launch"] == launch["id"]) & (t.accesses["pid"] == pid).all(axis=1)
+            & (t.accesses["site"] == site["site"]))
+    def offsets(column):
+        return [o for runs in (t.accesses[column][i] for i in mask.nonzero()[0]) for first, n in runs
+                for o in range(first, first + n)]
+
+    inside, outside = offsets("runs"), offsets("oob_runs")
+    assert outside == list(range(oob["offsets"]["min"], oob["offsets"]["max"] + 1))
+    store = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.store")
+    reads = drive(server, [
+        {"read": ["grid", "#grid", "data-selected"]},
+        {"read": ["marked", ".heatmap", "data-marked"]},
+        {"read": ["outside", ".heatmap", "data-outside"]},
+        {"read": ["py_lines", "#py", "data-lines"]},
+        {"read": ["ttir_lines", "#ttir", "data-lines"]},
+        {"screenshot": "view-finding"},
+        # The TTIR line of the store: its Python line lights up.
+        {"click_code_line": ["ttir", store["ttir_line"]]},
+        {"read": ["py_after_ttir_click", "#py", "data-lines"]},
+        # The next launch, then the program to the left by key.
+        {"click": "#launches li[data-launch='2']"},
+        {"read": ["launch2", "#launches li.selected", "data-launch"]},
+        {"key": "ArrowLeft"},
+        {"read": ["grid_after_key", "#grid", "data-selected"]},
+        {"click": "#modes button[data-mode='all']"},
+        {"screenshot": "view-all-programs"},
+    ], tmp_path)
+    assert reads["grid"] == ",".join(map(str, pid))
+    assert reads["marked"] == runs_of(inside + outside)
+    assert reads["outside"] == runs_of(outside) and outside and all(o >= 1600 for o in outside)
+    assert reads["py_lines"] == str(oob["line"])
+    assert reads["ttir_lines"] == str(oob["ttir"]["line"])
+    assert reads["py_after_ttir_click"] == str(store["line"])
+    assert reads["launch2"] == "2"
+    assert reads["grid_after_key"] == f"{pid[0] - 1},0,0"
+    for name in ("view-finding", "view-all-programs"):
+        assert os.path.getsize(os.path.join(SHOTS, f"{name}.png")) > 10_000
+
+
+def test_sanitize_view_serves_the_run_then_cleans_up(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    p = subprocess.Popen([TILESCOPE, "sanitize", "--view", "--", sys.executable, EXAMPLE], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    url = None
+    for _ in range(10):
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", p.stdout.readline())
+        if m:
+            url = {"port": int(m.group(1)), "token": m.group(2)}
+            break
+    assert url, p.stderr.read()
+    launches = api(url, "/api/launches")
+    assert len(launches) == 1 and launches[0]["kinds"]["out-of-bounds-load"] == 1
+    assert list(tmp_path.glob("*.tstrace")), "the temporary trace is there while the viewer runs"
+    p.send_signal(2)
+    assert p.wait(timeout=20) == 1  # the run's status: findings
+    assert "out-of-bounds-load" in p.stderr.read()
+    assert not list(tmp_path.glob("*.tstrace")), "the temporary trace is removed with the viewer"
+
+
+ROW_SUM = """
+import sys
+import torch, triton, triton.language as tl
+
+@triton.jit
+def row_sum(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(0, n_cols, BLOCK):
+        cols = k + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+x = torch.randn(int(sys.argv[1]), 4096)
+out = torch.empty(x.shape[0])
+row_sum[(x.shape[0],)](x, out, x.shape[1], BLOCK=32)
+"""
+
+
+def test_a_large_trace_is_served_without_loading_it(tmp_path):
+    prog = tmp_path / "row_sum.py"
+    prog.write_text(ROW_SUM)
+    trace = tmp_path / "big.tstrace"
+    subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog), "4096"], check=True,
+                   capture_output=True, timeout=600)
+    assert trace.stat().st_size > 100 * 2**20
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", p.stdout.readline())
+            if m:
+                break
+        s = {"port": int(m.group(1)), "token": m.group(2)}
+        assert api(s, "/api/launches")[0]["programs"] == 4096
+        prog_2000 = api(s, "/api/launches/1/programs/2000/0/0")
+        assert len(prog_2000["accesses"]) == 129  # 128 tiles loaded, one store
+        assert prog_2000["accesses"][0]["runs"] == [[2000 * 4096, 32]]
+        assert api(s, "/api/launches/1/args/0/counts")["loads"] == [[1, 4096 * 4096]]  # every element once
+        rss = int(open(f"/proc/{p.pid}/status").read().split("VmRSS:")[1].split()[0]) * 1024
+        assert rss < trace.stat().st_size / 2, (rss, trace.stat().st_size)
+    finally:
+        p.send_signal(2)
+        p.wait(timeout=10)

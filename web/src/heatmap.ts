@@ -1,0 +1,200 @@
+// A tensor as a 2-D grid of cells on a canvas: element offset o sits at row floor(o / width), column
+// o % width (the argument's memory in its dtype's units: for a contiguous tensor, row-major indices).
+// Offsets outside [0, elements) are drawn past the tensor's edge (rows above or below it), so
+// out-of-bounds lanes show where they fell. Zoom with the wheel, pan by dragging, hover for a cell.
+//
+// For tests and tools the canvas element carries what it shows: data-marked (the marked offsets as
+// "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs).
+
+export interface Mark {
+  color: string;
+}
+
+/// An opaque colour, 0-255 per channel.
+export type RGB = [number, number, number];
+
+export function hexRGB(hex: string): RGB {
+  const h = hex.trim().replace("#", "");
+  const n = parseInt(h.length === 3 ? h.replace(/./g, "$&$&") : h.slice(0, 6), 16);
+  return Number.isNaN(n) ? [221, 221, 221] : [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/// `fg` over `bg` with opacity `a` (0..1).
+export function mix(bg: RGB, fg: RGB, a: number): RGB {
+  return [bg[0] + (fg[0] - bg[0]) * a, bg[1] + (fg[1] - bg[1]) * a, bg[2] + (fg[2] - bg[2]) * a];
+}
+
+export interface HeatmapModel {
+  elements: number;
+  width: number;
+  /// Per-element colour, or null for the background. Called once per screen pixel of the tensor when
+  /// zoomed out (a cell smaller than a pixel is sampled), once per cell when zoomed in.
+  cell: (offset: number) => RGB | null;
+  /// Marked offsets (touched by the selected op), each with its colour; may lie outside the tensor.
+  marks: Map<number, Mark>;
+}
+
+function runs(offsets: number[]): string {
+  const s = [...offsets].sort((a, b) => a - b);
+  const out: string[] = [];
+  for (let i = 0; i < s.length; ) {
+    let j = i;
+    while (j + 1 < s.length && s[j + 1] === s[j] + 1) j++;
+    out.push(`${s[i]}:${j - i + 1}`);
+    i = j + 1;
+  }
+  return out.join(",");
+}
+
+export class Heatmap {
+  readonly canvas: HTMLCanvasElement;
+  private model: HeatmapModel | null = null;
+  private scale = 8; // pixels per cell
+  private ox = 0; // pan offset, pixels
+  private oy = 0;
+  private drag: { x: number; y: number; ox: number; oy: number } | null = null;
+  onHover: (offset: number | null, ev: MouseEvent) => void = () => {};
+  onClick: (offset: number) => void = () => {};
+
+  constructor(parent: HTMLElement) {
+    this.canvas = document.createElement("canvas");
+    this.canvas.className = "heatmap";
+    this.canvas.tabIndex = 0;
+    parent.appendChild(this.canvas);
+    new ResizeObserver(() => this.draw()).observe(parent);
+    this.canvas.addEventListener("wheel", (e) => {
+      e.preventDefault();
+      const f = e.deltaY < 0 ? 1.25 : 0.8;
+      const r = this.canvas.getBoundingClientRect();
+      const mx = e.clientX - r.left, my = e.clientY - r.top;
+      this.ox = mx - (mx - this.ox) * f;
+      this.oy = my - (my - this.oy) * f;
+      this.scale = Math.min(64, Math.max(0.05, this.scale * f));
+      this.draw();
+    });
+    this.canvas.addEventListener("mousedown", (e) => (this.drag = { x: e.clientX, y: e.clientY, ox: this.ox, oy: this.oy }));
+    window.addEventListener("mouseup", (e) => {
+      if (this.drag && Math.abs(e.clientX - this.drag.x) + Math.abs(e.clientY - this.drag.y) < 3) {
+        const o = this.offsetAt(e);
+        if (o !== null) this.onClick(o);
+      }
+      this.drag = null;
+    });
+    this.canvas.addEventListener("mousemove", (e) => {
+      if (this.drag) {
+        this.ox = this.drag.ox + e.clientX - this.drag.x;
+        this.oy = this.drag.oy + e.clientY - this.drag.y;
+        this.draw();
+      }
+      this.onHover(this.offsetAt(e), e);
+    });
+    this.canvas.addEventListener("mouseleave", (e) => this.onHover(null, e));
+  }
+
+  private rowsAbove(): number {
+    if (!this.model) return 0;
+    let min = 0;
+    for (const o of this.model.marks.keys()) min = Math.min(min, o);
+    return min < 0 ? Math.ceil(-min / this.model.width) : 0;
+  }
+
+  offsetAt(e: MouseEvent): number | null {
+    if (!this.model) return null;
+    const r = this.canvas.getBoundingClientRect();
+    const col = Math.floor((e.clientX - r.left - this.ox) / this.scale);
+    const row = Math.floor((e.clientY - r.top - this.oy) / this.scale) - this.rowsAbove();
+    if (col < 0 || col >= this.model.width) return null;
+    return row * this.model.width + col;
+  }
+
+  /// Show `model`, fitted to the canvas.
+  show(model: HeatmapModel | null) {
+    this.model = model;
+    const marked = model ? [...model.marks.keys()] : [];
+    this.canvas.dataset.marked = runs(marked);
+    this.canvas.dataset.outside = model ? runs(marked.filter((o) => o < 0 || o >= model.elements)) : "";
+    this.fit();
+  }
+
+  fit() {
+    const m = this.model;
+    const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
+    if (!m || !w || !h) return this.draw();
+    const rows = Math.ceil(m.elements / m.width) + 2 * this.rowsAbove() + 1;
+    this.scale = Math.max(0.05, Math.min(32, (w - 8) / m.width, (h - 8) / Math.max(rows, 1)));
+    this.ox = 4;
+    this.oy = 4;
+    this.draw();
+  }
+
+  draw() {
+    const c = this.canvas, p = c.parentElement!;
+    const dpr = window.devicePixelRatio || 1;
+    c.width = Math.max(1, p.clientWidth * dpr);
+    c.height = Math.max(1, p.clientHeight * dpr);
+    c.style.width = `${p.clientWidth}px`;
+    c.style.height = `${p.clientHeight}px`;
+    const g = c.getContext("2d")!;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, p.clientWidth, p.clientHeight);
+    const m = this.model;
+    if (!m) return;
+    const s = this.scale, above = this.rowsAbove();
+    const rows = Math.ceil(m.elements / m.width);
+    // Visible cell range only: large tensors draw in time proportional to the view.
+    const c0 = Math.max(0, Math.floor(-this.ox / s)), c1 = Math.min(m.width, Math.ceil((p.clientWidth - this.ox) / s));
+    const r0 = Math.max(0, Math.floor(-this.oy / s) - above), r1 = Math.min(rows, Math.ceil((p.clientHeight - this.oy) / s) - above);
+    const style = getComputedStyle(document.documentElement);
+    const bg = hexRGB(style.getPropertyValue("--cell") || "#ddd");
+    // The cells, pixel by pixel into an image (device pixels): the cost follows the view, not the tensor.
+    const x0 = Math.max(0, Math.floor(this.ox + c0 * s)), x1 = Math.min(p.clientWidth, Math.ceil(this.ox + c1 * s));
+    const y0 = Math.max(0, Math.floor(this.oy + (r0 + above) * s));
+    const y1 = Math.min(p.clientHeight, Math.ceil(this.oy + (Math.min(r1, rows) + above) * s));
+    if (x1 > x0 && y1 > y0) {
+      const w = Math.ceil((x1 - x0) * dpr), h = Math.ceil((y1 - y0) * dpr);
+      const img = g.createImageData(w, h);
+      const px = img.data;
+      const colOf = new Int32Array(w);
+      for (let i = 0; i < w; i++) colOf[i] = Math.floor((x0 + i / dpr - this.ox) / s);
+      for (let j = 0; j < h; j++) {
+        const r = Math.floor((y0 + j / dpr - this.oy) / s) - above;
+        for (let i = 0; i < w; i++) {
+          const col = colOf[i];
+          const k = 4 * (j * w + i);
+          const o = r * m.width + col;
+          if (r < 0 || r >= rows || col < 0 || col >= m.width || o >= m.elements) continue; // transparent
+          const rgb = m.cell(o) ?? bg;
+          px[k] = rgb[0];
+          px[k + 1] = rgb[1];
+          px[k + 2] = rgb[2];
+          px[k + 3] = 255;
+        }
+      }
+      g.setTransform(1, 0, 0, 1, 0, 0);
+      g.putImageData(img, Math.floor(x0 * dpr), Math.floor(y0 * dpr));
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    }
+    for (const [o, mark] of m.marks) {
+      const r = Math.floor(o / m.width), col = ((o % m.width) + m.width) % m.width;
+      g.fillStyle = o < 0 || o >= m.elements ? "#e5484d" : mark.color;
+      g.fillRect(this.ox + col * s, this.oy + (r + above) * s, Math.max(s, 1), Math.max(s, 1));
+    }
+    // The tensor's edge.
+    g.strokeStyle = style.getPropertyValue("--fg").trim() || "#000";
+    g.lineWidth = 1;
+    g.strokeRect(this.ox - 0.5, this.oy + above * s - 0.5, m.width * s + 1, rows * s + 1);
+    if (s >= 6) {
+      g.strokeStyle = style.getPropertyValue("--grid").trim() || "rgba(0,0,0,.1)";
+      g.beginPath();
+      for (let col = c0; col <= c1; col++) {
+        g.moveTo(this.ox + col * s, this.oy + (r0 + above) * s);
+        g.lineTo(this.ox + col * s, this.oy + (r1 + above) * s);
+      }
+      for (let r = r0; r <= r1; r++) {
+        g.moveTo(this.ox + c0 * s, this.oy + (r + above) * s);
+        g.lineTo(this.ox + c1 * s, this.oy + (r + above) * s);
+      }
+      g.stroke();
+    }
+  }
+}

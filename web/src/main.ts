@@ -1,0 +1,543 @@
+// tilescope's web visualizer: every launch of a trace, the grid of programs, each program's memory
+// ops, the tensor each op touched, and the Python source beside the TTIR.
+import { api, ApiError, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
+import { CodeView } from "./code";
+import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
+import "./style.css";
+import { elemBytes, formatValue, valueAt } from "./values";
+
+type TensorMode = "op" | "all" | "before" | "after";
+
+const KIND_COLOR: Record<string, string> = { load: "#3b82f6", store: "#f59e0b", atomic: "#a855f7" };
+
+const state = {
+  launches: [] as LaunchSummary[],
+  launch: null as Launch | null,
+  programs: null as Programs | null,
+  bytes: null as Map<string, number> | null, // per program, fetched when the map is coloured by bytes
+  pid: [0, 0, 0] as Pid,
+  program: null as Program | null,
+  access: -1, // index into program.accesses
+  mode: "op" as TensorMode,
+  contents: new Map<string, DataView | null>(), // "launch/arg/phase"
+  sources: new Map<number, string>(),
+  ttir: new Map<number, string>(),
+  shownSource: -1,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Layout
+
+const app = document.getElementById("app")!;
+app.innerHTML = `
+<header>
+  <strong>tilescope</strong><span id="file"></span>
+  <span class="spacer"></span>
+  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs</span>
+  <button id="theme" title="light / dark">◐</button>
+</header>
+<main>
+  <aside class="left">
+    <section><h2>Launches</h2><ul id="launches" class="list"></ul></section>
+    <section class="grow"><h2>Findings</h2><ul id="findings" class="list"></ul></section>
+  </aside>
+  <section class="center">
+    <div class="panel" id="grid-panel">
+      <h2>Programs <span id="grid-info" class="muted"></span>
+        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option></select></label></h2>
+      <div class="grid-host"><canvas id="grid" tabindex="0"></canvas></div>
+    </div>
+    <div class="panel" id="ops-panel">
+      <h2>Memory ops of program <span id="pid"></span> <span id="sampled" class="muted"></span></h2>
+      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th>variable</th><th>argument</th><th>seq</th><th>active / lanes</th><th>out of bounds</th></tr></thead><tbody></tbody></table></div>
+    </div>
+    <div class="panel grow" id="tensor-panel">
+      <h2><span id="tensor-title">Tensor</span>
+        <span class="right-of" id="modes">
+          <button data-mode="op" title="the elements the selected op touched in the selected program">this op</button>
+          <button data-mode="all" title="how many programs' accesses touched each element">all programs</button>
+          <button data-mode="before" title="values before the launch">before</button>
+          <button data-mode="after" title="values after the launch">after</button>
+        </span></h2>
+      <div class="heat-host" id="heat-host"></div>
+      <div id="hover" class="hover muted">hover an element</div>
+    </div>
+  </section>
+  <aside class="right">
+    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted"></span></h2><div class="code" id="py"></div></div>
+    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted"></span></h2><div class="code" id="ttir"></div></div>
+  </aside>
+</main>
+<div id="error" class="error" hidden></div>`;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const heat = new Heatmap($("heat-host"));
+const py = new CodeView($("py"), "python");
+const ttir = new CodeView($("ttir"), "ttir");
+
+function showError(e: unknown) {
+  const el = $("error");
+  el.hidden = false;
+  el.textContent = e instanceof ApiError ? `${e.code}: ${e.message}` : String(e);
+  setTimeout(() => (el.hidden = true), 6000);
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+}
+
+const pidKey = (p: Pid) => p.join(",");
+const base = (path: string) => path.split("/").pop() ?? path;
+
+// ---------------------------------------------------------------------------------------------
+// Launches and findings
+
+function renderLaunches() {
+  const ul = $("launches");
+  ul.innerHTML = state.launches
+    .map(
+      (l) => `<li data-launch="${l.id}" class="${state.launch?.id === l.id ? "selected" : ""}">
+        <span class="name">${l.id}. ${esc(l.name)}</span>
+        <span class="muted">grid ${l.grid.join("×")}</span>
+        ${l.findings ? `<span class="badge bad">${l.findings}</span>` : `<span class="badge ok">0</span>`}
+        ${l.error ? `<span class="badge bad" title="${esc(l.error)}">error</span>` : ""}</li>`,
+    )
+    .join("");
+  ul.querySelectorAll("li").forEach((li) => li.addEventListener("click", () => selectLaunch(Number(li.dataset.launch))));
+}
+
+function renderFindings() {
+  const ul = $("findings");
+  const fs = state.launch?.findings ?? [];
+  ul.innerHTML = fs.length
+    ? fs
+        .map(
+          (f, i) => `<li data-finding="${i}"><span class="kind">${esc(f.kind)}</span>
+            <span class="muted">${esc(base(f.file))}:${f.line}</span><div class="summary">${esc(f.summary)}</div>
+            ${f.hint ? `<div class="hint">${esc(f.hint)}</div>` : ""}</li>`,
+        )
+        .join("")
+    : `<li class="muted">no findings in this launch</li>`;
+  ul.querySelectorAll("li[data-finding]").forEach((li) =>
+    li.addEventListener("click", () => selectFinding(state.launch!.findings[Number((li as HTMLElement).dataset.finding)])),
+  );
+}
+
+async function selectLaunch(id: number) {
+  try {
+    const [launch, programs] = await Promise.all([api.launch(id), api.programs(id)]);
+    state.launch = launch;
+    state.programs = programs;
+    state.bytes = null;
+    state.access = -1;
+    renderLaunches();
+    renderFindings();
+    const s = programs.detail_stride;
+    $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
+      s === 0 ? "none" : s === 1 ? "all" : `every ${s}th`
+    }`;
+    if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes();
+    if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
+    ttir.setText(state.ttir.get(launch.kernel_id)!);
+    $("ttir-file").textContent = launch.name;
+    state.shownSource = -1;
+    const first = launch.findings[0];
+    if (first) await selectFinding(first);
+    else await selectProgram([0, 0, 0]);
+  } catch (e) {
+    showError(e);
+  }
+}
+
+/// A finding: its first program, the op at its site, and (for two-sided races) nothing more.
+async function selectFinding(f: Finding) {
+  const pid = f.programs.first[0] ?? [0, 0, 0];
+  await selectProgram(pid, f.ttir.line);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid map of programs
+
+/// Where each program sits on the map: x across and y, z down; a 1-D grid wraps into rows that fill the
+/// panel (a grid of 16384 programs is a 128 x 128 square, not a line of 16384 sub-pixel cells).
+function gridLayout(l: Launch) {
+  const host = $("grid").parentElement!;
+  const [gx, gy, gz] = l.grid;
+  const wrap = gy * gz === 1 && gx > 1;
+  const aspect = Math.max(0.2, host.clientWidth / Math.max(1, host.clientHeight));
+  const cols = wrap ? Math.min(gx, Math.max(1, Math.ceil(Math.sqrt(gx * aspect)))) : gx;
+  const rows = wrap ? Math.ceil(gx / cols) : gy * gz;
+  return {
+    cols,
+    rows,
+    cell: (p: Pid): [number, number] => (wrap ? [p[0] % cols, Math.floor(p[0] / cols)] : [p[0], p[1] + gy * p[2]]),
+    pid: (c: number, r: number): Pid | null => {
+      if (c < 0 || c >= cols || r < 0 || r >= rows) return null;
+      if (wrap) return r * cols + c < gx ? [r * cols + c, 0, 0] : null;
+      return [c, r % gy, Math.floor(r / gy)];
+    },
+  };
+}
+
+function sampled(l: Launch, p: Pid): boolean {
+  const s = state.programs?.detail_stride ?? 0;
+  return s > 0 && (p[0] + l.grid[0] * (p[1] + l.grid[1] * p[2])) % s === 0;
+}
+
+async function loadBytes() {
+  const l = state.launch;
+  if (!l || state.bytes) return;
+  const r = await api.programs(l.id, true);
+  state.bytes = new Map((r.programs ?? []).map((p) => [pidKey(p.pid), p.bytes]));
+}
+
+function drawGrid() {
+  const c = $<HTMLCanvasElement>("grid");
+  const host = c.parentElement!;
+  const l = state.launch;
+  const dpr = window.devicePixelRatio || 1;
+  c.width = host.clientWidth * dpr;
+  c.height = host.clientHeight * dpr;
+  c.style.width = `${host.clientWidth}px`;
+  c.style.height = `${host.clientHeight}px`;
+  const g = c.getContext("2d")!;
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, host.clientWidth, host.clientHeight);
+  if (!l || !state.programs) return;
+  const lay = gridLayout(l);
+  const s = Math.max(0.5, Math.min(24, (host.clientWidth - 4) / lay.cols, (host.clientHeight - 4) / lay.rows));
+  const byBytes = ($("color-by") as HTMLSelectElement).value === "bytes" && state.bytes;
+  const maxBytes = byBytes ? Math.max(1, ...state.bytes!.values()) : 1;
+  const css = getComputedStyle(document.documentElement);
+  const empty = css.getPropertyValue("--cell").trim();
+  const gap = s > 4 ? 1 : 0;
+  for (let r = 0; r < lay.rows; r++)
+    for (let x = 0; x < lay.cols; x++) {
+      const pid = lay.pid(x, r);
+      if (!pid) continue;
+      const k = pidKey(pid);
+      let color = empty;
+      if (!byBytes && state.programs.findings[k]) color = "#e5484d";
+      else if (byBytes && state.bytes!.has(k)) color = `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`;
+      else if (!byBytes && sampled(l, pid)) color = "rgba(59,130,246,0.45)";
+      g.fillStyle = color;
+      g.fillRect(2 + x * s, 2 + r * s, Math.max(s - gap, 0.5), Math.max(s - gap, 0.5));
+    }
+  const [sx, sy] = lay.cell(state.pid);
+  g.strokeStyle = css.getPropertyValue("--fg").trim();
+  g.lineWidth = 2;
+  g.strokeRect(2 + sx * s - 1, 2 + sy * s - 1, Math.max(s, 3) + 1, Math.max(s, 3) + 1);
+  c.dataset.selected = pidKey(state.pid);
+  c.dataset.scale = String(s);
+}
+
+$<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
+  const l = state.launch;
+  if (!l) return;
+  const c = e.currentTarget as HTMLCanvasElement;
+  const s = Number(c.dataset.scale);
+  const r = c.getBoundingClientRect();
+  const pid = gridLayout(l).pid(Math.floor((e.clientX - r.left - 2) / s), Math.floor((e.clientY - r.top - 2) / s));
+  if (pid) selectProgram(pid);
+});
+$("color-by").addEventListener("change", async () => {
+  if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes().catch(showError);
+  drawGrid();
+});
+new ResizeObserver(drawGrid).observe($("grid").parentElement!);
+
+// ---------------------------------------------------------------------------------------------
+// A program's memory ops
+
+function siteOf(a: Access) {
+  return state.launch!.sites.find((s) => s.site === a.site)!;
+}
+
+function argOf(i: number): Arg | undefined {
+  return state.launch!.args.find((a) => a.index === i);
+}
+
+async function selectProgram(pid: Pid, ttirLine?: number) {
+  const l = state.launch;
+  if (!l) return;
+  state.pid = pid;
+  drawGrid();
+  $("pid").textContent = `(${pid.join(", ")})`;
+  try {
+    state.program = await api.program(l.id, pid);
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  const p = state.program;
+  $("sampled").textContent = p.sampled ? "" : "(no detail recorded for this program: the trace's budget kept a sample)";
+  const body = $("ops").querySelector("tbody")!;
+  body.innerHTML = p.accesses
+    .map((a, i) => {
+      const s = siteOf(a);
+      const arg = argOf(a.arg);
+      return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
+        <td><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${esc(s.op)}</td>
+        <td>${s.line}</td><td>${esc(s.var)}</td><td>${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
+        <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
+    })
+    .join("");
+  body.querySelectorAll("tr").forEach((tr) => tr.addEventListener("click", () => selectAccess(Number(tr.dataset.access))));
+  let pick = 0;
+  if (ttirLine !== undefined) {
+    const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
+    if (i >= 0) pick = i;
+  } else if (state.access >= 0 && state.access < p.accesses.length) {
+    pick = state.access;
+  }
+  await selectAccess(p.accesses.length ? pick : -1, ttirLine);
+}
+
+async function selectAccess(i: number, ttirLine?: number) {
+  state.access = i;
+  $("ops")
+    .querySelectorAll("tbody tr")
+    .forEach((tr) => tr.classList.toggle("selected", Number((tr as HTMLElement).dataset.access) === i));
+  const a = i >= 0 ? state.program!.accesses[i] : null;
+  const line = a ? siteOf(a).ttir_line : ttirLine;
+  const site = a ? siteOf(a) : state.launch!.sites.find((s) => s.ttir_line === line);
+  if (site) await showSource(site.file, [site.line]);
+  ttir.highlight(line ? [line] : []);
+  await renderTensor();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source views
+
+async function showSource(file: string, lines: number[]) {
+  const l = state.launch!;
+  const src = l.sources.find((s) => s.path === file) ?? l.sources.find((s) => base(s.path) === base(file));
+  if (!src) {
+    if (state.shownSource !== -2) py.setText(`# ${file}: not in the trace`);
+    state.shownSource = -2;
+    $("py-file").textContent = file;
+    return;
+  }
+  if (state.shownSource !== src.id) {
+    if (!state.sources.has(src.id)) state.sources.set(src.id, (await api.source(src.id)).content);
+    py.setText(state.sources.get(src.id)!);
+    state.shownSource = src.id;
+    $("py-file").textContent = src.path;
+  }
+  py.highlight(lines);
+}
+
+ttir.onLineClick = async (line) => {
+  const p = state.program;
+  if (!p || !state.launch) return;
+  const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === line);
+  if (i >= 0) return selectAccess(i);
+  const site = state.launch.sites.find((s) => s.ttir_line === line);
+  ttir.highlight([line]);
+  if (site) await showSource(site.file, [site.line]);
+};
+
+py.onLineClick = async (line) => {
+  const l = state.launch, p = state.program;
+  if (!l || !p) return;
+  const sites = l.sites.filter((s) => s.line === line && l.sources.some((x) => x.id === state.shownSource && x.path === s.file));
+  if (!sites.length) return;
+  const i = p.accesses.findIndex((a) => sites.some((s) => s.site === a.site));
+  if (i >= 0) await selectAccess(i);
+  py.highlight([line]);
+  ttir.highlight(sites.map((s) => s.ttir_line));
+};
+
+// ---------------------------------------------------------------------------------------------
+// The tensor of the selected op
+
+/// A blue (low) to red (high) ramp for t in [0, 1].
+function ramp(t: number): RGB {
+  const x = Math.min(1, Math.max(0, t));
+  return [Math.round(40 + 200 * x), Math.round(90 + 60 * (1 - Math.abs(2 * x - 1))), Math.round(230 - 190 * x)];
+}
+
+/// Element o's count from [count, repeat] runs (binary search over the runs' starts).
+function rleLookup(runs: [number, number][]): (o: number) => number {
+  const starts: number[] = [];
+  let at = 0;
+  for (const [, repeat] of runs) starts.push(at), (at += repeat);
+  return (o) => {
+    let lo = 0, hi = starts.length - 1;
+    if (hi < 0 || o < 0 || o >= at) return 0;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= o) lo = mid;
+      else hi = mid - 1;
+    }
+    return runs[lo][0];
+  };
+}
+
+function layout(arg: Arg): { elements: number; width: number } {
+  const n = Math.max(1, Math.floor((arg.bytes ?? 0) / elemBytes(arg.dtype ?? "f32")));
+  const shape = arg.shape ?? [n], strides = arg.strides ?? [1];
+  let width = shape[shape.length - 1] || 1;
+  if (shape.length >= 2 && strides[strides.length - 1] === 1 && strides[strides.length - 2] > 0) width = strides[strides.length - 2];
+  if (shape.length === 1 && n > 4096) width = Math.ceil(Math.sqrt(n));
+  return { elements: n, width: Math.max(1, width) };
+}
+
+async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView | null> {
+  const key = `${state.launch!.id}/${arg.index}/${phase}`;
+  if (!state.contents.has(key)) {
+    try {
+      state.contents.set(key, new DataView(await api.contents(state.launch!.id, arg.index, phase)));
+    } catch {
+      state.contents.set(key, null);
+    }
+  }
+  return state.contents.get(key)!;
+}
+
+async function renderTensor() {
+  const p = state.program, l = state.launch;
+  const a = p && state.access >= 0 ? p.accesses[state.access] : null;
+  const arg = a ? argOf(a.arg) : undefined;
+  document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) => b.classList.toggle("selected", b.dataset.mode === state.mode));
+  if (!l || !a || !arg || arg.kind !== "buffer") {
+    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : "Tensor";
+    heat.show(null);
+    return;
+  }
+  const dtype = arg.dtype ?? "f32";
+  const { elements, width } = layout(arg);
+  $("tensor-title").textContent = `${arg.name}: ${dtype}[${(arg.shape ?? []).join(" × ")}] strides [${(arg.strides ?? []).join(", ")}]`;
+  const marks = new Map<number, Mark>();
+  let cell: (o: number) => RGB | null = () => null;
+  const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
+  let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
+  let values: DataView | null = null;
+  if (state.mode === "op" || state.mode === "all") {
+    for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
+    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: "#e5484d" });
+  }
+  if (state.mode === "all") {
+    try {
+      const c = await api.counts(l.id, arg.index);
+      counts = { loads: rleLookup(c.loads), stores: rleLookup(c.stores) };
+    } catch (e) {
+      showError(e);
+    }
+    if (counts) {
+      const c = counts;
+      let max = 1;
+      for (let o = 0; o < elements; o += Math.max(1, Math.floor(elements / 65536))) max = Math.max(max, c.loads(o) + c.stores(o));
+      cell = (o) => {
+        const n = c.loads(o) + c.stores(o);
+        return n ? mix(bg, [16, 185, 129], Math.min(1, 0.15 + (0.85 * n) / max)) : null;
+      };
+      marks.clear();
+    }
+  } else if (state.mode === "before" || state.mode === "after") {
+    values = await contentsOf(arg, state.mode);
+    if (values) {
+      let lo = Infinity, hi = -Infinity;
+      for (let i = 0; i < elements && i < 1 << 22; i++) {
+        const v = valueAt(values, dtype, i);
+        if (Number.isFinite(v)) (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+      }
+      const span = hi > lo ? hi - lo : 1;
+      cell = (o) => {
+        const v = valueAt(values, dtype, o);
+        if (Number.isNaN(v)) return [229, 72, 77];
+        return ramp((v - lo) / span);
+      };
+    } else {
+      $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
+    }
+  }
+  const model: HeatmapModel = { elements, width, cell, marks };
+  heat.show(model);
+  // What is on screen, for tests and benchmarks: launch / program / op / mode.
+  document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
+  heat.onHover = (o) => {
+    if (o === null) return void ($("hover").textContent = "hover an element");
+    const row = Math.floor(o / width), col = ((o % width) + width) % width;
+    const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
+    let text = `element ${o}${where}: row ${row}, column ${col}`;
+    if (marks.has(o)) text += ` · touched by this ${a.kind}`;
+    if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
+    if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
+    $("hover").textContent = text;
+  };
+  heat.onClick = async (o) => {
+    if (o < 0 || o >= elements) return;
+    try {
+      const r = await api.element(l.id, arg.index, o);
+      const who = r.accesses.slice(0, 12).map((x) => `(${x.pid.join(",")}) ${x.kind}`).join(", ");
+      $("hover").textContent = `element ${o}: recorded accesses by ${r.accesses.length}${r.more ? "+" : ""}: ${who}`;
+    } catch (e) {
+      showError(e);
+    }
+  };
+}
+
+document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) =>
+  b.addEventListener("click", () => {
+    state.mode = b.dataset.mode as TensorMode;
+    renderTensor();
+  }),
+);
+
+// ---------------------------------------------------------------------------------------------
+// Keys, theme, start
+
+document.addEventListener("keydown", (e) => {
+  const l = state.launch;
+  if (!l || (e.target as HTMLElement).closest(".cm-editor, select")) return;
+  const [x, y, z] = state.pid;
+  const lay = gridLayout(l);
+  const [cx, cy] = lay.cell(state.pid);
+  const moves: Record<string, Pid> = {
+    ArrowLeft: [Math.max(0, x - 1), y, z],
+    ArrowRight: [Math.min(l.grid[0] - 1, x + 1), y, z],
+    ArrowUp: lay.pid(cx, cy - 1) ?? state.pid,
+    ArrowDown: lay.pid(cx, cy + 1) ?? state.pid,
+  };
+  if (moves[e.key]) {
+    e.preventDefault();
+    selectProgram(moves[e.key]);
+  } else if ((e.key === "j" || e.key === "k") && state.program?.accesses.length) {
+    const n = state.program.accesses.length;
+    selectAccess((state.access + (e.key === "j" ? 1 : n - 1)) % n);
+  } else if (e.key === "[" || e.key === "]") {
+    const i = state.launches.findIndex((x2) => x2.id === l.id) + (e.key === "]" ? 1 : -1);
+    if (i >= 0 && i < state.launches.length) selectLaunch(state.launches[i].id);
+  } else if (e.key === "a") {
+    state.mode = state.mode === "all" ? "op" : "all";
+    renderTensor();
+  }
+});
+
+const savedTheme = localStorage.getItem("tilescope-theme");
+if (savedTheme) document.documentElement.dataset.theme = savedTheme;
+$("theme").addEventListener("click", () => {
+  const dark = document.documentElement.dataset.theme
+    ? document.documentElement.dataset.theme !== "dark"
+    : !window.matchMedia("(prefers-color-scheme: dark)").matches;
+  document.documentElement.dataset.theme = dark ? "dark" : "light";
+  localStorage.setItem("tilescope-theme", document.documentElement.dataset.theme);
+  drawGrid();
+  heat.draw();
+});
+
+(async () => {
+  try {
+    const [session, launches] = await Promise.all([api.session(), api.launches()]);
+    $("file").textContent = `${session.file} · ${session.launches} launch(es)`;
+    document.title = `tilescope · ${session.file}`;
+    state.launches = launches;
+    renderLaunches();
+    const first = launches.find((l) => l.findings > 0) ?? launches[0];
+    if (first) await selectLaunch(first.id);
+    document.body.dataset.ready = "1";
+  } catch (e) {
+    showError(e);
+  }
+})();

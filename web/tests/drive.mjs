@@ -1,0 +1,54 @@
+// Drive Debian's Chromium (headless, Playwright's playwright-core) through a scripted session of the
+// web visualizer, for tests/python/test_view.py, which makes the trace, starts `tilescope view`, and
+// asserts on what this reports.
+//
+//   node web/tests/drive.mjs SCRIPT.json   ->   stdout: JSON {"reads": {...}, "console_errors": [...]}
+//
+// SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
+// STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
+// {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE]} (until the
+// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"screenshot": NAME}.
+import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const script = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"],
+});
+const out = { reads: {}, console_errors: [] };
+try {
+  const page = await browser.newPage({ viewport: { width: script.width ?? 1280, height: script.height ?? 800 } });
+  page.on("console", (m) => { if (m.type() === "error") out.console_errors.push(m.text()); });
+  page.on("pageerror", (e) => out.console_errors.push(String(e)));
+  await page.goto(script.url);
+  await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
+  for (const step of script.steps) {
+    if (step.click) await page.click(step.click);
+    else if (step.click_text) await page.locator(step.click_text[0], { hasText: step.click_text[1] }).first().click();
+    else if (step.click_code_line) {
+      const [panel, line] = step.click_code_line;
+      const el = page.locator(`#${panel} .cm-line`).nth(line - 1);
+      await el.scrollIntoViewIfNeeded();
+      await el.click();
+    } else if (step.key) await page.keyboard.press(step.key);
+    else if (step.wait_for) {
+      const [css, attr, value] = step.wait_for;
+      await page.waitForFunction(([c, a, v]) => document.querySelector(c)?.getAttribute(a) === v, [css, attr, value],
+                                 { timeout: 10000 });
+    } else if (step.read) {
+      const [name, css, attr] = step.read;
+      await page.waitForTimeout(150); // the view settles (its fetches are local)
+      out.reads[name] = await page.evaluate(([c, a]) => {
+        const e = document.querySelector(c);
+        return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
+      }, [css, attr]);
+    } else if (step.screenshot) await page.screenshot({ path: join(script.screenshots, `${step.screenshot}.png`) });
+  }
+} finally {
+  await browser.close();
+}
+process.stdout.write(JSON.stringify(out));
