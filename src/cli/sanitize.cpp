@@ -343,7 +343,8 @@ bool use_color(const std::string& mode) {
 
 // `tilescope profile`'s end: the summary on stderr, --json, and the exit status (the command's own when
 // it failed, 2 when a report was lost, else 0).
-int profile_report(const SanitizeOptions& o, const Collected& c, int status, bool color) {
+int profile_report(const SanitizeOptions& o, const Collected& c, int status, bool color,
+                   const std::string& trace_path) {
   if (g_received)
     std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
                              sigabbrev_np(g_received));
@@ -360,6 +361,18 @@ int profile_report(const SanitizeOptions& o, const Collected& c, int status, boo
   std::cerr << fmt::format(
       "tilescope: profiled {} launch(es) in {} process(es); the program exited with status {}\n",
       c.profiles.size(), c.processes, status);
+  if (!o.trace_path.empty()) {
+    try {
+      trace::Reader r(trace_path);
+      std::cerr << fmt::format(
+          "tilescope: trace of {} launch(es), with their profiles, written to {} (tilescope "
+          "show {})\n",
+          r.launches().size(), o.trace_path, o.trace_path);
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  }
   if (!o.json_path.empty()) {
     try {
       write_file_atomically(o.json_path, {report::profile_document(c.profiles).dump(2), "\n"});
@@ -493,6 +506,10 @@ CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
   s->add_option("--gpu", o.gpu, fmt::format("the roofline's GPU: {}", gpus))->capture_default_str();
   s->add_option("--json", o.json_path,
                 "write every launch's profile as JSON (schema: README \"Profile JSON\")");
+  s->add_option("--trace", o.trace_path,
+                "also record every launch, with its profile, into this trace file (docs/trace-format.md)");
+  s->add_option("--trace-budget", o.trace_budget, "most bytes of payload the trace may hold (e.g. 64M)")
+      ->transform(CLI::AsSizeValue(false));
   s->add_option("--top", o.top, "hottest Python lines shown per kernel")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -523,9 +540,9 @@ CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
 }
 
 int profile_main(int argc, char** argv) {
-  static const std::set<std::string> with_value = {"--gpu",       "--json",    "--top",
-                                                   "--num-warps", "--threads", "--max-steps",
-                                                   "--color",     "--target",  "--max-memory"};
+  static const std::set<std::string> with_value = {"--trace", "--trace-budget", "--gpu",       "--json",
+                                                   "--top",   "--num-warps",    "--threads",   "--max-steps",
+                                                   "--color", "--target",       "--max-memory"};
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -619,7 +636,7 @@ int sanitize_command(const SanitizeOptions& o) {
   std::vector<analysis::Finding> findings = report::merge(report::from_json(c.findings));
 
   const bool color = use_color(o.color);
-  if (o.profile) return profile_report(o, c, status, color);
+  if (o.profile) return profile_report(o, c, status, color, trace_path);
   if (g_received)
     std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
                              sigabbrev_np(g_received));

@@ -282,3 +282,18 @@ def test_sectors_of_the_matmul_example_equal_the_h200s_also_with_a_transposed_b(
     for rep, g in zip(p.launches, gpu):
         assert rep["memory"]["load"]["sectors"] == g["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
         assert rep["memory"]["store"]["sectors"] == g["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"]
+
+
+def test_cli_profile_records_the_profiles_into_a_trace(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text(SCRIPT)
+    trace = tmp_path / "run.tstrace"
+    p = subprocess.run(tilescope_cmd() + ["profile", "--gpu", "H200", "--trace", str(trace), "--", sys.executable,
+                                          str(script)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "ran" in p.stdout, p.stderr
+    assert "trace of 1 launch(es), with their profiles, written to" in p.stderr
+    launches = tilescope.load_trace(str(trace)).launches
+    assert len(launches) == 1
+    rep = launches[0]["reports"]["profile"]
+    assert rep["kernel"] == "scale" and rep["roofline"]["gpu"] == "H200"
+    assert rep["memory"]["load"]["bytes"] == 4 * 300
