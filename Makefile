@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -110,6 +110,11 @@ bench: setup build
 # door (bench/analyses.py; a few minutes): its section of bench/RESULTS.md.
 bench-analyses: setup build
 	$(PY) bench/analyses.py
+
+# The profiler against Nsight Compute counters recorded on an H200 (tests/gpu/data/profile_h200.json), and
+# its overhead at the bench sizes: bench/PROFILE.md (bench/profile_vs_gpu.py; a few minutes).
+bench-profile: setup build
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) bench/profile_vs_gpu.py
 
 # The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
 bench-view: setup build

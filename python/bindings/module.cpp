@@ -28,6 +28,7 @@
 #include "tilescope/ir/diag.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
+#include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
 
@@ -211,6 +212,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   out["stdout"] = res.prints;
   out["stderr"] = opts.analyses.empty() ? res.failed_asserts : std::string();
   out["statistics"] = res.statistics.dump();
+  out["reports"] = res.reports.dump();  // per analysis name, those with a report (the profiler's counts)
   out["record"] = launch::to_json(rec, false).dump();  // the launch record, without the TTIR text
   out["trace_error"] = trace_error;
   return out;
@@ -294,10 +296,10 @@ NB_MODULE(_native, m) {
         "file `trace` when it is not empty (trace/trace.h). Ctrl-C "
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
-        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'record': the "
-        "launch record as JSON text, without the TTIR, 'trace_error': why the launch could not be recorded "
-        "('' when it was, or no trace)}; the caller writes the text. The GIL is released "
-        "while the grid runs.");
+        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
+        "(per analysis with a report, e.g. 'profile'), 'record': the launch record as JSON text, without "
+        "the TTIR, 'trace_error': why the launch could not be recorded ('' when it was, or no trace)}; the "
+        "caller writes the text. The GIL is released while the grid runs.");
   m.def(
       "analyses",
       [] {
@@ -306,6 +308,15 @@ NB_MODULE(_native, m) {
         return out;
       },
       "(name, description) of every analysis in the registry");
+  m.def(
+      "profile_text",
+      [](const std::string& launches, int top) {
+        nlohmann::json j = nlohmann::json::parse(launches, nullptr, false);
+        if (!j.is_array()) throw Error("profile_text: a JSON list of per-launch profile reports is needed");
+        return report::profile_to_text(j, top);
+      },
+      nb::arg("launches"), nb::arg("top") = 5,
+      "The profile summary (as `tilescope profile` prints it) of per-launch profile reports (JSON text)");
   m.def(
       "report_text",
       [](bool color) {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._state import clear as clear_findings
 from ._state import findings, print_report, report_text
 
-__all__ = ["trace", "findings", "clear_findings", "report_text", "print_report", "CompileError", "LaunchError",
+__all__ = ["trace", "profile", "findings", "clear_findings", "report_text", "print_report", "CompileError", "LaunchError",
            "TilescopeError", "install", "load_trace", "TraceError"]
 
 _CLIENTS = ("sanitizer",)
@@ -40,6 +40,52 @@ def install() -> None:
     from . import _capture
 
     _capture.install()
+
+
+class profile:
+    """Context manager: every Triton launch inside the block runs on tilescope's engine under the profiler
+    (README "Profile"), and its per-launch report (a dict, README "Profile JSON") is appended to
+    ``launches``::
+
+        with tilescope.profile(gpu="H200") as p:
+            kernel[grid](...)
+        print(p.text())          # the summary `tilescope profile` prints
+        p.launches[0]["memory"]["load"]["sectors"]
+
+    ``gpu``: the roofline's GPU (H100, H200, A100, B200, MI300X, L4); ``num_warps``: warps per program for
+    the sector model (default: each launch's own ``num_warps``, else 4). The kernels' outputs are computed
+    as usual. Blocks nest (the innermost collects)."""
+
+    def __init__(self, gpu: str = "H100", num_warps: int | None = None):
+        self.options = {"gpu": str(gpu)}
+        if num_warps is not None:
+            self.options["num_warps"] = int(num_warps)
+        self.launches: list[dict] = []
+
+    def __enter__(self):
+        from . import _capture, _state
+
+        _capture.install()
+        _state.profilers.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        from . import _state
+
+        _state.profilers.remove(self)
+        return False
+
+    def text(self, top: int = 5) -> str:
+        """The summary of this block's launches (hottest `top` lines per kernel)."""
+        import json
+
+        from . import _native
+
+        return _native.profile_text(json.dumps(self.launches), top)
+
+    def json(self) -> dict:
+        """The document `tilescope profile --json` writes: {"version": 1, "launches": [...]}."""
+        return {"version": 1, "launches": list(self.launches)}
 
 
 def trace(client="sanitizer", **options):

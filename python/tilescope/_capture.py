@@ -361,7 +361,7 @@ def _skipped(path: str, skip) -> bool:
 
 
 def _handles(jitfn) -> bool:
-    return _state.sanitize_all or jitfn.__dict__.get("_tilescope_trace", False)
+    return _state.sanitize_all or bool(_state.profilers) or jitfn.__dict__.get("_tilescope_trace", False)
 
 
 def run(jitfn, args, grid, warmup, kwargs):
@@ -459,7 +459,8 @@ def run(jitfn, args, grid, warmup, kwargs):
         threads, max_steps = _state.launch_limits()
         res = _native.launch(kernel.native, native_args, grid, threads=threads, max_steps=max_steps,
                              analyses=_state.analyses_json(jitfn.__dict__.get("_tilescope_races"),
-                                                           uninit=jitfn.__dict__.get("_tilescope_uninit", True)),
+                                                           uninit=jitfn.__dict__.get("_tilescope_uninit", True),
+                                                           num_warps=kwargs.get("num_warps")),
                              stack=stack,
                              specialization=kernel.specialization,
                              allocations=_alloc.buffers() if kernel.makes_pointers else [],
@@ -484,7 +485,7 @@ def run(jitfn, args, grid, warmup, kwargs):
             sys.stderr.write(f"tilescope: warning: {msg}\n")
         _state.note(msg)
     _state.last_record = res["record"]
-    _state.record(res["findings"], kernel.name, stack)
+    _state.record(res["findings"], kernel.name, stack, res.get("reports", ""))
     return kernel
 
 

@@ -44,6 +44,22 @@ sanitize_all = bool(os.environ.get("TILESCOPE_SANITIZE"))
 max_memory = _size("TILESCOPE_MAX_MEMORY")
 abort_on_first = os.environ.get("TILESCOPE_ABORT_ON_FIRST", "") not in ("", "0")
 races = os.environ.get("TILESCOPE_RACES", "1") != "0"  # `tilescope sanitize --no-races` sets it to 0
+# `tilescope profile` sets TILESCOPE_PROFILE to the profile analysis's options (JSON: {"gpu", "num_warps"}):
+# every launch then runs under the profiler alone, and the per-launch reports go into the findings file
+# ("profiles"). `tilescope.profile()` (a context manager) sets `profilers` for launches in its block.
+_profile_env = os.environ.get("TILESCOPE_PROFILE")
+profile_options = None
+if _profile_env:
+    try:
+        profile_options = json.loads(_profile_env)
+        if not isinstance(profile_options, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
+        sys.stderr.write(f"tilescope: warning: TILESCOPE_PROFILE={_profile_env!r} is not the profiler's options "
+                         f"({e}); using the defaults\n")
+        profile_options = {}
+profilers: list = []  # active tilescope.profile() blocks, innermost last
+_profiles: list[dict] = []  # this process's per-launch profile reports (under `tilescope profile`)
 last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
 # `tilescope sanitize --trace FILE` (or `tilescope trace`): every launch is recorded into this trace file.
@@ -154,6 +170,8 @@ def write_findings() -> bool:
     with _lock:
         doc = {"pid": os.getpid(), "argv": sys.argv, "launches": _launches, "findings": _findings,
                "notes": _notes}
+        if profile_options is not None:
+            doc["profiles"] = _profiles
         try:
             data = json.dumps(doc).encode()
             os.makedirs(findings_dir, exist_ok=True)
@@ -189,6 +207,7 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
     _findings.clear()
     _notes.clear()
+    _profiles.clear()
     _launches = 0
     _write_error = None
 
@@ -197,13 +216,20 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def analyses_json(races_on: bool | None = None, uninit: bool = True) -> str:
+def analyses_json(races_on: bool | None = None, uninit: bool = True, num_warps: int | None = None) -> str:
     """The analyses every launch runs, for ``_native.launch``: the sanitizer with this process's options,
     the race detector unless `races_on` (default: this process's ``races``) is false, and reads of
     uninitialized memory (unless TILESCOPE_UNINIT=0 or `uninit` is false: the kernel's
-    ``@tilescope.trace(uninit=False)``)."""
+    ``@tilescope.trace(uninit=False)``). While profiling (`tilescope profile`, or a ``tilescope.profile()``
+    block): the profile analysis alone, with the launch's `num_warps` for its sector model."""
     from . import _uninit
 
+    if profile_options is not None or profilers:
+        # Profiling: the profile analysis alone (its counts do not depend on the sanitizer's).
+        opts = dict(profilers[-1].options if profilers else profile_options)
+        if num_warps and "num_warps" not in opts:
+            opts["num_warps"] = int(num_warps)
+        return json.dumps([["profile", opts]])
     a = [["sanitizer", {"abort_on_first": bool(abort_on_first)}]]
     if races if races_on is None else races_on:
         a.append(["races", {}])
@@ -212,12 +238,19 @@ def analyses_json(races_on: bool | None = None, uninit: bool = True) -> str:
     return json.dumps(a)
 
 
-def record(findings_json: str, kernel: str, stack: list[str]) -> None:
+def record(findings_json: str, kernel: str, stack: list[str], reports_json: str = "") -> None:
     global _launches
     new = json.loads(findings_json) if findings_json else []
+    reports = json.loads(reports_json) if reports_json else {}
+    profile = reports.get("profile")
     with _lock:
         _launches += 1
         _findings.extend(new)
+        if profile is not None:
+            if profilers:
+                profilers[-1].launches.append(profile)
+            elif profile_options is not None:
+                _profiles.append(profile)
     _ensure_exit_hook()
     if new and findings_dir:
         # Written at every launch with findings as well as at exit, so that a process that dies

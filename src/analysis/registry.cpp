@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tilescope/analysis/analysis.h"
+#include "tilescope/analysis/profile.h"
 #include "tilescope/analysis/races.h"
 #include "tilescope/analysis/sanitizer.h"
 #include "tilescope/analysis/uninit.h"
@@ -26,6 +27,12 @@ class OptionReader {
     if (const Options* x = find(key)) {
       if (!x->is_boolean()) fail(key, "a boolean");
       v = x->get<bool>();
+    }
+  }
+  void read(const char* key, std::string& v) {
+    if (const Options* x = find(key)) {
+      if (!x->is_string()) fail(key, "a string");
+      v = x->get<std::string>();
     }
   }
   void read(const char* key, int& v, int lo, int hi) {
@@ -87,6 +94,20 @@ std::unique_ptr<Analysis> make_uninit(const ir::Module& m, const Options& option
   return std::make_unique<UninitAnalysis>(m, uo);
 }
 
+std::unique_ptr<Analysis> make_profile(const ir::Module& m, const Options& options) {
+  ProfileOptions po;
+  OptionReader r("profile", options);
+  r.read("gpu", po.gpu);
+  r.read("num_warps", po.num_warps, 1, 32);
+  r.done();
+  try {
+    find_gpu(po.gpu);
+  } catch (const Error& e) {
+    throw Error(fmt::format("analysis 'profile': option 'gpu': {}", e.what()));
+  }
+  return std::make_unique<Profile>(m, po);
+}
+
 constexpr AnalysisDef kAnalyses[] = {
     {"sanitizer",
      "out-of-bounds and null accesses, failed asserts, undefined values, int32 overflow into addresses, "
@@ -98,6 +119,11 @@ constexpr AnalysisDef kAnalyses[] = {
      "reads of memory allocated uninitialized (torch.empty, numpy.empty) that nothing has written "
      "(allocations tracked by the Python front door)",
      make_uninit},
+    {"profile",
+     "bytes, mask efficiency, 32-byte sectors and coalescing, distinct bytes, dot FLOPs by precision, op "
+     "counts and loop trips per op and Python line, with a roofline estimate for a GPU (a report, no "
+     "findings)",
+     make_profile},
 };
 
 }  // namespace

@@ -13,6 +13,12 @@
 // --json / --sarif files. Exit status: 0 on success, 1 when there are findings, 2 on a usage or
 // input error (a located message on stderr; a program past the step limit is one), 130 when SIGINT
 // (Ctrl-C) stopped the launch.
+//
+//   tilescope run kernel.ttir ... --profile [--profile-gpu G] [--profile-top N] [--profile-num-warps N]
+//   tilescope profile kernel.ttir ... [--gpu G] [--top N] [--num-warps N] [--json PATH]   (the same)
+//
+// With --profile the launch runs under the profile analysis alone (analysis/profile.h): its summary
+// goes to stderr and --json writes the profile document (README "Profile JSON"); exit status 0.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -39,9 +45,11 @@
 #include "npy.h"
 #include "output_file.h"
 #include "sanitize.h"
+#include "tilescope/analysis/profile.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
+#include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
 #include "trace_cmd.h"
@@ -58,8 +66,14 @@ struct RunReport {
   bool poison = true;          // undefined-value, int32-overflow, division-by-zero
   bool races = true;           // data-race, intra-program-race
   std::string color = "auto";  // auto | always | never
-  std::string trace_path;      // --trace: record the launch into this trace file
-  int64_t trace_budget = 0;    // --trace-budget; 0: trace::kDefaultBudget
+  // `tilescope profile kernel.ttir ...`: the profile analysis alone, its summary on stderr, --json its
+  // document (README "Profile JSON").
+  bool profile = false;
+  std::string gpu = "H100";
+  int top = 5;
+  int num_warps = 4;
+  std::string trace_path;    // --trace: record the launch into this trace file
+  int64_t trace_budget = 0;  // --trace-budget; 0: trace::kDefaultBudget
 };
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
@@ -185,8 +199,12 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
   }
 
   launch::RunOptions opts;
-  opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
-  if (rep.races) opts.analyses.push_back({"races", nlohmann::json::object()});
+  if (rep.profile) {
+    opts.analyses.push_back({"profile", {{"gpu", rep.gpu}, {"num_warps", rep.num_warps}}});
+  } else {
+    opts.analyses.push_back({"sanitizer", {{"abort_on_first", rep.abort_on_first}, {"poison", rep.poison}}});
+    if (rep.races) opts.analyses.push_back({"races", nlohmann::json::object()});
+  }
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
@@ -224,8 +242,17 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
       failed = true;
     }
   };
+  nlohmann::json profiles = nlohmann::json::array();
+  if (rep.profile) {
+    if (r.reports.contains("profile")) profiles.push_back(r.reports["profile"]);
+    std::cerr << report::profile_to_text(profiles, rep.top);
+  }
   if (!rep.json_path.empty())
-    attempt([&] { write_file_atomically(rep.json_path, {report::to_json(findings).dump(2), "\n"}); });
+    attempt([&] {
+      write_file_atomically(
+          rep.json_path,
+          {(rep.profile ? report::profile_document(profiles) : report::to_json(findings)).dump(2), "\n"});
+    });
   if (!rep.sarif_path.empty())
     attempt([&] { write_file_atomically(rep.sarif_path, {report::to_sarif(findings).dump(2), "\n"}); });
   for (const auto& save : save_list) {  // (clang 14 cannot capture structured bindings)
@@ -307,6 +334,41 @@ int main(int argc, char** argv) {
   tilescope::cli::add_assist(app, assist_opts, explain, ask);
   tilescope::cli::ReplayOptions replay_opts;
   auto* replay = tilescope::cli::add_replay(app, replay_opts);
+  run->add_flag("--profile", run_report.profile,
+                "profile the launch instead of sanitizing it (what `tilescope profile kernel.ttir` does)");
+  run->add_option("--profile-gpu", run_report.gpu, "with --profile: the roofline's GPU")
+      ->capture_default_str();
+  run->add_option("--profile-top", run_report.top, "with --profile: hottest lines shown")
+      ->capture_default_str();
+  run->add_option("--profile-num-warps", run_report.num_warps, "with --profile: warps per program")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  tilescope::cli::SanitizeOptions profile_opts;
+  tilescope::cli::add_profile(app, profile_opts);  // for --help; run by profile_main or as `run --profile`
+  // `tilescope profile kernel.ttir OPTIONS`: `tilescope run kernel.ttir --profile` with the profile's
+  // option names mapped to run's.
+  std::vector<std::string> rewritten;
+  std::vector<char*> rewritten_argv;
+  if (argc > 2 && std::string(argv[1]) == "profile") {
+    bool ttir_form = false;
+    for (int i = 2; i < argc && std::string(argv[i]) != "--"; ++i) {
+      const std::string a = argv[i];
+      if (a.size() > 5 && a.compare(a.size() - 5, 5, ".ttir") == 0) ttir_form = true;
+    }
+    if (ttir_form) {
+      rewritten = {argv[0], "run", "--profile"};
+      for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        rewritten.push_back(a == "--gpu"         ? "--profile-gpu"
+                            : a == "--top"       ? "--profile-top"
+                            : a == "--num-warps" ? "--profile-num-warps"
+                                                 : a);
+      }
+      for (auto& a : rewritten) rewritten_argv.push_back(a.data());
+      argc = static_cast<int>(rewritten_argv.size());
+      argv = rewritten_argv.data();
+    }
+  }
   std::vector<std::string> demo_args;
   auto* demo = tilescope::cli::add_demo(app, demo_args);
   auto* cache = tilescope::cli::add_cache(app);
@@ -315,6 +377,7 @@ int main(int argc, char** argv) {
   try {
     if (argc > 1 && (std::string(argv[1]) == "sanitize" || std::string(argv[1]) == "trace"))
       return tilescope::cli::sanitize_main(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "profile") return tilescope::cli::profile_main(argc, argv);
   } catch (const tilescope::Error& e) {
     std::cerr << "tilescope: "
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
@@ -334,6 +397,7 @@ int main(int argc, char** argv) {
     if (*explain || *ask) return tilescope::cli::assist_command(assist_opts);
     if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
+    if (run_report.profile) tilescope::analysis::find_gpu(run_report.gpu);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
                                        tilescope::exec::parse_threads(threads, "--threads"), max_steps,
                                        max_memory, seed, time, run_report);

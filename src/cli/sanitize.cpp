@@ -38,8 +38,10 @@
 
 #include "assist.h"
 #include "output_file.h"
+#include "tilescope/analysis/profile.h"
 #include "tilescope/exec/engine.h"
 #include "tilescope/ir/diag.h"
+#include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
 #include "view.h"
@@ -222,6 +224,7 @@ class TempDir {
 // the processes that could not write their findings file.
 struct Collected {
   json findings = json::array();
+  json profiles = json::array();   // per-launch profile reports (`tilescope profile`)
   std::vector<std::string> notes;  // distinct, in the order read
   int processes = 0;
   int64_t launches = 0;
@@ -302,6 +305,7 @@ void read_findings(const fs::path& dir, Collected& c) {
       ++c.processes;
       c.launches += launches;
       for (auto& x : found) c.findings.push_back(x);
+      for (auto& x : doc.value("profiles", json::array())) c.profiles.push_back(x);
       for (auto& n : notes)
         if (n.is_string() && std::find(c.notes.begin(), c.notes.end(), n) == c.notes.end())
           c.notes.push_back(n.get<std::string>());
@@ -336,6 +340,51 @@ bool use_color(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   return isatty(STDERR_FILENO) && !std::getenv("NO_COLOR");
+}
+
+// `tilescope profile`'s end: the summary on stderr, --json, and the exit status (the command's own when
+// it failed, 2 when a report was lost, else 0).
+int profile_report(const SanitizeOptions& o, const Collected& c, int status, bool color,
+                   const std::string& trace_path) {
+  if (g_received)
+    std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
+                             sigabbrev_np(g_received));
+  bool failed = !c.lost.empty();
+  if (c.processes == 0 && c.lost.empty())
+    std::cerr << "tilescope: warning: no Python process reported to the profiler; is the tilescope package "
+                 "installed in the Python that ran the command (pip install .)?\n";
+  std::cerr << report::profile_to_text(c.profiles, o.top);
+  for (const std::string& n : c.notes) std::cerr << "tilescope: note: " << n << "\n";
+  if (!c.lost.empty())
+    std::cerr << fmt::format(
+        "tilescope: error: {} process(es) could not write their profiles (process {}: {})\n", c.lost.size(),
+        c.lost.begin()->first, c.lost.begin()->second.error);
+  std::cerr << fmt::format(
+      "tilescope: profiled {} launch(es) in {} process(es); the program exited with status {}\n",
+      c.profiles.size(), c.processes, status);
+  if (!o.trace_path.empty()) {
+    try {
+      trace::Reader r(trace_path);
+      std::cerr << fmt::format(
+          "tilescope: trace of {} launch(es), with their profiles, written to {} (tilescope "
+          "show {})\n",
+          r.launches().size(), o.trace_path, o.trace_path);
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  }
+  if (!o.json_path.empty()) {
+    try {
+      write_file_atomically(o.json_path, {report::profile_document(c.profiles).dump(2), "\n"});
+    } catch (const Error& e) {
+      std::cerr << "tilescope: " << report::diagnostic_to_text(e.diagnostic(), color);
+      failed = true;
+    }
+  }
+  if (!(std::cerr << std::flush)) failed = true;
+  if (status != 0) return status;
+  return failed ? 2 : 0;
 }
 
 }  // namespace
@@ -452,6 +501,84 @@ int sanitize_main(int argc, char** argv) {
   return sanitize_command(o);
 }
 
+CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
+  auto* s = app.add_subcommand(
+      "profile",
+      "Run a program (python script.py, pytest ...) with every Triton launch profiled on the CPU: bytes, "
+      "mask efficiency, sectors, FLOPs, roofline (or: tilescope profile kernel.ttir --grid ... --arg ...)");
+  std::string gpus;
+  for (const auto& g : analysis::gpus()) gpus += (gpus.empty() ? "" : ", ") + std::string(g.name);
+  s->add_option("--gpu", o.gpu, fmt::format("the roofline's GPU: {}", gpus))->capture_default_str();
+  s->add_option("--json", o.json_path,
+                "write every launch's profile as JSON (schema: README \"Profile JSON\")");
+  s->add_option("--trace", o.trace_path,
+                "also record every launch, with its profile, into this trace file (docs/trace-format.md)");
+  s->add_option("--trace-budget", o.trace_budget, "most bytes of payload the trace may hold (e.g. 64M)")
+      ->transform(CLI::AsSizeValue(false));
+  s->add_option("--top", o.top, "hottest Python lines shown per kernel")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  s->add_option("--num-warps", o.num_warps, "warps per program for the sector model (Triton's num_warps)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  s->add_option(
+       "--threads", o.threads,
+       fmt::format("engine worker threads: 0 for all cores (the default), at most {}", exec::kMaxThreads))
+      ->type_name("N");
+  s->add_option(
+       "--max-steps", o.max_steps,
+       fmt::format("operations one program may run before its launch fails (default {}); 0: no limit",
+                   exec::kDefaultMaxSteps))
+      ->type_name("N");
+  add_max_memory(*s, o.max_memory);
+  s->add_option("--target", o.target,
+                fmt::format("the GPU the program sees and kernels are compiled for: {} (default: "
+                            "TILESCOPE_TARGET, else sm_90)",
+                            known_targets()));
+  s->add_flag("--cuda-on-cpu", o.cuda_on_cpu, "make tensors the program puts on \"cuda\" on the CPU");
+  s->add_flag("--bench-all", o.bench_all, "run perf_report benchmarks at every x value");
+  s->add_option("--color", o.color, "colour: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  s->add_option("command", o.command, "the program and its arguments: [--] python script.py ARGS");
+  return s;
+}
+
+int profile_main(int argc, char** argv) {
+  static const std::set<std::string> with_value = {"--trace", "--trace-budget", "--gpu",       "--json",
+                                                   "--top",   "--num-warps",    "--threads",   "--max-steps",
+                                                   "--color", "--target",       "--max-memory"};
+  std::vector<std::string> ours, command;
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    ours.push_back(a);
+    if (with_value.count(a) && i + 1 < argc) ours.emplace_back(argv[++i]);
+  }
+  for (; i < argc; ++i) command.emplace_back(argv[i]);
+  CLI::App app{"tilescope profile"};
+  SanitizeOptions o;
+  add_profile(app, o);
+  std::vector<std::string> args{"profile"};
+  args.insert(args.end(), ours.begin(), ours.end());
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  analysis::find_gpu(o.gpu);  // a usage error before the command runs
+  o.command = command;
+  o.profile = true;
+  if (o.command.empty()) throw Error("profile: no command given (tilescope profile -- python script.py)");
+  return sanitize_command(o);
+}
+
 int sanitize_command(const SanitizeOptions& o) {
   if (o.command.empty()) throw Error("sanitize: no command given (tilescope sanitize -- python script.py)");
   // Checked here, before the command runs, with the checks the engine applies.
@@ -500,6 +627,11 @@ int sanitize_command(const SanitizeOptions& o) {
   setenv("TILESCOPE_TARGET", target.c_str(), 1);
   if (o.cuda_on_cpu) setenv("TILESCOPE_CUDA_ON_CPU", "1", 1);
   if (o.bench_all) setenv("TILESCOPE_BENCH_ALL", "1", 1);
+  if (o.profile) {
+    setenv("TILESCOPE_PROFILE", json{{"gpu", o.gpu}, {"num_warps", o.num_warps}}.dump().c_str(), 1);
+  } else {
+    unsetenv("TILESCOPE_PROFILE");
+  }
   if (!trace_path.empty()) setenv("TILESCOPE_TRACE", trace_path.c_str(), 1);
   // The child's `python` must be able to import Triton without a GPU.
   setenv("TRITON_MOCK_PTX_VERSION", "8.7", 0);
@@ -516,6 +648,7 @@ int sanitize_command(const SanitizeOptions& o) {
   std::vector<analysis::Finding> findings = report::merge(report::from_json(c.findings));
 
   const bool color = use_color(o.color);
+  if (o.profile) return profile_report(o, c, status, color, trace_path);
   if (g_received)
     std::cerr << fmt::format("tilescope: received SIG{}, passed it to the program and waited for it\n",
                              sigabbrev_np(g_received));

@@ -27,6 +27,12 @@ struct SanitizeOptions {
   bool view = false;                 // --view: open the trace in the web visualizer after the run
   bool explain = false;              // --explain: the LLM explains the findings after the report
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)
+  // `tilescope profile`: the profile analysis alone (analysis/profile.h) on every launch; --json writes
+  // the profile document (README "Profile JSON") and the summary replaces the findings report.
+  bool profile = false;
+  std::string gpu = "H100";  // --gpu: the roofline's GPU
+  int top = 5;               // --top: hottest lines per kernel
+  int num_warps = 4;         // --num-warps: warps per program for the sector model
 };
 
 /// Register `--max-memory SIZE` on `cmd`: the most bytes a launch may take for the values of its
@@ -45,6 +51,12 @@ int sanitize_command(const SanitizeOptions& o);
 /// `tilescope sanitize|trace [OPTIONS] [--] COMMAND...` from main's argv (argv[1] is the subcommand): the
 /// command's own arguments are passed on untouched, so they are split off before option parsing.
 int sanitize_main(int argc, char** argv);
+
+/// Register `profile` on `app` (for --help; profile_main parses it).
+CLI::App* add_profile(CLI::App& app, SanitizeOptions& o);
+/// `tilescope profile [OPTIONS] [--] COMMAND...` from main's argv (argv[1] == "profile"), as sanitize_main.
+/// (`tilescope profile kernel.ttir ...` is `tilescope run` with its profile options: main.cpp.)
+int profile_main(int argc, char** argv);
 
 /// Register `demo`: runs the bundled examples (examples/demo.py) and shows the findings.
 CLI::App* add_demo(CLI::App& app, std::vector<std::string>& args);

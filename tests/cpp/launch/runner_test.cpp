@@ -128,7 +128,7 @@ TEST(Runner, AnalysesAndOptionsAreChecked) {
   };
   RunOptions unknown;
   unknown.analyses.push_back({"racecheck", nullptr});
-  EXPECT_EQ(error_of(unknown), "no analysis named 'racecheck' (known: sanitizer, races, uninit)");
+  EXPECT_EQ(error_of(unknown), "no analysis named 'racecheck' (known: sanitizer, races, uninit, profile)");
   EXPECT_EQ(error_of(sanitize({{"posion", false}})),
             "analysis 'sanitizer': unknown option 'posion' (it has: abort_on_first, poison, max_first)");
   EXPECT_EQ(error_of(sanitize({{"poison", 1}})), "analysis 'sanitizer': option 'poison' must be a boolean");
