@@ -192,18 +192,26 @@ def engine_part() -> bool:
 
 
 def profile_part() -> bool:
-    """`tilescope profile` on a correct example: what it moves and computes, as a GPU would see it."""
+    """`tilescope profile` on a correct example, recorded into a trace: what it moves and computes, as a GPU
+    would see it, then the trace's summary (`tilescope show`)."""
     banner("tilescope profile: bytes, sectors, FLOPs and a roofline per launch and per Python line")
     rel = "examples/matmul.py"
-    args = [BIN, "profile", "--gpu", "H100", "--top", "3", "--", sys.executable, rel]
-    print(f"$ tilescope profile --gpu H100 --top 3 -- python {rel}")
-    p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
-    for line in p.stdout.strip().splitlines():
-        print(f"  | {line}")
-    print(p.stderr.rstrip())
-    print("\nCounts are exact (every program runs); sectors follow Triton's layouts (bench/PROFILE.md compares")
-    print("them with an H200). Also: tilescope profile --json p.json -- python your_script.py.")
-    return p.returncode == 0 and "hottest lines" in p.stderr
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "demo.tstrace")
+        args = [BIN, "profile", "--gpu", "H100", "--top", "3", "--trace", trace, "--", sys.executable, rel]
+        print(f"$ tilescope profile --gpu H100 --top 3 --trace demo.tstrace -- python {rel}")
+        p = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        for line in p.stdout.strip().splitlines():
+            print(f"  | {line}")
+        print(p.stderr.rstrip())
+        print("\nCounts are exact (every program runs); sectors follow Triton's layouts (bench/PROFILE.md compares")
+        print("them with an H200). Also: tilescope profile --json p.json -- python your_script.py.")
+        banner("tilescope show: the trace of that run (every launch, its accesses and its profile)")
+        print("$ tilescope show demo.tstrace")
+        s = subprocess.run([BIN, "show", trace], capture_output=True, text=True, cwd=ROOT)
+        print(s.stdout.rstrip() or s.stderr.rstrip())
+        print("\nOpen a trace in the browser with `tilescope view demo.tstrace`, replay a launch with `tilescope replay`.")
+    return p.returncode == 0 and "hottest lines" in p.stderr and s.returncode == 0 and "launch" in s.stdout
 
 
 def main() -> int:
