@@ -25,7 +25,7 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-std::string trim(std::string s) {
+std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t");
   if (a == std::string::npos) return "";
   const auto b = s.find_last_not_of(" \t\r");
@@ -148,7 +148,9 @@ nlohmann::ordered_json build_context(const trace::Query& q, const Selection& sel
     json item = {{"id", fmt::format("finding {}", i + 1)}, {"kind", f["kind"]}, {"summary", f["summary"]}};
     if (const json* s = site_by_ttir(f["ttir"]["line"])) item["site"] = site_json(*s);
     for (const char* k : {"programs", "lanes", "offsets", "buffer", "race", "hint", "allocation"})
-      if (f.contains(k) && !f[k].is_null() && f[k] != "") item[k] = f[k];
+      if (f.contains(k) && !f[k].is_null() &&
+          !(f[k].is_string() && f[k].get_ref<const std::string&>().empty()))
+        item[k] = f[k];
     if (f.contains("other") && f["other"].is_object()) {
       const json& o = f["other"];
       json other = {{"op", o.value("op", "")},
@@ -211,7 +213,7 @@ nlohmann::ordered_json build_context(const trace::Query& q, const Selection& sel
       int64_t first = std::min<int64_t>(span[file].first, static_cast<int64_t>(lines.size()));
       while (first > 1 && trim(lines[first - 1]).rfind("def ", 0) != 0 && span[file].first - first < 12)
         --first;
-      while (first > 1 && trim(lines[first - 2]).rfind("@", 0) == 0) --first;
+      while (first > 1 && trim(lines[first - 2]).rfind('@', 0) == 0) --first;
       json ls = json::array();
       for (int64_t l = first; l <= last && l <= static_cast<int64_t>(lines.size()); ++l)
         ls.push_back(fmt::format("{:>4}  {}", l, lines[l - 1]));

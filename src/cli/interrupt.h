@@ -4,9 +4,8 @@
 // its default action.
 #pragma once
 
-#include <signal.h>
-
 #include <atomic>
+#include <csignal>
 
 namespace tilescope::cli {
 

@@ -1,10 +1,10 @@
 #include "view.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <charconv>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,7 +61,9 @@ std::map<std::string, server::Asset> load_assets() {
       "<bin>/../web): rebuild tilescope with `make build`, which builds them");
 }
 
-int64_t id_of(const Request& r, const char* name) { return r.integer(name, 1, int64_t{1} << 40); }
+constexpr int64_t kMax = int64_t{1} << 40;  // ids, indexes and offsets above are refused
+
+int64_t id_of(const Request& r, const char* name) { return r.integer(name, 1, kMax); }
 
 template <class F>
 Response answer(F&& f) {
@@ -73,7 +75,6 @@ Response answer(F&& f) {
 }
 
 std::vector<server::Route> routes(const trace::Query& q) {
-  const int64_t kMax = int64_t{1} << 40;
   return {
       {"GET", "/api/session", [&q](const Request&) { return Response::json(q.session()); }},
       {"GET", "/api/launches", [&q](const Request&) { return Response::json(q.launches()); }},
@@ -87,7 +88,7 @@ std::vector<server::Route> routes(const trace::Query& q) {
              [&] { return Response::json(q.programs(id_of(r, "launch"), r.text("bytes") == "1")); });
        }},
       {"GET", "/api/launches/{launch}/programs/{x}/{y}/{z}",
-       [&q, kMax](const Request& r) {
+       [&q](const Request& r) {
          return answer([&] {
            return Response::json(
                q.program(id_of(r, "launch"),
@@ -95,7 +96,7 @@ std::vector<server::Route> routes(const trace::Query& q) {
          });
        }},
       {"GET", "/api/launches/{launch}/programs/{x}/{y}/{z}/values",
-       [&q, kMax](const Request& r) {
+       [&q](const Request& r) {
          // ?sites=3,7: the op sites whose operands and results to compute (at most 16).
          std::vector<int> sites;
          const std::string list = r.text("sites");
@@ -129,7 +130,7 @@ std::vector<server::Route> routes(const trace::Query& q) {
          });
        }},
       {"GET", "/api/launches/{launch}/args/{arg}/elements/{element}",
-       [&q, kMax](const Request& r) {
+       [&q](const Request& r) {
          return answer([&] {
            return Response::json(q.element_accesses(
                id_of(r, "launch"), static_cast<int>(r.integer("arg", 0, 1 << 20)),

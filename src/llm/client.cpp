@@ -79,6 +79,7 @@ bool mentions_context(const std::string& text) {
 }
 
 /// One parsed Server-Sent Events stream of chat chunks.
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct SseParser {
   std::string buffer;  // bytes not yet split into lines
   std::string data;    // the data lines of the event being read

@@ -299,16 +299,17 @@ Server::Server(ServerOptions options, std::vector<Route> routes, std::map<std::s
     if (res.body.empty())
       write_error(res, res.status, status_code_name(res.status), status_message(res.status));
   });
-  m.http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    write_error(res, 500, "internal_error", what);
-  });
+  m.http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        write_error(res, 500, "internal_error", what);
+      });
 }
 
 Server::~Server() { stop(); }

@@ -19,7 +19,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json parse_or(const std::string& text, json fallback) {
+json parse_or(const std::string& text, const json& fallback) {
   json j = json::parse(text, nullptr, false);
   return j.is_discarded() ? fallback : j;
 }

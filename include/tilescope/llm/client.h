@@ -42,6 +42,7 @@ struct Message {
   std::string content;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct ChatRequest {
   std::vector<Message> messages;
   std::optional<int> max_tokens;
@@ -53,6 +54,7 @@ struct ChatRequest {
   nlohmann::json extra;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct ChatResult {
   std::string content;
   std::string finish_reason;  // "stop", "length" (cut at max_tokens: the content is incomplete), ...

@@ -49,6 +49,7 @@ struct Config {
 };
 
 /// What each layer holds; a layer left empty contributes nothing.
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct Layers {
   std::string user_dir;  // the user file's folder; empty: $XDG_CONFIG_HOME/tilescope or ~/.config/tilescope
   std::string project_dir;  // where the project-file search starts; empty: the working directory
