@@ -348,3 +348,31 @@ def test_dot_values_step_by_step_match_numpy(tmp_path):
     finally:
         p.send_signal(2)
         p.wait(timeout=10)
+
+
+def test_the_profile_panel_shows_the_traced_profile(tmp_path):
+    trace = tmp_path / "p.tstrace"
+    subprocess.run([TILESCOPE, "profile", "--trace", str(trace), "--", sys.executable,
+                    os.path.join(ROOT, "examples", "matmul.py")], check=True, capture_output=True, timeout=300)
+    t = tilescope.load_trace(trace)
+    prof = t.launches[0]["reports"]["profile"]
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
+            if m:
+                break
+        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+        first = prof["lines"][0]
+        reads = drive(s, [{"read": ["bound", "#profile", "data-bound"]},
+                          {"read": ["rows", "#profile-lines tbody", "text"]},
+                          {"click": "#profile-lines tbody tr[data-line='0']"},
+                          {"read": ["py", "#py", "data-lines"]},
+                          {"screenshot": "view-profile"}], tmp_path)
+        assert reads["bound"] == prof["roofline"]["bound"]
+        assert f"{os.path.basename(first['file'])}:{first['line']}" in reads["rows"]
+        assert reads["py"] == str(first["line"])
+    finally:
+        p.send_signal(2)
+        p.wait(timeout=10)

@@ -43,6 +43,11 @@ app.innerHTML = `
   <aside class="left">
     <section><h2>Launches</h2><ul id="launches" class="list"></ul></section>
     <section class="grow"><h2>Findings</h2><ul id="findings" class="list"></ul></section>
+    <section id="profile" hidden><h2>Profile <span id="profile-gpu" class="muted"></span></h2>
+      <canvas id="roofline" width="236" height="120" title="roofline: attainable FLOP/s against arithmetic intensity"></canvas>
+      <div id="profile-summary" class="profile-summary"></div>
+      <table id="profile-lines"><thead><tr><th>line</th><th>bytes</th><th>sectors</th><th>FLOPs</th></tr></thead><tbody></tbody></table>
+    </section>
   </aside>
   <section class="center">
     <div class="panel" id="grid-panel">
@@ -140,6 +145,97 @@ function renderFindings() {
   );
 }
 
+// ---------------------------------------------------------------------------------------------
+// The profile (when the trace has one: `tilescope profile --trace`): the roofline and the hottest lines.
+
+interface Roofline {
+  arithmetic_intensity: number;
+  bound: string;
+  compute_seconds: number;
+  memory_seconds: number;
+  seconds: number;
+  dram_bytes: number;
+  flops: number;
+  gpu: string;
+  part: string;
+}
+interface ProfileLine {
+  file: string;
+  line: number;
+  bytes: number;
+  sectors: number;
+  flops: number;
+  source: string;
+}
+
+function fmtCount(n: number): string {
+  const units = ["", "K", "M", "G", "T", "P"];
+  let i = 0;
+  while (Math.abs(n) >= 1000 && i < units.length - 1) (n /= 1000), i++;
+  return `${i ? n.toFixed(1) : Math.round(n)}${units[i]}`;
+}
+
+/// A log-log roofline: the memory slope (peak bandwidth = DRAM bytes / memory time) up to the compute roof
+/// (peak FLOP/s = FLOPs / compute time), and the launch at its arithmetic intensity and modelled rate.
+function drawRoofline(r: Roofline) {
+  const c = $<HTMLCanvasElement>("roofline");
+  const g = c.getContext("2d")!;
+  const css = getComputedStyle(document.documentElement);
+  g.clearRect(0, 0, c.width, c.height);
+  const bw = r.memory_seconds > 0 ? r.dram_bytes / r.memory_seconds : 0;
+  const peak = r.compute_seconds > 0 ? r.flops / r.compute_seconds : 0;
+  if (!(bw > 0 && peak > 0)) return;
+  const x0 = -2, x1 = 4; // log10 FLOP/byte
+  const y1 = Math.ceil(Math.log10(peak)) + 0.3, y0 = y1 - 6;
+  const X = (ai: number) => ((Math.log10(ai) - x0) / (x1 - x0)) * (c.width - 10) + 5;
+  const Y = (f: number) => c.height - 5 - ((Math.log10(f) - y0) / (y1 - y0)) * (c.height - 10);
+  g.strokeStyle = css.getPropertyValue("--muted");
+  g.beginPath();
+  const ridge = peak / bw;
+  g.moveTo(X(10 ** x0), Y(bw * 10 ** x0));
+  g.lineTo(X(ridge), Y(peak));
+  g.lineTo(X(10 ** x1), Y(peak));
+  g.stroke();
+  const ai = r.arithmetic_intensity;
+  const rate = r.flops / r.seconds;
+  g.fillStyle = r.bound === "memory" ? "#3b82f6" : "#f59e0b";
+  g.beginPath();
+  g.arc(X(Math.max(ai, 10 ** x0)), Y(Math.max(rate, 10 ** y0)), 4, 0, 2 * Math.PI);
+  g.fill();
+  g.fillStyle = css.getPropertyValue("--muted");
+  g.font = "10px system-ui";
+  g.fillText(`${fmtCount(peak)}FLOP/s`, c.width - 70, Y(peak) - 3);
+  g.fillText(`${fmtCount(bw)}B/s`, 6, Math.min(c.height - 6, Y(bw * 10 ** x0) - 3));
+}
+
+function renderProfile(l: Launch) {
+  const p = l.reports?.profile as { roofline?: Roofline; lines?: ProfileLine[]; flops?: Record<string, number> } | undefined;
+  const panel = $("profile");
+  panel.hidden = !p?.roofline;
+  if (!p?.roofline) return;
+  const r = p.roofline;
+  $("profile-gpu").textContent = `on ${r.part}`;
+  drawRoofline(r);
+  $("profile-summary").textContent =
+    `${r.bound}-bound: at least ${(r.seconds * 1e6).toFixed(2)} µs; ${fmtCount(r.dram_bytes)}B from DRAM, ` +
+    `${fmtCount(r.flops)} FLOPs, ${r.arithmetic_intensity.toFixed(1)} FLOP/byte`;
+  const body = $("profile-lines").querySelector("tbody")!;
+  body.innerHTML = (p.lines ?? [])
+    .slice(0, 8)
+    .map(
+      (x, i) => `<tr data-line="${i}" title="${esc(x.source)}"><td>${esc(base(x.file))}:${x.line}</td><td>${fmtCount(x.bytes)}</td>
+        <td>${fmtCount(x.sectors)}</td><td>${fmtCount(x.flops)}</td></tr>`,
+    )
+    .join("");
+  body.querySelectorAll("tr").forEach((tr) =>
+    tr.addEventListener("click", () => {
+      const x = p.lines![Number((tr as HTMLElement).dataset.line)];
+      showSource(x.file, [x.line]);
+    }),
+  );
+  panel.dataset.bound = r.bound;
+}
+
 async function selectLaunch(id: number) {
   try {
     const [launch, programs] = await Promise.all([api.launch(id), api.programs(id)]);
@@ -149,6 +245,7 @@ async function selectLaunch(id: number) {
     state.access = -1;
     renderLaunches();
     renderFindings();
+    renderProfile(launch);
     const s = programs.detail_stride;
     $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
       s === 0 ? "none" : s === 1 ? "all" : `every ${s}th`
