@@ -376,3 +376,52 @@ def test_the_profile_panel_shows_the_traced_profile(tmp_path):
     finally:
         p.send_signal(2)
         p.wait(timeout=10)
+
+
+CUBE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def plane_copy(x_ptr, y_ptr, PLANE: tl.constexpr):
+    p = tl.program_id(0)
+    offs = p * PLANE + tl.arange(0, PLANE)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+x = torch.randn(4, 8, 16)
+y = torch.empty_like(x)
+plane_copy[(4,)](x, y, PLANE=128)
+assert torch.equal(x, y)
+"""
+
+
+def test_an_nd_tensor_is_shown_as_slices(tmp_path):
+    prog = tmp_path / "cube.py"
+    prog.write_text(CUBE)
+    trace = tmp_path / "cube.tstrace"
+    subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], check=True,
+                   capture_output=True, timeout=300)
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
+            if m:
+                break
+        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+        # Program 2 loads x[2, :, :]: the slice at dim 0 = 2 (rows dim 1, columns dim 2) is all touched.
+        reads = drive(s, [{"key": "ArrowRight"}, {"key": "ArrowRight"},
+                          {"read": ["grid", "#grid", "data-selected"]},
+                          {"read": ["plane", ".heatmap", "data-marked"]},
+                          {"fill": ["#slice input[data-dim='0']", "3"]},
+                          {"read": ["other_plane", ".heatmap", "data-marked"]},
+                          {"select": ["#slice-rows", "0"]},
+                          {"read": ["rows_dim0", ".heatmap", "data-marked"]},
+                          {"screenshot": "view-slices"}], tmp_path)
+        assert reads["grid"] == "2,0,0"
+        assert reads["plane"] == "0:128"  # 8 rows x 16 columns, every cell
+        assert reads["other_plane"] == ""  # x[3, :, :] is program 3's
+        # Rows now dim 0 (4), columns dim 2 (16), dim 1 fixed at 0: x[2, 0, :] is row 2.
+        assert reads["rows_dim0"] == "32:16"
+    finally:
+        p.send_signal(2)
+        p.wait(timeout=10)

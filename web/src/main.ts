@@ -20,6 +20,9 @@ const state = {
   program: null as Program | null,
   access: -1, // index into program.accesses
   dotSite: -1, // a tt.dot site shown step by step (then access is -1)
+  // An N-D argument's 2-D slice; `op` is the program and op it last followed (a new selection re-centres it
+  // on the op's first element; the user's own choice stands while the selection does).
+  slice: null as { key: string; op: string; rows: number; cols: number; idx: number[] } | null,
   dotStep: 0,
   mode: "op" as TensorMode,
   contents: new Map<string, DataView | null>(), // "launch/arg/phase"
@@ -60,7 +63,7 @@ app.innerHTML = `
       <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th>variable</th><th>argument</th><th>seq</th><th>active / lanes</th><th>out of bounds</th></tr></thead><tbody></tbody></table></div>
     </div>
     <div class="panel grow" id="tensor-panel">
-      <h2><span id="tensor-title">Tensor</span>
+      <h2><span id="tensor-title">Tensor</span> <span id="slice" class="slice" hidden></span>
         <span class="right-of" id="modes">
           <button data-mode="op" title="the elements the selected op touched in the selected program">this op</button>
           <button data-mode="all" title="how many programs' accesses touched each element">all programs</button>
@@ -638,7 +641,86 @@ async function contentsOf(arg: Arg, phase: "before" | "after"): Promise<DataView
   return state.contents.get(key)!;
 }
 
+/// The position of memory offset `off` (in elements) in a tensor of `shape` and `strides`, or null when no
+/// index gives it (outside the tensor, or between its strided elements). Strides are visited largest
+/// first, which inverts any layout whose elements do not overlap.
+function indexOf(off: number, shape: number[], strides: number[]): number[] | null {
+  const order = shape.map((_, d) => d).sort((a, b) => strides[b] - strides[a]);
+  const idx = new Array(shape.length).fill(0);
+  let rem = off;
+  for (const d of order) {
+    if (strides[d] <= 0) continue;
+    idx[d] = Math.floor(rem / strides[d]);
+    rem -= idx[d] * strides[d];
+    if (idx[d] < 0 || idx[d] >= shape[d]) return null;
+  }
+  return rem === 0 ? idx : null;
+}
+
+/// Slice controls for an argument of rank >= 3: which dimensions are rows and columns, and the index of
+/// every other one (a slider each). `first` (an offset the op touched) picks the starting slice.
+function sliceFor(arg: Arg, first: number | undefined) {
+  const shape = arg.shape!, strides = arg.strides!, rank = shape.length;
+  const key = `${state.launch!.id}/${arg.index}`;
+  const op = `${pidKey(state.pid)}/${state.access}`;
+  if (!state.slice || state.slice.key !== key)
+    state.slice = { key, op: "", rows: rank - 2, cols: rank - 1, idx: new Array(rank).fill(0) };
+  const sl = state.slice;
+  if (sl.op !== op) {
+    sl.op = op;
+    const at = first !== undefined ? indexOf(first, shape, strides) : null;
+    if (at) sl.idx = at;
+  }
+  const host = $("slice");
+  host.hidden = false;
+  const dimSelect = (id: string, v: number) =>
+    `<select id="${id}">${shape.map((n, d) => `<option value="${d}" ${d === v ? "selected" : ""}>dim ${d} (${n})</option>`).join("")}</select>`;
+  host.innerHTML =
+    `rows ${dimSelect("slice-rows", sl.rows)} columns ${dimSelect("slice-cols", sl.cols)} ` +
+    shape
+      .map((n, d) =>
+        d === sl.rows || d === sl.cols
+          ? ""
+          : `<label title="index of dim ${d}">[${d}] <input type="number" data-dim="${d}" min="0" max="${n - 1}" value="${sl.idx[d]}" /></label>`,
+      )
+      .join(" ");
+  host.querySelectorAll("select").forEach((el) =>
+    el.addEventListener("change", () => {
+      const r = Number(($("slice-rows") as HTMLSelectElement).value), c = Number(($("slice-cols") as HTMLSelectElement).value);
+      if (r !== c) (sl.rows = r), (sl.cols = c);
+      renderTensor();
+    }),
+  );
+  host.querySelectorAll("input").forEach((el) =>
+    el.addEventListener("change", () => {
+      const d = Number((el as HTMLInputElement).dataset.dim);
+      sl.idx[d] = Math.max(0, Math.min(shape[d] - 1, Number((el as HTMLInputElement).value) || 0));
+      renderTensor();
+    }),
+  );
+  const W = shape[sl.cols];
+  let base = 0;
+  shape.forEach((_, d) => {
+    if (d !== sl.rows && d !== sl.cols) base += sl.idx[d] * strides[d];
+  });
+  return {
+    elements: shape[sl.rows] * W,
+    width: W,
+    memOf: (ci: number) => base + Math.floor(ci / W) * strides[sl.rows] + (ci % W) * strides[sl.cols],
+    cellOf: (off: number) => {
+      const i = indexOf(off, shape, strides);
+      if (!i || shape.some((_, d) => d !== sl.rows && d !== sl.cols && i[d] !== sl.idx[d])) return null;
+      return i[sl.rows] * W + i[sl.cols];
+    },
+    describe: (ci: number) => {
+      const i = indexOf(base + Math.floor(ci / W) * strides[sl.rows] + (ci % W) * strides[sl.cols], shape, strides);
+      return i ? `[${i.join(", ")}]` : "";
+    },
+  };
+}
+
 async function renderTensor() {
+  $("slice").hidden = true;
   $("heat-host").hidden = false;
   $("dot-view").hidden = true;
   $("modes").hidden = false;
@@ -707,21 +789,40 @@ async function renderTensor() {
       $("tensor-title").textContent += " (no stored contents: dropped by the trace's budget)";
     }
   }
-  const model: HeatmapModel = { elements, width, cell, marks };
+  let model: HeatmapModel = { elements, width, cell, marks };
+  let describe = (o: number) => `row ${Math.floor(o / width)}, column ${((o % width) + width) % width}`;
+  let memOf = (o: number) => o;
+  let outside = 0;
+  if ((arg.shape?.length ?? 0) >= 3 && arg.strides?.length === arg.shape!.length) {
+    // An N-D argument: a 2-D slice of it; cells are slice positions, mapped to memory offsets.
+    const sl = sliceFor(arg, [...marks.keys()].find((o) => o >= 0 && o < elements));
+    const sliceMarks = new Map<number, Mark>();
+    for (const [o, m] of marks) {
+      const ci = o >= 0 && o < elements ? sl.cellOf(o) : null;
+      if (ci !== null) sliceMarks.set(ci, m);
+      else if (o < 0 || o >= elements) outside++;
+    }
+    const memCell = cell;
+    model = { elements: sl.elements, width: sl.width, cell: (ci) => memCell(sl.memOf(ci)), marks: sliceMarks };
+    describe = (ci) => `index ${sl.describe(ci)}`;
+    memOf = sl.memOf;
+    if (outside) $("tensor-title").textContent += ` · ${outside} out-of-bounds element(s) of this op, outside every slice`;
+  }
   heat.show(model);
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
   document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
-  heat.onHover = (o) => {
-    if (o === null) return void ($("hover").textContent = "hover an element");
-    const row = Math.floor(o / width), col = ((o % width) + width) % width;
+  heat.onHover = (ci) => {
+    if (ci === null) return void ($("hover").textContent = "hover an element");
+    const o = memOf(ci);
     const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
-    let text = `element ${o}${where}: row ${row}, column ${col}`;
-    if (marks.has(o)) text += ` · touched by this ${a.kind}`;
+    let text = `element ${o}${where}: ${describe(ci)}`;
+    if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
     if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
     $("hover").textContent = text;
   };
-  heat.onClick = async (o) => {
+  heat.onClick = async (ci) => {
+    const o = memOf(ci);
     if (o < 0 || o >= elements) return;
     try {
       const r = await api.element(l.id, arg.index, o);

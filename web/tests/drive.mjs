@@ -7,7 +7,8 @@
 // SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
 // STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
 // {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE]} (until the
-// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"download": [CSS,
+// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"select": [CSS,
+// VALUE]}, {"fill": [CSS, VALUE]} (then a change event), {"download": [CSS,
 // PATH]} (click, save the download there), {"screenshot": NAME}.
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
@@ -47,6 +48,11 @@ try {
         const e = document.querySelector(c);
         return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
       }, [css, attr]);
+    } else if (step.select) {
+      await page.selectOption(step.select[0], step.select[1]);
+    } else if (step.fill) {
+      await page.fill(step.fill[0], step.fill[1]);
+      await page.dispatchEvent(step.fill[0], "change");
     } else if (step.download) {
       const [css, path] = step.download;
       const [d] = await Promise.all([page.waitForEvent("download"), page.click(css)]);
