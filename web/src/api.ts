@@ -136,7 +136,18 @@ export class ApiError extends Error {
   }
 }
 
+/// Requests in flight, on <body data-busy> (tests and tools wait for 0 before reading the page).
+let busy = 0;
+function track<T>(p: Promise<T>): Promise<T> {
+  document.body.dataset.busy = String(++busy);
+  return p.finally(() => (document.body.dataset.busy = String(--busy)));
+}
+
 async function get<T>(path: string): Promise<T> {
+  return track(getNow<T>(path));
+}
+
+async function getNow<T>(path: string): Promise<T> {
   const r = await fetch(path, { credentials: "same-origin" });
   if (!r.ok) {
     let code = "error";
@@ -154,9 +165,13 @@ async function get<T>(path: string): Promise<T> {
 }
 
 async function bytes(path: string): Promise<ArrayBuffer> {
-  const r = await fetch(path, { credentials: "same-origin" });
-  if (!r.ok) throw new ApiError(r.status, "not_found", `${r.status}`);
-  return r.arrayBuffer();
+  return track(
+    (async () => {
+      const r = await fetch(path, { credentials: "same-origin" });
+      if (!r.ok) throw new ApiError(r.status, "not_found", `${r.status}`);
+      return r.arrayBuffer();
+    })(),
+  );
 }
 
 export const api = {

@@ -23,6 +23,9 @@ const state = {
   // An N-D argument's 2-D slice; `op` is the program and op it last followed (a new selection re-centres it
   // on the op's first element; the user's own choice stands while the selection does).
   slice: null as { key: string; op: string; rows: number; cols: number; idx: number[] } | null,
+  // The latest selection request: an answer to an older one (keys pressed faster than the server
+  // answers) is dropped, so the page always ends on what was asked last.
+  generation: 0,
   dotStep: 0,
   mode: "op" as TensorMode,
   contents: new Map<string, DataView | null>(), // "launch/arg/phase"
@@ -240,8 +243,10 @@ function renderProfile(l: Launch) {
 }
 
 async function selectLaunch(id: number) {
+  const generation = ++state.generation;
   try {
     const [launch, programs] = await Promise.all([api.launch(id), api.programs(id)]);
+    if (generation !== state.generation) return;
     state.launch = launch;
     state.programs = programs;
     state.bytes = null;
@@ -380,8 +385,11 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
   state.pid = pid;
   drawGrid();
   $("pid").textContent = `(${pid.join(", ")})`;
+  const generation = ++state.generation;
   try {
-    state.program = await api.program(l.id, pid);
+    const program = await api.program(l.id, pid);
+    if (generation !== state.generation) return; // a newer selection is on its way
+    state.program = program;
   } catch (e) {
     showError(e);
     return;

@@ -43,7 +43,9 @@ try {
                                  { timeout: 10000 });
     } else if (step.read) {
       const [name, css, attr] = step.read;
-      await page.waitForTimeout(150); // the view settles (its fetches are local)
+      // The view settles: no request in flight (body[data-busy], web/src/api.ts), then two frames.
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
       out.reads[name] = await page.evaluate(([c, a]) => {
         const e = document.querySelector(c);
         return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
