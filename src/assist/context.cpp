@@ -14,7 +14,7 @@ namespace tilescope::assist {
 
 using json = nlohmann::json;
 
-int64_t estimate_tokens(const std::string& text) { return static_cast<int64_t>((text.size() + 3) / 4); }
+int64_t estimate_tokens(const std::string& text) { return static_cast<int64_t>((text.size() + 2) / 3); }
 
 namespace {
 

@@ -603,6 +603,9 @@ int sanitize_command(const SanitizeOptions& o) {
     std::error_code ec;
     trace_path = (fs::temp_directory_path(ec) / fmt::format("tilescope-view-{}.tstrace", getpid())).string();
     trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+    // It holds the program's source and its tensors: for this user only.
+    fs::permissions(trace_path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace,
+                    ec);
   }
   struct RemoveAfter {  // a temporary trace goes at the end, whatever way out
     std::string path;

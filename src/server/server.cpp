@@ -176,7 +176,7 @@ struct Server::Impl {
 
   // Host, Origin and token checks; the token exchange at `/?token=T`. Handled: answered here.
   httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Response& res) {
-    if (!host_allowed(req.get_header_value("Host"))) {
+    if (req.get_header_value_count("Host") != 1 || !host_allowed(req.get_header_value("Host"))) {
       write_error(res, 403, "bad_host", "the Host header does not name this server (DNS rebinding?)");
       return httplib::Server::HandlerResponse::Handled;
     }

@@ -53,6 +53,16 @@ struct Query::Impl {
     s.bind(1, id);
     if (!s.step()) throw NotFound(fmt::format("no launch {} in this trace", id));
   }
+  /// The launch exists and `pid` is inside its grid.
+  void require_program(int64_t id, const std::array<int64_t, 3>& pid) {
+    Stmt l(db, "SELECT grid_x, grid_y, grid_z FROM launches WHERE id = ?");
+    l.bind(1, id);
+    if (!l.step()) throw NotFound(fmt::format("no launch {} in this trace", id));
+    for (int i = 0; i < 3; ++i)
+      if (pid[i] < 0 || pid[i] >= l.i64(i))
+        throw NotFound(fmt::format("no program ({}, {}, {}) in launch {} (grid {} x {} x {})", pid[0], pid[1],
+                                   pid[2], id, l.i64(0), l.i64(1), l.i64(2)));
+  }
 };
 
 // The Reader inside Impl runs the format, version and integrity checks, with their messages, first.
@@ -84,7 +94,7 @@ json launch_row(Stmt& s) {
   json findings = parse_or(s.text(9), json::array());
   json kinds = json::object();
   for (const json& f : findings)
-    if (f.is_object() && f.contains("kind"))
+    if (f.is_object() && f.contains("kind") && f["kind"].is_string())  // a damaged finding is not counted
       kinds[f["kind"].get<std::string>()] = kinds.value(f["kind"].get<std::string>(), 0) + 1;
   return {{"id", s.i64(0)},
           {"name", s.text(1)},
@@ -218,13 +228,41 @@ json Query::programs(int64_t launch, bool with_bytes) const {
     add(f.value("programs", json()));
     if (f.contains("other") && f["other"].is_object()) add(f["other"].value("programs", json()));
   }
+  // Findings list their first programs only; for out-of-bounds ones the recorded accesses say exactly
+  // which (sampled) programs had lanes outside their buffer, at which op.
+  {
+    std::map<int64_t, std::vector<size_t>> oob_findings_by_line;  // TTIR line of the op -> finding indexes
+    for (size_t i = 0; i < findings.size(); ++i) {
+      const json& f = findings[i];
+      if (f.value("kind", json("")).is_string() &&
+          f["kind"].get<std::string>().rfind("out-of-bounds", 0) == 0 && f.contains("ttir") &&
+          f["ttir"].contains("line"))
+        oob_findings_by_line[f["ttir"]["line"].get<int64_t>()].push_back(i);
+    }
+    if (!oob_findings_by_line.empty()) {
+      Stmt a(db,
+             "SELECT DISTINCT a.pid_x, a.pid_y, a.pid_z, s.ttir_line FROM accesses a JOIN sites s ON s.site "
+             "= a.site "
+             "AND s.kernel = (SELECT kernel FROM launches WHERE id = ?1) WHERE a.launch = ?1 AND a.oob > 0");
+      a.bind(1, launch);
+      while (a.step())
+        if (auto it = oob_findings_by_line.find(a.i64(3)); it != oob_findings_by_line.end())
+          for (size_t i : it->second) by_pid[pid_key(a.i64(0), a.i64(1), a.i64(2))].push_back(i);
+    }
+  }
+  for (auto& [k, v] : by_pid.items()) {  // each finding once per program
+    std::vector<size_t> ids = v.get<std::vector<size_t>>();
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    v = ids;
+  }
   out["findings"] = by_pid;
   return out;
 }
 
 json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
   std::lock_guard<std::mutex> g(impl_->mu);
-  impl_->require_launch(launch);
+  impl_->require_program(launch, pid);
   const Db& db = impl_->db;
   json out = {{"pid", {pid[0], pid[1], pid[2]}}};
   json acc = json::array();
@@ -317,13 +355,17 @@ json Query::element_accesses(int64_t launch, int arg, int64_t element, int limit
 std::string Query::contents(int64_t launch, int arg, const std::string& phase) const {
   std::lock_guard<std::mutex> g(impl_->mu);
   impl_->require_launch(launch);
-  Stmt s(impl_->db, "SELECT data FROM contents WHERE launch = ? AND arg = ? AND phase = ?");
+  Stmt s(impl_->db, "SELECT data, bytes FROM contents WHERE launch = ? AND arg = ? AND phase = ?");
   s.bind(1, launch).bind(2, arg).bind(3, phase);
   if (!s.step() || s.is_null(0))
     throw NotFound(
         fmt::format("launch {} has no '{}' contents of argument {} (not a buffer, or dropped by the budget)",
                     launch, phase, arg));
   auto b = s.bytes(0);
+  if (static_cast<int64_t>(b.size()) != s.i64(1))
+    throw Error(fmt::format(
+        "{}: launch {}: the stored contents of argument {} are {} bytes, not {}: the trace is damaged",
+        impl_->db.path(), launch, arg, b.size(), s.i64(1)));
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
@@ -335,13 +377,14 @@ json Query::values(int64_t launch, const std::array<int64_t, 3>& pid, const std:
     if (k == key) return v;
   {
     std::lock_guard<std::mutex> q(impl_->mu);
-    Stmt l(impl_->db, "SELECT grid_x, grid_y, grid_z FROM launches WHERE id = ?");
-    l.bind(1, launch);
-    if (!l.step()) throw NotFound(fmt::format("no launch {} in this trace", launch));
-    for (int i = 0; i < 3; ++i)
-      if (pid[i] < 0 || pid[i] >= l.i64(i))
-        throw NotFound(fmt::format("no program ({}, {}, {}) in launch {} (grid {} x {} x {})", pid[0], pid[1],
-                                   pid[2], launch, l.i64(0), l.i64(1), l.i64(2)));
+    impl_->require_program(launch, pid);
+    Stmt n(impl_->db, "SELECT count(*) FROM sites WHERE kernel = (SELECT kernel FROM launches WHERE id = ?)");
+    n.bind(1, launch);
+    n.step();
+    for (int site : sites)
+      if (site < 0 || site >= n.i64(0))
+        throw NotFound(
+            fmt::format("launch {}'s kernel has no op site {} (it has {})", launch, site, n.i64(0)));
   }
   json v = capture_values(impl_->reader, launch, pid, sites);
   impl_->recent.emplace_back(key, v);

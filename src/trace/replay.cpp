@@ -35,6 +35,11 @@ ReplayMemory::ReplayMemory(StoredLaunch& s, const std::string& where) {
           fmt::format("{}: the contents of argument '{}' before the launch are not in the trace (the "
                       "trace budget dropped them; record again with a larger --trace-budget)",
                       where, s.record.args[i].name));
+    if (s.before[i]->size() != s.record.args[i].bytes)
+      throw Error(fmt::format(
+          "{}: the stored contents of argument '{}' are {} bytes, not the {} the record says: the "
+          "trace is damaged",
+          where, s.record.args[i].name, s.before[i]->size(), s.record.args[i].bytes));
     order.push_back(i);
   }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.host_addr[a] < s.host_addr[b]; });

@@ -425,3 +425,33 @@ def test_an_nd_tensor_is_shown_as_slices(tmp_path):
     finally:
         p.send_signal(2)
         p.wait(timeout=10)
+
+
+def test_what_a_new_user_broke(server, trace, tmp_path):
+    """Found by a new user: programs outside the grid, unknown op sites, a second Host header, each finding
+    counted once per program, damaged contents."""
+    assert request(server, "/api/launches/1/programs/99/0/0")[0] == 404
+    assert request(server, "/api/launches/1/programs/0/0/0/values?sites=99999")[0] == 404
+    c = http.client.HTTPConnection("127.0.0.1", server["port"], timeout=10)
+    c.putrequest("GET", "/api/launches", skip_host=True)
+    c.putheader("Host", f"127.0.0.1:{server['port']}")
+    c.putheader("Host", "evil.example")
+    c.putheader("Authorization", f"Bearer {server['token']}")
+    c.endheaders()
+    assert c.getresponse().status == 403
+    progs = api(server, "/api/launches/1/programs")["findings"]
+    assert all(len(v) == len(set(v)) for v in progs.values()), progs
+    t = tilescope.load_trace(trace)
+    oob = [i for i, f in enumerate(t.launches[0]["findings"]) if f["kind"].startswith("out-of-bounds")]
+    assert set(oob) <= set(progs["15,0,0"])
+    # A trace whose stored contents were cut short: replaying it is a clear error, not zeros.
+    import shutil
+    import sqlite3
+    bad = tmp_path / "bad.tstrace"
+    shutil.copy(trace, bad)
+    con = sqlite3.connect(bad)
+    con.execute("UPDATE contents SET data = substr(data, 1, 2) WHERE launch = 1 AND arg = 0")
+    con.commit()
+    con.close()
+    r = subprocess.run([TILESCOPE, "replay", str(bad), "--launch", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "damaged" in r.stderr, r.stderr

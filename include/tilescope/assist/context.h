@@ -14,7 +14,8 @@
 //   7. "profile": the profiler's report for the launch, when the trace has one.
 // Each item carries its "id" ("op 24" for site 24) so that answers can cite it.
 //
-// Budget: tokens estimated as ceil(characters / 4) of the compact JSON (a documented estimate; the
+// Budget: tokens estimated as ceil(characters / 3) of the compact JSON (a documented estimate: JSON's
+// numbers and punctuation take about 2.7 characters a token with SmolLM2's and Llama's tokenizers; the
 // assistant's server is not asked). Past the budget, items are dropped or summarised whole, lowest
 // priority first: the profile, then values, accesses, launch arguments past the first 8, kernel
 // source past 60 lines, findings past the first 5 (summarised to kind, line and summary); "selected"
