@@ -41,19 +41,26 @@ double num(const json& v) {
   return NAN;
 }
 
-/// A value as a few statistics and its first elements.
-json summarize(const json& v) {
+/// A value as a few statistics and its first elements, over the lanes `mask` lets through (all when
+/// there is no mask): what a masked load really read, what a masked store really wrote.
+json summarize(const json& v, const json* mask) {
   json out = {{"type", v.value("type", "")}};
   if (!v.contains("values") || v["values"].is_null()) return out;
   const json& vals = v["values"];
+  const bool masked = mask && mask->contains("values") && (*mask)["values"].is_array() &&
+                      (*mask)["values"].size() == vals.size();
   double lo = INFINITY, hi = -INFINITY, sum = 0;
-  int64_t n = 0, nan = 0, inf = 0;
-  for (const json& x : vals) {
-    const double d = num(x);
+  int64_t n = 0, nan = 0, pos_inf = 0, neg_inf = 0, active = 0;
+  json first = json::array();
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (masked && num((*mask)["values"][i]) == 0) continue;
+    ++active;
+    if (first.size() < 8) first.push_back(vals[i]);
+    const double d = num(vals[i]);
     if (std::isnan(d)) {
       ++nan;
     } else if (std::isinf(d)) {
-      ++inf;
+      ++(d > 0 ? pos_inf : neg_inf);
     } else {
       lo = std::min(lo, d);
       hi = std::max(hi, d);
@@ -61,14 +68,23 @@ json summarize(const json& v) {
       ++n;
     }
   }
+  if (masked) out["active_lanes"] = fmt::format("{} of {}", active, vals.size());
   if (n) out.update({{"min", lo}, {"max", hi}, {"mean", sum / static_cast<double>(n)}});
   if (nan) out["nan"] = nan;
-  if (inf) out["inf"] = inf;
-  json first = json::array();
-  for (size_t i = 0; i < vals.size() && i < 8; ++i) first.push_back(vals[i]);
+  if (pos_inf) out["+inf"] = pos_inf;
+  if (neg_inf) out["-inf"] = neg_inf;
   out["first"] = first;
   if (v.value("truncated", false)) out["truncated"] = true;
   return out;
+}
+
+/// The mask operand of a load or store execution: its first i1 operand of the value's shape (null if none).
+const json* mask_of(const json& operands, const json& value) {
+  for (size_t i = 1; i < operands.size(); ++i)
+    if (operands[i].value("dtype", "") == "i1" &&
+        operands[i].value("shape", json()) == value.value("shape", json()))
+      return &operands[i];
+  return nullptr;
 }
 
 }  // namespace
@@ -251,10 +267,13 @@ nlohmann::ordered_json build_context(const trace::Query& q, const Selection& sel
             if (i >= 3 && i + 1 < ex.size()) continue;  // the first three and the last
             json e = {{"execution", ex[i]["seq"]}};
             json res = json::array();
-            for (const json& r : ex[i]["results"]) res.push_back(summarize(r));
+            const json& operands = ex[i]["operands"];
+            const bool memory = s["op"] == "tt.load" || s["op"] == "tt.store";
+            for (const json& r : ex[i]["results"])
+              res.push_back(summarize(r, memory ? mask_of(operands, r) : nullptr));
             e["results"] = res;
-            if (s["op"] == "tt.store" && ex[i]["operands"].size() > 1)
-              e["stored"] = summarize(ex[i]["operands"][1]);
+            if (s["op"] == "tt.store" && operands.size() > 1)
+              e["stored"] = summarize(operands[1], mask_of(operands, operands[1]));
             item["executions"].push_back(e);
           }
           item["executions_total"] = ex.size();

@@ -275,7 +275,7 @@ Server::Server(ServerOptions options, std::vector<Route> routes, std::map<std::s
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  m.http.set_read_timeout(10, 0);
+  m.http.set_read_timeout(5, 0);  // an idle or half-sent connection holds a thread this long at most
   m.http.set_write_timeout(30, 0);
   m.http.set_default_headers(
       {{"X-Content-Type-Options", "nosniff"},

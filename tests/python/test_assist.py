@@ -85,6 +85,11 @@ def test_values_of_the_selected_program_match_numpy(trace):
     row = x[15].astype("float64")
     assert got["min"] == pytest.approx(row.min()) and got["max"] == pytest.approx(row.max())
     assert got["first"][:8] == pytest.approx(row[:8].tolist())
+    # Over the lanes the mask let through (cols <= 100: 101 of 128), the out-of-bounds lane 100 included.
+    assert got["active_lanes"] == "101 of 128"
+    store = next(v for v in c["values"] if v["op"] == "tt.store")["executions"][0]["stored"]
+    assert store["active_lanes"] == "101 of 128"
+    assert store["mean"] == pytest.approx(1 / 101)  # a softmax over the 101 lanes it wrote
 
 
 @pytest.mark.parametrize("budget", [500, 800, 1200, 3000, 20000])
