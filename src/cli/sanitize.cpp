@@ -465,13 +465,10 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& nam
   return s;
 }
 
-int sanitize_main(int argc, char** argv) {
-  // The command starts after `--` or at the first argument that is not one of our options; it is
-  // passed on untouched (its own options are not ours to parse).
-  static const std::set<std::string> with_value = {
-      "--json",  "--sarif",  "--exit-code", "--threads", "--max-steps", "--max-memory",
-      "--color", "--target", "--trace",     "-o",        "--output",    "--trace-budget"};
-  const std::string name = argv[1];
+/// argv[2..] split into our options (`with_value` ones take the next argument) and the command: it
+/// starts after `--` or at the first argument that is not an option, and is passed on untouched.
+static std::pair<std::vector<std::string>, std::vector<std::string>> split_command(
+    int argc, char** argv, const std::set<std::string>& with_value) {
   std::vector<std::string> ours, command;
   int i = 2;
   for (; i < argc; ++i) {
@@ -485,6 +482,17 @@ int sanitize_main(int argc, char** argv) {
     if (with_value.count(a) && i + 1 < argc) ours.emplace_back(argv[++i]);
   }
   for (; i < argc; ++i) command.emplace_back(argv[i]);
+  return {ours, command};
+}
+
+int sanitize_main(int argc, char** argv) {
+  // The command starts after `--` or at the first argument that is not one of our options; it is
+  // passed on untouched (its own options are not ours to parse).
+  static const std::set<std::string> with_value = {
+      "--json",  "--sarif",  "--exit-code", "--threads", "--max-steps", "--max-memory",
+      "--color", "--target", "--trace",     "-o",        "--output",    "--trace-budget"};
+  const std::string name = argv[1];
+  auto [ours, command] = split_command(argc, argv, with_value);
   CLI::App app{"tilescope " + name};
   SanitizeOptions o;
   CLI::App* sub = add_sanitize(app, o, name);
@@ -548,19 +556,7 @@ int profile_main(int argc, char** argv) {
   static const std::set<std::string> with_value = {"--trace", "--trace-budget", "--gpu",       "--json",
                                                    "--top",   "--num-warps",    "--threads",   "--max-steps",
                                                    "--color", "--target",       "--max-memory"};
-  std::vector<std::string> ours, command;
-  int i = 2;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.empty() || a[0] != '-') break;
-    ours.push_back(a);
-    if (with_value.count(a) && i + 1 < argc) ours.emplace_back(argv[++i]);
-  }
-  for (; i < argc; ++i) command.emplace_back(argv[i]);
+  auto [ours, command] = split_command(argc, argv, with_value);
   CLI::App app{"tilescope profile"};
   SanitizeOptions o;
   add_profile(app, o);

@@ -7,6 +7,7 @@ Screenshots go to out/screenshots/ (test artifacts).
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -36,20 +37,28 @@ def trace(tmp_path_factory):
     return d / "run.tstrace"
 
 
+@contextlib.contextmanager
+def serving(trace):
+    """`tilescope view TRACE` running: {"url", "port", "token", "proc"} from the URL it prints; Ctrl-C at the
+    end stops it cleanly (exit status 0)."""
+    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = None
+        for _ in range(5):
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
+            if m:
+                break
+        assert m, p.stderr.read()
+        yield {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3), "proc": p}
+    finally:
+        p.send_signal(2)
+        assert p.wait(timeout=10) == 0
+
+
 @pytest.fixture(scope="module")
 def server(trace):
-    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    url = None
-    for _ in range(5):
-        line = p.stdout.readline()
-        m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", line)
-        if m:
-            url, port, token = m.group(1), int(m.group(2)), m.group(3)
-            break
-    assert url, p.stderr.read()
-    yield {"url": url, "port": port, "token": token, "proc": p}
-    p.send_signal(2)  # Ctrl-C stops it cleanly
-    assert p.wait(timeout=10) == 0
+    with serving(trace) as s:
+        yield s
 
 
 def request(server, path, headers=None, host=None, method="GET", body=None):
@@ -278,24 +287,14 @@ def test_a_large_trace_is_served_without_loading_it(tmp_path):
     subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog), "4096"], check=True,
                    capture_output=True, timeout=600)
     assert trace.stat().st_size > 100 * 2**20
-    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        m = None
-        for _ in range(5):
-            m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64})", p.stdout.readline())
-            if m:
-                break
-        s = {"port": int(m.group(1)), "token": m.group(2)}
+    with serving(trace) as s:
         assert api(s, "/api/launches")[0]["programs"] == 4096
         prog_2000 = api(s, "/api/launches/1/programs/2000/0/0")
         assert len(prog_2000["accesses"]) == 129  # 128 tiles loaded, one store
         assert prog_2000["accesses"][0]["runs"] == [[2000 * 4096, 32]]
         assert api(s, "/api/launches/1/args/0/counts")["loads"] == [[1, 4096 * 4096]]  # every element once
-        rss = int(open(f"/proc/{p.pid}/status").read().split("VmRSS:")[1].split()[0]) * 1024
+        rss = int(open(f"/proc/{s['proc'].pid}/status").read().split("VmRSS:")[1].split()[0]) * 1024
         assert rss < trace.stat().st_size / 2, (rss, trace.stat().st_size)
-    finally:
-        p.send_signal(2)
-        p.wait(timeout=10)
 
 
 def test_dot_values_step_by_step_match_numpy(tmp_path):
@@ -309,14 +308,7 @@ def test_dot_values_step_by_step_match_numpy(tmp_path):
     dot = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.dot")
     a = t.contents(1, 0, "before").reshape(70, 90).astype("float32")
     b = t.contents(1, 1, "before").reshape(90, 50).astype("float32")
-    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        m = None
-        for _ in range(5):
-            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
-            if m:
-                break
-        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+    with serving(trace) as s:
         pid_m, pid_n = 2, 1  # the last row block: rows 64..69 of 70, columns 32..49 of 50 (masked edges)
         r = api(s, f"/api/launches/1/programs/{pid_m}/{pid_n}/0/values?sites={dot['site']}")
         steps = r["sites"][0]["executions"]
@@ -345,9 +337,6 @@ def test_dot_values_step_by_step_match_numpy(tmp_path):
                           {"wait_for": ["#dot-view", "data-steps", "3"]}, {"key": "."}, {"key": "."},
                           {"read": ["step", "#dot-view", "data-step"]}, {"screenshot": "view-dot"}], tmp_path)
         assert reads["step"] == "2"
-    finally:
-        p.send_signal(2)
-        p.wait(timeout=10)
 
 
 def test_the_profile_panel_shows_the_traced_profile(tmp_path):
@@ -356,14 +345,7 @@ def test_the_profile_panel_shows_the_traced_profile(tmp_path):
                     os.path.join(ROOT, "examples", "matmul.py")], check=True, capture_output=True, timeout=300)
     t = tilescope.load_trace(trace)
     prof = t.launches[0]["reports"]["profile"]
-    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        m = None
-        for _ in range(5):
-            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
-            if m:
-                break
-        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+    with serving(trace) as s:
         first = prof["lines"][0]
         reads = drive(s, [{"read": ["bound", "#profile", "data-bound"]},
                           {"read": ["rows", "#profile-lines tbody", "text"]},
@@ -373,9 +355,6 @@ def test_the_profile_panel_shows_the_traced_profile(tmp_path):
         assert reads["bound"] == prof["roofline"]["bound"]
         assert f"{os.path.basename(first['file'])}:{first['line']}" in reads["rows"]
         assert reads["py"] == str(first["line"])
-    finally:
-        p.send_signal(2)
-        p.wait(timeout=10)
 
 
 CUBE = """
@@ -400,14 +379,7 @@ def test_an_nd_tensor_is_shown_as_slices(tmp_path):
     trace = tmp_path / "cube.tstrace"
     subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], check=True,
                    capture_output=True, timeout=300)
-    p = subprocess.Popen([TILESCOPE, "view", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        m = None
-        for _ in range(5):
-            m = re.search(r"(http://127\.0\.0\.1:(\d+)/\?token=([0-9a-f]{64}))", p.stdout.readline())
-            if m:
-                break
-        s = {"url": m.group(1), "port": int(m.group(2)), "token": m.group(3)}
+    with serving(trace) as s:
         # Program 2 loads x[2, :, :]: the slice at dim 0 = 2 (rows dim 1, columns dim 2) is all touched.
         reads = drive(s, [{"key": "ArrowRight"}, {"key": "ArrowRight"},
                           {"read": ["grid", "#grid", "data-selected"]},
@@ -422,9 +394,6 @@ def test_an_nd_tensor_is_shown_as_slices(tmp_path):
         assert reads["other_plane"] == ""  # x[3, :, :] is program 3's
         # Rows now dim 0 (4), columns dim 2 (16), dim 1 fixed at 0: x[2, 0, :] is row 2.
         assert reads["rows_dim0"] == "32:16"
-    finally:
-        p.send_signal(2)
-        p.wait(timeout=10)
 
 
 def test_what_a_new_user_broke(server, trace, tmp_path):
