@@ -9,7 +9,7 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # numpy dtype of each TTIR element type's storage (src/ir/elem.cpp: bf16 / fp8 as unsigned bit patterns)
 _NUMPY = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16",
@@ -71,8 +71,11 @@ class Trace:
         None when the budget dropped them."""
         import numpy as np
 
-        row = self.connection.execute("SELECT data FROM contents WHERE launch = ? AND arg = ? AND phase = ?",
-                                      (launch, arg, phase)).fetchone()
+        # An 'after' row marked unchanged: the launch stored nothing into it; the 'before' bytes.
+        row = self.connection.execute(
+            "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END FROM contents c LEFT JOIN contents b "
+            "ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
+            "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?", (launch, arg, phase)).fetchone()
         if row is None or row[0] is None:
             return None
         a = self.launches[launch - 1]["record"]["args"][arg]

@@ -355,7 +355,13 @@ json Query::element_accesses(int64_t launch, int arg, int64_t element, int limit
 std::string Query::contents(int64_t launch, int arg, const std::string& phase) const {
   std::lock_guard<std::mutex> g(impl_->mu);
   impl_->require_launch(launch);
-  Stmt s(impl_->db, "SELECT data, bytes FROM contents WHERE launch = ? AND arg = ? AND phase = ?");
+  // An 'after' row marked unchanged: the launch stored nothing into the argument; its bytes are the
+  // 'before' row's.
+  Stmt s(impl_->db,
+         "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes FROM contents c LEFT JOIN "
+         "contents b "
+         "ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
+         "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?");
   s.bind(1, launch).bind(2, arg).bind(3, phase);
   if (!s.step() || s.is_null(0))
     throw NotFound(

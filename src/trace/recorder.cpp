@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <limits>
 #include <map>
 
@@ -44,14 +45,101 @@ constexpr int64_t kTooBig = std::numeric_limits<int64_t>::max() / 4;
 
 }  // namespace
 
+// ------------------------------------------------------------------------------------------------
+// ElementCounts
+
+void ElementCounts::init(int64_t elements) {
+  std::lock_guard<std::mutex> g(mu_);
+  elements_ = elements;
+  starts_.clear();
+  ends_.clear();
+  dense_.clear();
+}
+
+void ElementCounts::add(const std::vector<Run>& runs) {
+  if (runs.empty()) return;
+  std::lock_guard<std::mutex> g(mu_);
+  if (dense_.empty()) {
+    for (const Run& r : runs) {
+      starts_.push_back(r.start);
+      ends_.push_back(r.start + r.count);
+    }
+    // Runs cost 8 bytes each, dense counts 4 per element: past a quarter of the elements, dense.
+    if (static_cast<int64_t>(starts_.size()) > std::max<int64_t>(elements_ / 4, 4096)) densify();
+    return;
+  }
+  for (const Run& r : runs)
+    for (uint32_t i = r.start; i < r.start + r.count; ++i) ++dense_[i];
+}
+
+void ElementCounts::densify() {
+  // A difference array: +1 where a run starts, -1 where it ends; its prefix sums are the counts.
+  dense_.assign(static_cast<size_t>(elements_) + 1, 0);
+  for (uint32_t s : starts_) ++dense_[s];
+  for (uint32_t e : ends_) --dense_[e];  // unsigned wrap-around: the prefix sums come out right
+  for (size_t i = 1; i < dense_.size(); ++i) dense_[i] += dense_[i - 1];
+  dense_.pop_back();
+  std::vector<uint32_t>().swap(starts_);
+  std::vector<uint32_t>().swap(ends_);
+}
+
+std::vector<int64_t> ElementCounts::rle() {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<int64_t> out;
+  auto emit = [&out](int64_t value, int64_t repeat) {
+    if (repeat <= 0) return;
+    if (!out.empty() && out[out.size() - 2] == value)
+      out.back() += repeat;
+    else
+      out.insert(out.end(), {value, repeat});
+  };
+  if (!dense_.empty()) {
+    for (size_t i = 0; i < dense_.size();) {
+      size_t j = i + 1;
+      while (j < dense_.size() && dense_[j] == dense_[i]) ++j;
+      emit(dense_[i], static_cast<int64_t>(j - i));
+      i = j;
+    }
+    return out;
+  }
+  // Runs mode: sweep the sorted boundaries; the count between two boundaries is the runs started
+  // minus the runs ended so far.
+  std::sort(starts_.begin(), starts_.end());
+  std::sort(ends_.begin(), ends_.end());
+  int64_t count = 0, pos = 0;
+  size_t si = 0, ei = 0;
+  while (si < starts_.size() || ei < ends_.size()) {
+    const int64_t next = std::min<int64_t>(si < starts_.size() ? starts_[si] : elements_,
+                                           ei < ends_.size() ? ends_[ei] : elements_);
+    emit(count, next - pos);
+    pos = next;
+    while (si < starts_.size() && starts_[si] == next) ++count, ++si;
+    while (ei < ends_.size() && ends_[ei] == next) --count, ++ei;
+  }
+  emit(count, elements_ - pos);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Recorder
+
 struct Recorder::Program {
   std::unique_ptr<ProgramDetail> detail;  // null: not in the sample (no detail kept)
-  std::map<int, SiteStats> stats;         // by site
-  std::map<int, int64_t> seq;             // executions so far, by site
+  std::vector<SiteStats> stats;           // by site
+  std::vector<int64_t> seq;               // executions so far, by site
   std::map<int, LoopRow> loops;           // by site
+  // Per TTIR argument: the element runs this program loaded / stored, contiguous runs merged.
+  std::vector<std::vector<ElementCounts::Run>> loads, stores;
+  // One access's runs (scratch): (argument, first element, count), in lane order.
+  struct ArgRun {
+    int arg;
+    int64_t start, count;
+  };
+  std::vector<ArgRun> in_runs, oob_runs;
 };
 
-Recorder::Recorder(const ir::Module& module, int64_t detail_cap) : cap_(detail_cap) {
+Recorder::Recorder(const ir::Module& module, int64_t detail_cap)
+    : counts_(std::make_unique<std::vector<Counts>>()), cap_(detail_cap) {
   sites_ = op_sites(module);
   for (size_t i = 0; i < sites_.size(); ++i) site_of_[sites_[i]] = static_cast<int>(i);
   stats_.resize(sites_.size());
@@ -61,20 +149,26 @@ Recorder::Recorder(const ir::Module& module, int64_t detail_cap) : cap_(detail_c
 exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
   grid_ = ctx.grid;
   programs_ = ctx.programs;
-  memory_ = ctx.memory;
   arg_of_buffer_.assign(ctx.memory->buffers().size(), -1);
-  counts_.assign(ctx.args.size(), {});
+  stored_ = std::make_unique<std::atomic<bool>[]>(ctx.memory->buffers().size());
+  buffer_host_.clear();
+  for (const exec::Buffer& b : ctx.memory->buffers())
+    buffer_host_.emplace_back(reinterpret_cast<uintptr_t>(b.host), b.bytes);
+  counts_ = std::make_unique<std::vector<Counts>>(ctx.args.size());
   elem_bytes_.assign(ctx.args.size(), 1);
+  elem_shift_.assign(ctx.args.size(), 0);
   for (size_t i = 0; i < ctx.args.size(); ++i) {
     const exec::Buffer* b = ctx.args[i].buffer;
     if (!b || b->id < 0) continue;
     arg_of_buffer_[b->id] = static_cast<int>(i);
     const int eb = std::max(1, ir::elem_bytes(b->dtype));
     elem_bytes_[i] = eb;
+    elem_shift_[i] =
+        std::has_single_bit(static_cast<unsigned>(eb)) ? std::countr_zero(static_cast<unsigned>(eb)) : -1;
     const uint64_t n = b->bytes / static_cast<uint64_t>(eb);
     if (n <= static_cast<uint64_t>(kMaxCountedElements)) {
-      counts_[i].loads.assign(n, 0);
-      counts_[i].stores.assign(n, 0);
+      (*counts_)[i].loads.init(static_cast<int64_t>(n));
+      (*counts_)[i].stores.init(static_cast<int64_t>(n));
     }
   }
   exec::Subscription s;
@@ -87,6 +181,10 @@ exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
 
 void* Recorder::on_program_begin(exec::ProgramId pid) {
   auto* p = new Program;
+  p->stats.resize(sites_.size());
+  p->seq.resize(sites_.size());
+  p->loads.resize(counts_->size());
+  p->stores.resize(counts_->size());
   const int64_t linear = pid[0] + grid_[0] * (pid[1] + grid_[1] * pid[2]);
   if (!none_ && linear % stride_.load(std::memory_order_relaxed) == 0) {
     p->detail = std::make_unique<ProgramDetail>();
@@ -101,40 +199,86 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   auto it = site_of_.find(e.op);
   const int site = it == site_of_.end() ? -1 : it->second;
   int64_t active = 0, in_bounds = 0;
-  // Runs per argument, in lane order, over active lanes: in bounds, and out of bounds of the argument
-  // they were derived from.
-  std::map<int, AccessRow> rows;
-  auto add_run = [](std::vector<int64_t>& runs, int64_t elem) {
-    if (!runs.empty() && runs[runs.size() - 2] + runs.back() == elem)
-      ++runs.back();
+  auto add = [](std::vector<Program::ArgRun>& runs, int arg, int64_t elem) {
+    if (!runs.empty() && runs.back().arg == arg && runs.back().start + runs.back().count == elem)
+      ++runs.back().count;
     else
-      runs.insert(runs.end(), {elem, 1});
+      runs.push_back({arg, elem, 1});
   };
-  for (int64_t i = 0; i < e.lanes; ++i) {
+  p->in_runs.clear();
+  p->oob_runs.clear();
+  const bool detail = p->detail && p->detail->bytes < kTooBig;
+  // The buffer of the last in-bounds lane: the next lane is most often in it too (one compare instead
+  // of Memory::where). Any address inside a buffer's bytes is in that buffer's region.
+  const exec::Buffer* last = nullptr;
+  int last_arg = -1, shift = 0, eb = 1;
+  const uint64_t n = static_cast<uint64_t>(e.elem_bytes);
+  // The common case first: every lane active, consecutive elements (a vectorizable check), all in one
+  // argument: one run.
+  int64_t lane = 0;
+  if (e.lanes > 0 && e.bad_lanes == 0) {
+    const uint64_t a0 = e.addrs[0];
+    bool dense = true;
+    for (int64_t i = 0; i < e.lanes; ++i)
+      dense &= (e.mask[i] != 0) & (e.addrs[i] == a0 + static_cast<uint64_t>(i) * n);
+    if (dense) {
+      const exec::Where w = e.memory->where(a0, e.elem_bytes);
+      const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
+                          ? arg_of_buffer_[w.buffer->id]
+                          : -1;
+      if (arg >= 0 && w.in_bounds && static_cast<uint64_t>(w.offset) + n * e.lanes <= w.buffer->bytes &&
+          static_cast<uint64_t>(w.offset) % n == 0 && n == static_cast<uint64_t>(elem_bytes_[arg])) {
+        if (e.kind != exec::AccessKind::load && !stored_[w.buffer->id].load(std::memory_order_relaxed))
+          stored_[w.buffer->id].store(true, std::memory_order_relaxed);
+        p->in_runs.push_back({arg, w.offset / static_cast<int64_t>(n), e.lanes});
+        active = in_bounds = lane = e.lanes;
+      }
+    }
+  }
+  for (int64_t i = lane; i < e.lanes; ++i) {
     if (!e.mask[i]) continue;
     ++active;
-    const exec::Where w = e.memory->where(e.addrs[i], e.elem_bytes);
-    const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
-                        ? arg_of_buffer_[w.buffer->id]
-                        : -1;
-    if (!w.in_bounds) {
-      if (p->detail && arg >= 0) {
-        const int64_t eb = elem_bytes_[arg];
-        add_run(rows[arg].oob_runs, w.offset >= 0 ? w.offset / eb : -((-w.offset + eb - 1) / eb));  // floor
+    const uint64_t addr = e.addrs[i];
+    if (!(last && addr >= last->vbase && addr - last->vbase + n <= last->bytes)) {
+      const exec::Where w = e.memory->where(addr, e.elem_bytes);
+      const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
+                          ? arg_of_buffer_[w.buffer->id]
+                          : -1;
+      if (!w.in_bounds) {
+        if (detail && arg >= 0) {
+          const int64_t b = elem_bytes_[arg];
+          add(p->oob_runs, arg, w.offset >= 0 ? w.offset / b : -((-w.offset + b - 1) / b));  // floor
+        }
+        continue;
       }
-      continue;
+      last = w.buffer;
+      last_arg = arg;
+      if (e.kind != exec::AccessKind::load && w.buffer->id >= 0 &&
+          w.buffer->id < static_cast<int>(arg_of_buffer_.size()) &&
+          !stored_[w.buffer->id].load(std::memory_order_relaxed))
+        stored_[w.buffer->id].store(true, std::memory_order_relaxed);
+      if (arg >= 0) {
+        shift = elem_shift_[arg];
+        eb = elem_bytes_[arg];
+      }
     }
     ++in_bounds;
-    if (arg < 0) continue;
-    const int64_t elem = w.offset / elem_bytes_[arg];
-    Counts& c = counts_[arg];
-    if (!c.loads.empty()) {
-      if (e.kind != exec::AccessKind::store)
-        std::atomic_ref<uint32_t>(c.loads[elem]).fetch_add(1, std::memory_order_relaxed);
-      if (e.kind != exec::AccessKind::load)
-        std::atomic_ref<uint32_t>(c.stores[elem]).fetch_add(1, std::memory_order_relaxed);
-    }
-    if (p->detail) add_run(rows[arg].runs, elem);
+    if (last_arg < 0) continue;
+    const uint64_t off = addr - last->vbase;
+    add(p->in_runs, last_arg,
+        static_cast<int64_t>(shift >= 0 ? off >> shift : off / static_cast<uint64_t>(eb)));
+  }
+  // Per-element counts: the program's runs, merged with its previous run of the argument.
+  for (const Program::ArgRun& r : p->in_runs) {
+    if ((*counts_)[r.arg].loads.elements() == 0) continue;
+    auto push = [&r](std::vector<ElementCounts::Run>& v) {
+      if (!v.empty() && int64_t{v.back().start} + v.back().count == r.start)
+        v.back().count += static_cast<uint32_t>(r.count);
+      else
+        v.push_back({static_cast<uint32_t>(r.start), static_cast<uint32_t>(r.count)});
+    };
+    if (e.kind != exec::AccessKind::store) push(p->loads[r.arg]);
+    if (e.kind != exec::AccessKind::load) push(p->stores[r.arg]);
   }
   if (site < 0) return;
   SiteStats& st = p->stats[site];
@@ -144,7 +288,17 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   st.oob += e.bad_lanes;
   st.bytes += in_bounds * e.elem_bytes;
   const int64_t seq = p->seq[site]++;
-  if (!p->detail || p->detail->bytes >= kTooBig) return;
+  if (!detail) return;
+  // Detail rows, one per argument (in argument order), runs in lane order.
+  std::map<int, AccessRow> rows;
+  auto append = [](std::vector<int64_t>& runs, const Program::ArgRun& r) {
+    if (!runs.empty() && runs[runs.size() - 2] + runs.back() == r.start)
+      runs.back() += r.count;
+    else
+      runs.insert(runs.end(), {r.start, r.count});
+  };
+  for (const Program::ArgRun& r : p->in_runs) append(rows[r.arg].runs, r);
+  for (const Program::ArgRun& r : p->oob_runs) append(rows[r.arg].oob_runs, r);
   if (rows.empty()) rows[-1];  // an execution with no lane in an argument still has its counts
   bool first = true;
   for (auto& [arg, row] : rows) {
@@ -166,6 +320,15 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   }
 }
 
+bool Recorder::stored_into(const std::byte* host, uint64_t bytes) const {
+  const auto lo = reinterpret_cast<uintptr_t>(host), hi = lo + bytes;
+  for (size_t id = 0; id < buffer_host_.size(); ++id) {
+    const auto [blo, n] = buffer_host_[id];
+    if (stored_[id].load() && blo < hi && lo < blo + n) return true;
+  }
+  return false;
+}
+
 void Recorder::on_op_begin(const exec::OpEvent& e, void* state) {
   auto* p = static_cast<Program*>(state);
   if (!p->detail) return;
@@ -179,8 +342,14 @@ void Recorder::on_op_begin(const exec::OpEvent& e, void* state) {
 
 void Recorder::on_program_end(exec::ProgramId pid, void* state) {
   std::unique_ptr<Program> p(static_cast<Program*>(state));
+  for (size_t a = 0; a < p->loads.size(); ++a) {
+    (*counts_)[a].loads.add(p->loads[a]);
+    (*counts_)[a].stores.add(p->stores[a]);
+  }
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& [site, s] : p->stats) {
+  for (size_t site = 0; site < p->stats.size(); ++site) {
+    const SiteStats& s = p->stats[site];
+    if (s.executions == 0) continue;
     SiteStats& t = stats_[site];
     t.executions += s.executions;
     t.lanes += s.lanes;

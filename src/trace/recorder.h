@@ -64,6 +64,32 @@ struct ProgramDetail {
 /// Payload estimate of one detail row with `runs` int64 values (both run lists).
 inline int64_t row_bytes(size_t runs) { return 32 + 8 * static_cast<int64_t>(runs); }
 
+/// Per-element access counts of one argument over every program, for one kind (loads or stores).
+/// Programs hand in the element runs they accessed; the counts are kept as those runs (their start and
+/// end boundaries) while they are fewer than a quarter of the elements, and as dense counts from then on,
+/// so a streaming kernel costs a few bytes per program and a gather at most 4 bytes per element.
+/// Thread-safe.
+class ElementCounts {
+ public:
+  struct Run {
+    uint32_t start = 0, count = 0;  // elements [start, start + count)
+  };
+  /// `elements` of the argument's dtype (0: not counted; at most Recorder::kMaxCountedElements).
+  void init(int64_t elements);
+  int64_t elements() const { return elements_; }
+  /// Adds one access of each element of `runs` (each inside [0, elements)).
+  void add(const std::vector<Run>& runs);
+  /// Run-length form over [0, elements): (count, repeat) pairs, adjacent pairs of equal count merged.
+  std::vector<int64_t> rle();
+
+ private:
+  void densify();  // under mu_
+  std::mutex mu_;
+  int64_t elements_ = 0;
+  std::vector<uint32_t> starts_, ends_;  // runs mode: boundaries of every run added
+  std::vector<uint32_t> dense_;          // dense mode (non-empty): the counts
+};
+
 class Recorder : public exec::Observer {
  public:
   /// Sites are every op of `module` in text order (functions, then nested regions); `detail_cap` is the
@@ -82,17 +108,20 @@ class Recorder : public exec::Observer {
 
   const std::vector<const ir::Op*>& sites() const { return sites_; }
   const std::vector<SiteStats>& site_stats() const { return stats_; }
-  /// Per TTIR argument: loads / stores per element (in units of the argument's dtype); empty for
-  /// scalars and for buffers over kMaxCountedElements.
+  /// Per TTIR argument: loads / stores per element (in units of the argument's dtype; atomics count
+  /// in both); `elements()` 0 for scalars and for buffers over kMaxCountedElements.
   struct Counts {
-    std::vector<uint32_t> loads, stores;
+    ElementCounts loads, stores;
   };
-  const std::vector<Counts>& counts() const { return counts_; }
+  std::vector<Counts>& counts() { return *counts_; }
   /// Kept detail, sorted by linear program id; `stride()` is the sample stride (0: no detail kept).
   std::vector<std::unique_ptr<ProgramDetail>> take_detail();
   int64_t stride() const { return none_ ? 0 : stride_.load(); }
   int64_t detail_bytes() const { return kept_bytes_; }
   int64_t programs() const { return programs_; }
+  /// Whether a store or atomic lane of the launch landed in a buffer whose host memory overlaps
+  /// [host, host + bytes).
+  bool stored_into(const std::byte* host, uint64_t bytes) const;
 
   static constexpr int64_t kMaxCountedElements = int64_t{1} << 28;
 
@@ -104,12 +133,14 @@ class Recorder : public exec::Observer {
   std::vector<const ir::Op*> sites_;
   std::unordered_map<const ir::Op*, int> site_of_;
   std::vector<SiteStats> stats_;
-  std::vector<Counts> counts_;
+  std::unique_ptr<std::vector<Counts>> counts_;  // (ElementCounts holds a mutex: not movable)
   std::vector<int> arg_of_buffer_;  // memory buffer id -> TTIR argument index (-1: not an argument)
   std::vector<int> elem_bytes_;     // per TTIR argument: its dtype's element size
+  std::vector<int> elem_shift_;     // per TTIR argument: log2 of elem_bytes_ (-1: not a power of two)
+  std::unique_ptr<std::atomic<bool>[]> stored_;  // per memory buffer id: a store or atomic lane landed
+  std::vector<std::pair<uintptr_t, uint64_t>> buffer_host_;  // per memory buffer id: host start, bytes
   std::array<int64_t, 3> grid_{1, 1, 1};
   int64_t programs_ = 0;
-  const exec::Memory* memory_ = nullptr;
 
   std::mutex mu_;
   int64_t cap_;

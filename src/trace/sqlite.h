@@ -96,8 +96,10 @@ class Stmt {
   }
   Stmt& bind(int i, const char* v) { return bind(i, std::string_view(v)); }
   Stmt& bind(int i, const std::string& v) { return bind(i, std::string_view(v)); }
+  /// Binds `n` bytes at `data` without copying them: they must stay valid until the statement is run
+  /// and reset (run() does both).
   Stmt& blob(int i, const void* data, size_t n) {
-    check(sqlite3_bind_blob64(s_, i, n ? data : "", n, SQLITE_TRANSIENT));
+    check(sqlite3_bind_blob64(s_, i, n ? data : "", n, SQLITE_STATIC));
     return *this;
   }
   Stmt& null(int i) {

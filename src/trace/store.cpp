@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS site_stats(launch INTEGER NOT NULL, site INTEGER NOT 
   executions INTEGER NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
   bytes INTEGER NOT NULL, PRIMARY KEY(launch, site));
 CREATE TABLE IF NOT EXISTS contents(launch INTEGER NOT NULL, arg INTEGER NOT NULL, phase TEXT NOT NULL,
-  host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, data BLOB, PRIMARY KEY(launch, arg, phase));
+  host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, data BLOB, unchanged INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(launch, arg, phase));
 CREATE TABLE IF NOT EXISTS element_counts(launch INTEGER NOT NULL, arg INTEGER NOT NULL,
   loads BLOB NOT NULL, stores BLOB NOT NULL, PRIMARY KEY(launch, arg));
 CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
@@ -160,19 +161,6 @@ std::optional<std::string> read_source(const std::string& path) {
   return s;
 }
 
-/// Run-length form of per-element counts: little-endian int64 (value, repeat) pairs.
-std::vector<int64_t> rle(const std::vector<uint32_t>& v) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < v.size();) {
-    size_t j = i + 1;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    out.push_back(v[i]);
-    out.push_back(static_cast<int64_t>(j - i));
-    i = j;
-  }
-  return out;
-}
-
 const char* kind_name(uint8_t k) {
   switch (static_cast<exec::AccessKind>(k)) {
     case exec::AccessKind::load: return "load";
@@ -233,6 +221,11 @@ struct Writer::Impl {
 
 Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique<Impl>(path)) {
   if (budget < 0) throw Error(fmt::format("{}: the trace budget must not be negative", path));
+  // No fsync at commit: a crash of the recording process (a buggy kernel's, the case a trace is for)
+  // still loses at most the launch in flight, since the data is with the operating system; a crash of
+  // the operating system or a power loss may damage the file (SQLite, "PRAGMA synchronous"). Waiting
+  // for the disk cost more than the whole recording (docs/trace-format.md).
+  impl_->db.exec("PRAGMA synchronous = OFF", "setting up the trace");
   check_format(impl_->db, true);
   if (!has_table(impl_->db, "meta")) init_schema(impl_->db, budget);
   check_format(impl_->db, false);
@@ -243,32 +236,166 @@ Writer::~Writer() = default;
 
 const std::string& Writer::path() const { return impl_->db.path(); }
 
+namespace {
+
+/// The error a launch row holds until the launch has run: what a reader sees of a launch that ended
+/// its process (docs/trace-format.md).
+constexpr const char* kInFlight =
+    "the process ended during this launch: the trace holds its inputs but nothing of its run";
+
+/// Writes the kernel's text and sites the first time the text is seen; returns the kernel's id and adds
+/// the payload to `bytes`.
+int64_t write_kernel(const Db& db, launch::Kernel& kernel, const ir::Function& fn,
+                     const std::vector<const ir::Op*>& sites, int64_t& bytes) {
+  const std::string hash = fnv1a(kernel.text());
+  {
+    Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
+    find.bind(1, hash);
+    while (find.step())
+      if (find.text(1) == kernel.text()) return find.i64(0);
+  }
+  Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
+  ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
+  const int64_t kernel_id = sqlite3_last_insert_rowid(db.get());
+  bytes += static_cast<int64_t>(kernel.text().size());
+  Stmt site(
+      db,
+      "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const ir::Op& op = *sites[i];
+    json inlined = json::array();
+    for (const auto& [f, l] : op.loc.stack)
+      if (!(f == op.loc.file && l == op.loc.line) && f.find("/triton/language/") == std::string::npos &&
+          f.find("/triton/runtime/") == std::string::npos)
+        inlined.push_back(fmt::format("{}:{}", f, l));
+    site.bind(1, kernel_id)
+        .bind(2, static_cast<int64_t>(i))
+        .bind(3, op.name)
+        .bind(4, op.pos.line)
+        .bind(5, op.pos.col)
+        .bind(6, op.loc.file)
+        .bind(7, op.loc.line)
+        .bind(8, op.loc.col)
+        .bind(9, op.loc.var)
+        .bind(10, inlined.dump());
+    if ((op.name == "tt.dot" || op.name == "tt.dot_scaled") && op.operands.size() >= 2 &&
+        op.operands[0]->type->shape.size() >= 2 && op.operands[1]->type->shape.size() >= 2) {
+      const auto& a = op.operands[0]->type->shape;
+      const auto& b = op.operands[1]->type->shape;
+      site.bind(11, json{a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]}.dump());  // [M, N, K]
+    }
+    site.run();
+    bytes += 64;
+  }
+  return kernel_id;
+}
+
+/// Links the launch to its Python sources, storing each distinct (path, content) once.
+void write_sources(const Db& db, int64_t launch, const launch::LaunchRecord& rec,
+                   const std::vector<const ir::Op*>& sites, int64_t& bytes) {
+  Stmt find(db, "SELECT id FROM sources WHERE path = ? AND hash = ?");
+  Stmt ins(db, "INSERT INTO sources(path, hash, content) VALUES (?, ?, ?)");
+  Stmt link(db, "INSERT OR IGNORE INTO launch_sources(launch, source) VALUES (?, ?)");
+  for (const std::string& f : source_files(rec, sites)) {
+    std::optional<std::string> text = read_source(f);
+    if (!text) continue;
+    const std::string h = fnv1a(*text);
+    find.bind(1, f).bind(2, h);
+    int64_t sid = find.step() ? find.i64(0) : -1;
+    find.reset();
+    if (sid < 0) {
+      ins.bind(1, f).bind(2, h).blob(3, text->data(), text->size()).run();
+      sid = sqlite3_last_insert_rowid(db.get());
+      bytes += static_cast<int64_t>(text->size());
+    }
+    link.bind(1, launch).bind(2, sid).run();
+  }
+}
+
+bool is_buffer(const launch::ArgRecord& a) { return a.kind == launch::ArgRecord::Kind::buffer; }
+
+}  // namespace
+
 launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
                               const launch::RunOptions& options, std::string* write_error) {
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
-  const int64_t used_at_start = [&] {
-    std::lock_guard<std::mutex> g(impl_->mu);
-    return meta_int(db, "used");
-  }();
-  // What is always written (record, TTIR, findings, aggregates) is not known yet: the record stands in.
-  int64_t remaining = impl_->budget - used_at_start - static_cast<int64_t>(record_json.size());
-
-  // Argument contents before the launch, when they fit.
+  const std::string analyses = analyses_json(options.analyses).dump();
+  const ir::Function& fn = kernel.function(rec.kernel);
+  const std::vector<const ir::Op*> sites = op_sites(kernel.module());
   int64_t before_bytes = 0;
   for (const auto& a : rec.args)
-    if (a.kind == launch::ArgRecord::Kind::buffer) before_bytes += static_cast<int64_t>(a.bytes);
-  const bool keep_before = before_bytes <= remaining;
-  std::vector<std::vector<std::byte>> before(rec.args.size());
-  if (keep_before)
-    for (size_t i = 0; i < rec.args.size(); ++i)
-      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
-        before[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
+    if (is_buffer(a)) before_bytes += static_cast<int64_t>(a.bytes);
 
-  Recorder recorder(kernel.module(), remaining - (keep_before ? before_bytes : 0));
+  // First transaction, before the launch runs: the launch row (its error saying it is in flight), the
+  // kernel, the sources and the argument contents before the launch, straight from the arguments'
+  // memory. A launch that ends the process is in the trace with its inputs (replayable).
+  int64_t id = -1, bytes = 0, detail_cap = 0;
+  bool before_kept = false;
+  std::string error_writing;
+  try {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    Transaction t(db);
+    const int64_t budget = impl_->budget;
+    const int64_t used = meta_int(db, "used");
+    bytes = static_cast<int64_t>(record_json.size() + analyses.size()) + 64;
+    const int64_t kernel_id = write_kernel(db, kernel, fn, sites, bytes);
+    Stmt ins_launch(
+        db,
+        "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
+        "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
+        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, 0, ?, ?, '[]', 'null', 'null', ?, 0, '{}', 0)");
+    ins_launch.bind(1, kernel_id)
+        .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
+        .bind(3, static_cast<int64_t>(getpid()))
+        .bind(4, started)
+        .bind(5, started)
+        .bind(6, rec.grid[0])
+        .bind(7, rec.grid[1])
+        .bind(8, rec.grid[2])
+        .bind(9, record_json)
+        .bind(10, analyses)
+        .bind(11, kInFlight)
+        .run();
+    id = sqlite3_last_insert_rowid(db.get());
+    write_sources(db, id, rec, sites, bytes);
+    before_kept = used + bytes + before_bytes <= budget;
+    Stmt content(
+        db,
+        "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data) VALUES (?, ?, 'before', ?, ?, ?)");
+    for (size_t i = 0; i < rec.args.size(); ++i) {
+      const launch::ArgRecord& a = rec.args[i];
+      if (!is_buffer(a)) continue;
+      content.bind(1, id)
+          .bind(2, static_cast<int64_t>(i))
+          .bind(3, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
+          .bind(4, static_cast<int64_t>(a.bytes));
+      if (before_kept && a.host)
+        content.blob(5, a.host, a.bytes);
+      else
+        content.null(5);
+      content.run();
+      bytes += 32;
+    }
+    if (before_kept) bytes += before_bytes;
+    Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
+    upd.bind(1, std::to_string(used + bytes)).run();
+    t.commit();
+    detail_cap = budget - used - bytes;
+  } catch (const Error& e) {
+    error_writing = e.what();
+    id = -1;
+  }
+
+  // The launch, recorded when its row was written.
+  std::optional<Recorder> recorder;
   launch::RunOptions o = options;
-  o.observers.push_back(&recorder);
+  if (id >= 0) {
+    recorder.emplace(kernel.module(), detail_cap);
+    o.observers.push_back(&*recorder);
+  }
   launch::RunResult r;
   std::string error;
   std::exception_ptr failure;
@@ -279,116 +406,33 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     failure = std::current_exception();
   }
   const double ended = unix_now();
-  const std::string findings = report::to_json(r.findings).dump();
-  const std::string reports = r.reports.dump();
-  const std::string statistics = r.statistics.dump();
-  const std::string analyses = analyses_json(options.analyses).dump();
-  const ir::Function& fn = kernel.function(rec.kernel);
 
-  // One transaction: a crash or a failed write leaves the file as it was before this launch.
+  // Second transaction: what the launch did. A failure leaves the launch as the first one wrote it.
   auto write = [&] {
     std::lock_guard<std::mutex> g(impl_->mu);
     Transaction t(db);
     const int64_t budget = impl_->budget;
-    int64_t used = meta_int(db, "used");
-    int64_t bytes = static_cast<int64_t>(record_json.size() + findings.size() + reports.size() +
-                                         statistics.size() + analyses.size()) +
-                    64;
+    const int64_t used = meta_int(db, "used");
+    const std::string findings = report::to_json(r.findings).dump();
+    const std::string reports = r.reports.dump();
+    const std::string statistics = r.statistics.dump();
+    int64_t more = static_cast<int64_t>(findings.size() + reports.size() + statistics.size());
     json dropped = json::object();
-
-    // The kernel's text and sites, once per distinct text.
-    const std::string hash = fnv1a(kernel.text());
-    int64_t kernel_id = -1;
     {
-      Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
-      find.bind(1, hash);
-      while (find.step())
-        if (find.text(1) == kernel.text()) kernel_id = find.i64(0);
-    }
-    if (kernel_id < 0) {
-      Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
-      ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
-      kernel_id = sqlite3_last_insert_rowid(db.get());
-      bytes += static_cast<int64_t>(kernel.text().size());
-      Stmt site(
-          db,
-          "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-      const auto& sites = recorder.sites();
-      for (size_t i = 0; i < sites.size(); ++i) {
-        const ir::Op& op = *sites[i];
-        json inlined = json::array();
-        for (const auto& [f, l] : op.loc.stack)
-          if (!(f == op.loc.file && l == op.loc.line) && f.find("/triton/language/") == std::string::npos &&
-              f.find("/triton/runtime/") == std::string::npos)
-            inlined.push_back(fmt::format("{}:{}", f, l));
-        site.bind(1, kernel_id)
-            .bind(2, static_cast<int64_t>(i))
-            .bind(3, op.name)
-            .bind(4, op.pos.line)
-            .bind(5, op.pos.col)
-            .bind(6, op.loc.file)
-            .bind(7, op.loc.line)
-            .bind(8, op.loc.col)
-            .bind(9, op.loc.var)
-            .bind(10, inlined.dump());
-        if ((op.name == "tt.dot" || op.name == "tt.dot_scaled") && op.operands.size() >= 2 &&
-            op.operands[0]->type->shape.size() >= 2 && op.operands[1]->type->shape.size() >= 2) {
-          const auto& a = op.operands[0]->type->shape;
-          const auto& b = op.operands[1]->type->shape;
-          site.bind(11, json{a[a.size() - 2], b[b.size() - 1], a[a.size() - 1]}.dump());  // [M, N, K]
-        }
-        site.run();
-        bytes += 64;
-      }
-    }
-
-    Stmt ins_launch(
-        db,
-        "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
-        "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '{}', 0)");
-    ins_launch.bind(1, kernel_id)
-        .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
-        .bind(3, static_cast<int64_t>(getpid()))
-        .bind(4, started)
-        .bind(5, ended)
-        .bind(6, r.seconds)
-        .bind(7, rec.grid[0])
-        .bind(8, rec.grid[1])
-        .bind(9, rec.grid[2])
-        .bind(10, r.stats.programs)
-        .bind(11, record_json)
-        .bind(12, analyses)
-        .bind(13, findings)
-        .bind(14, reports)
-        .bind(15, statistics);
-    if (failure)
-      ins_launch.bind(16, error);
-    else
-      ins_launch.null(16);
-    ins_launch.run();
-    const int64_t id = sqlite3_last_insert_rowid(db.get());
-
-    // Python sources, deduplicated by path and content.
-    {
-      Stmt find(db, "SELECT id FROM sources WHERE path = ? AND hash = ?");
-      Stmt ins(db, "INSERT INTO sources(path, hash, content) VALUES (?, ?, ?)");
-      Stmt link(db, "INSERT OR IGNORE INTO launch_sources(launch, source) VALUES (?, ?)");
-      for (const std::string& f : source_files(rec, recorder.sites())) {
-        std::optional<std::string> text = read_source(f);
-        if (!text) continue;
-        const std::string h = fnv1a(*text);
-        find.bind(1, f).bind(2, h);
-        int64_t sid = find.step() ? find.i64(0) : -1;
-        find.reset();
-        if (sid < 0) {
-          ins.bind(1, f).bind(2, h).blob(3, text->data(), text->size()).run();
-          sid = sqlite3_last_insert_rowid(db.get());
-          bytes += static_cast<int64_t>(text->size());
-        }
-        link.bind(1, id).bind(2, sid).run();
-      }
+      Stmt upd(db,
+               "UPDATE launches SET ended = ?, seconds = ?, programs = ?, findings = ?, reports = ?, "
+               "statistics = ?, error = ? WHERE id = ?");
+      upd.bind(1, ended)
+          .bind(2, r.seconds)
+          .bind(3, r.stats.programs)
+          .bind(4, findings)
+          .bind(5, reports)
+          .bind(6, statistics);
+      if (failure)
+        upd.bind(7, error);
+      else
+        upd.null(7);
+      upd.bind(8, id).run();
     }
 
     // Aggregates over every program.
@@ -396,7 +440,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
       Stmt ins(db,
                "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes) VALUES (?, ?, ?, "
                "?, ?, ?, ?)");
-      const auto& st = recorder.site_stats();
+      const auto& st = recorder->site_stats();
       for (size_t i = 0; i < st.size(); ++i) {
         if (st[i].executions == 0) continue;
         ins.bind(1, id)
@@ -407,60 +451,38 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
             .bind(6, st[i].oob)
             .bind(7, st[i].bytes)
             .run();
-        bytes += 56;
+        more += 56;
       }
       Stmt cnt(db, "INSERT INTO element_counts(launch, arg, loads, stores) VALUES (?, ?, ?, ?)");
       json too_big = json::array();
-      const auto& counts = recorder.counts();
+      auto& counts = recorder->counts();
       for (size_t i = 0; i < counts.size() && i < rec.args.size(); ++i) {
-        if (rec.args[i].kind != launch::ArgRecord::Kind::buffer) continue;
-        if (counts[i].loads.empty() && rec.args[i].bytes > 0) {
+        if (!is_buffer(rec.args[i])) continue;
+        if (counts[i].loads.elements() == 0 && rec.args[i].bytes > 0) {
           too_big.push_back(rec.args[i].name);
           continue;
         }
-        const std::vector<int64_t> l = rle(counts[i].loads), s = rle(counts[i].stores);
+        const std::vector<int64_t> l = counts[i].loads.rle(), s = counts[i].stores.rle();
         cnt.bind(1, id)
             .bind(2, static_cast<int64_t>(i))
             .blob(3, l.data(), l.size() * 8)
             .blob(4, s.data(), s.size() * 8)
             .run();
-        bytes += static_cast<int64_t>((l.size() + s.size()) * 8);
+        more += static_cast<int64_t>((l.size() + s.size()) * 8);
       }
       if (!too_big.empty()) dropped["element_counts"] = too_big;
     }
-
-    // Argument contents before the launch, then the sampled detail, then the contents after: each only
-    // when it fits what the budget has left.
-    Stmt content(
-        db, "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data) VALUES (?, ?, ?, ?, ?, ?)");
-    auto write_contents = [&](const char* phase, bool keep, const std::vector<std::vector<std::byte>>* data) {
+    if (!before_kept) {
       json lost = json::array();
-      for (size_t i = 0; i < rec.args.size(); ++i) {
-        const launch::ArgRecord& a = rec.args[i];
-        if (a.kind != launch::ArgRecord::Kind::buffer) continue;
-        content.bind(1, id)
-            .bind(2, static_cast<int64_t>(i))
-            .bind(3, phase)
-            .bind(4, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
-            .bind(5, static_cast<int64_t>(a.bytes));
-        if (keep && data) {
-          content.blob(6, (*data)[i].data(), (*data)[i].size());
-          bytes += static_cast<int64_t>((*data)[i].size());
-        } else {
-          content.null(6);
-          lost.push_back(a.name);
-        }
-        content.run();
-        bytes += 32;
-      }
-      if (!lost.empty()) dropped[fmt::format("contents_{}", phase)] = lost;
-    };
-    const bool before_fits = keep_before && used + bytes + before_bytes <= budget;
-    write_contents("before", before_fits, &before);
+      for (const auto& a : rec.args)
+        if (is_buffer(a)) lost.push_back(a.name);
+      if (!lost.empty()) dropped["contents_before"] = lost;
+    }
 
-    recorder.fit(budget - used - bytes);
-    const int64_t stride = recorder.stride();
-    std::vector<std::unique_ptr<ProgramDetail>> detail = recorder.take_detail();
+    // The sampled detail, then the contents after the launch, each when it fits what is left.
+    recorder->fit(budget - used - more);
+    const int64_t stride = recorder->stride();
+    std::vector<std::unique_ptr<ProgramDetail>> detail = recorder->take_detail();
     {
       Stmt acc(
           db,
@@ -494,7 +516,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
               .bind(6, l.executions)
               .bind(7, l.trips)
               .run();
-        bytes += d->bytes;
+        more += d->bytes;
       }
     }
     const int64_t programs = r.stats.programs;
@@ -502,31 +524,62 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
       dropped["detail"] = {
           {"stride", stride}, {"programs_kept", static_cast<int64_t>(detail.size())}, {"programs", programs}};
 
-    std::vector<std::vector<std::byte>> after(rec.args.size());
+    // After: an argument the launch stored nothing into (no store or atomic lane landed in memory it
+    // shares) is marked unchanged, its bytes being the before row's; the others are stored when all
+    // of them fit. A launch that failed may have changed memory without telling: all are stored.
+    std::vector<bool> same(rec.args.size(), false);
     int64_t after_bytes = 0;
-    for (size_t i = 0; i < rec.args.size(); ++i)
-      if (rec.args[i].kind == launch::ArgRecord::Kind::buffer)
-        after_bytes += static_cast<int64_t>(rec.args[i].bytes);
-    const bool after_fits = used + bytes + after_bytes <= budget;
-    if (after_fits)
-      for (size_t i = 0; i < rec.args.size(); ++i)
-        if (rec.args[i].kind == launch::ArgRecord::Kind::buffer && rec.args[i].host)
-          after[i].assign(rec.args[i].host, rec.args[i].host + rec.args[i].bytes);
-    write_contents("after", after_fits, &after);
+    for (size_t i = 0; i < rec.args.size(); ++i) {
+      const launch::ArgRecord& a = rec.args[i];
+      if (!is_buffer(a)) continue;
+      same[i] = before_kept && !failure && !recorder->stored_into(a.host, a.bytes);
+      if (!same[i]) after_bytes += static_cast<int64_t>(a.bytes);
+    }
+    const bool after_fits = used + more + after_bytes <= budget;
+    Stmt content(db,
+                 "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data, unchanged) VALUES (?, ?, "
+                 "'after', ?, ?, ?, ?)");
+    json lost = json::array();
+    for (size_t i = 0; i < rec.args.size(); ++i) {
+      const launch::ArgRecord& a = rec.args[i];
+      if (!is_buffer(a)) continue;
+      content.bind(1, id)
+          .bind(2, static_cast<int64_t>(i))
+          .bind(3, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
+          .bind(4, static_cast<int64_t>(a.bytes))
+          .bind(6, same[i] ? 1 : 0);
+      if (!same[i] && after_fits && a.host) {
+        content.blob(5, a.host, a.bytes);
+        more += static_cast<int64_t>(a.bytes);
+      } else {
+        content.null(5);
+        if (!same[i]) lost.push_back(a.name);
+      }
+      content.run();
+      more += 32;
+    }
+    if (!lost.empty()) dropped["contents_after"] = lost;
 
     Stmt fin(db, "UPDATE launches SET detail_stride = ?, dropped = ?, bytes = ? WHERE id = ?");
-    fin.bind(1, stride).bind(2, dropped.dump()).bind(3, bytes).bind(4, id).run();
+    fin.bind(1, stride).bind(2, dropped.dump()).bind(3, bytes + more).bind(4, id).run();
     Stmt upd(db, "UPDATE meta SET value = ? WHERE key = 'used'");
-    upd.bind(1, std::to_string(used + bytes)).run();
+    upd.bind(1, std::to_string(used + more)).run();
     t.commit();
   };
-  try {
-    write();
-  } catch (const Error& e) {
-    if (!write_error || failure) throw;
-    *write_error = e.what();
+  if (id >= 0) {
+    try {
+      write();
+    } catch (const Error& e) {
+      error_writing = e.what();
+    }
   }
-  if (failure) std::rethrow_exception(failure);
+  if (!error_writing.empty()) {
+    if (write_error)
+      *write_error = error_writing;
+    else if (!failure)
+      throw Error(error_writing);
+  }
+  if (failure) std::rethrow_exception(failure);  // the launch's own error comes first
   return r;
 }
 

@@ -140,6 +140,10 @@ def test_contents_before_and_after(traced):
     assert np.array_equal(t.contents(1, 0, "before"), x)
     assert not t.contents(1, 2, "before").any()
     assert np.array_equal(t.contents(1, 2, "after"), x + y)
+    # The inputs were not stored into: their after rows say unchanged and read as the before bytes.
+    assert np.array_equal(t.contents(1, 0, "after"), x) and np.array_equal(t.contents(1, 1, "after"), y)
+    unchanged = dict(t.connection.execute("SELECT arg, unchanged FROM contents WHERE launch = 1 AND phase = 'after'"))
+    assert unchanged == {0: 1, 1: 1, 2: 0}
 
 
 def test_findings_are_the_reports(traced):
