@@ -73,14 +73,17 @@ class Trace:
 
         # An 'after' row marked unchanged: the launch stored nothing into it; the 'before' bytes.
         row = self.connection.execute(
-            "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END FROM contents c LEFT JOIN contents b "
+            "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes, "
+            "CASE WHEN c.unchanged THEN b.period ELSE c.period END FROM contents c LEFT JOIN contents b "
             "ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
             "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?", (launch, arg, phase)).fetchone()
         if row is None or row[0] is None:
             return None
         a = self.launches[launch - 1]["record"]["args"][arg]
         dt = np.dtype(_NUMPY.get(a.get("dtype"), "uint8"))
-        data = row[0]
+        data, period = row[0], row[2]
+        if period:  # one period of a repeating pattern, stored once
+            data = bytes(data) * (row[1] // period)
         return np.frombuffer(data[: len(data) // dt.itemsize * dt.itemsize], dtype=dt)
 
 

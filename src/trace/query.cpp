@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "contents.h"
 #include "sqlite.h"
 #include "tilescope/ir/elem.h"
 #include "tilescope/trace/trace.h"
@@ -358,9 +359,9 @@ std::string Query::contents(int64_t launch, int arg, const std::string& phase) c
   // An 'after' row marked unchanged: the launch stored nothing into the argument; its bytes are the
   // 'before' row's.
   Stmt s(impl_->db,
-         "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes FROM contents c LEFT JOIN "
-         "contents b "
-         "ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
+         "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes, CASE WHEN c.unchanged THEN "
+         "b.period ELSE c.period END FROM contents c LEFT JOIN contents b ON c.unchanged AND b.launch = "
+         "c.launch AND b.arg = c.arg AND b.phase = 'before' "
          "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?");
   s.bind(1, launch).bind(2, arg).bind(3, phase);
   if (!s.step() || s.is_null(0))
@@ -368,11 +369,12 @@ std::string Query::contents(int64_t launch, int arg, const std::string& phase) c
         fmt::format("launch {} has no '{}' contents of argument {} (not a buffer, or dropped by the budget)",
                     launch, phase, arg));
   auto b = s.bytes(0);
-  if (static_cast<int64_t>(b.size()) != s.i64(1))
+  std::optional<std::string> full = expand_contents(b, s.i64(2), s.i64(1));
+  if (!full)
     throw Error(fmt::format(
         "{}: launch {}: the stored contents of argument {} are {} bytes, not {}: the trace is damaged",
-        impl_->db.path(), launch, arg, b.size(), s.i64(1)));
-  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+        impl_->db.path(), launch, arg, b.size(), s.i64(2) > 0 ? s.i64(2) : s.i64(1)));
+  return std::move(*full);
 }
 
 json Query::values(int64_t launch, const std::array<int64_t, 3>& pid, const std::vector<int>& sites) const {

@@ -144,6 +144,10 @@ def test_contents_before_and_after(traced):
     assert np.array_equal(t.contents(1, 0, "after"), x) and np.array_equal(t.contents(1, 1, "after"), y)
     unchanged = dict(t.connection.execute("SELECT arg, unchanged FROM contents WHERE launch = 1 AND phase = 'after'"))
     assert unchanged == {0: 1, 1: 1, 2: 0}
+    # out was zeros: stored as one byte repeated (its period), read back whole.
+    assert t.connection.execute("SELECT period, length(data) FROM contents WHERE launch = 1 AND arg = 2 "
+                                "AND phase = 'before'").fetchone() == (1, 1)
+    assert t.contents(1, 2, "before").shape == x.shape
 
 
 def test_findings_are_the_reports(traced):

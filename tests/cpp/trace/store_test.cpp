@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "src/trace/contents.h"
 #include "src/trace/recorder.h"
 #include "src/trace/sqlite.h"
 #include "tilescope/ir/diag.h"
@@ -498,6 +499,27 @@ TEST(ElementCounts, EqualCountingEveryElement) {
   EXPECT_EQ(none.rle(), (std::vector<int64_t>{0, 5}));
 }
 
+TEST(Contents, PeriodOfRepeatingBytes) {
+  auto period = [](const std::string& s) {
+    return period_of(reinterpret_cast<const std::byte*>(s.data()), s.size());
+  };
+  EXPECT_EQ(period(std::string(1000, '\0')), 1u);
+  std::string pattern = "0123456789abcdef", sixteen;
+  for (int i = 0; i < 64; ++i) sixteen += pattern;
+  EXPECT_EQ(period(sixteen), 16u);
+  std::string broken = sixteen;
+  broken.back() = 'x';
+  EXPECT_EQ(period(broken), 0u);
+  EXPECT_EQ(period("abcabcabcabc"), 0u);  // 3 is not a period looked for
+  EXPECT_EQ(period("a"), 0u);             // one byte: nothing repeats
+  const std::string one = "ab";
+  auto full = expand_contents(std::as_bytes(std::span(one)), 2, 8);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(*full, "abababab");
+  EXPECT_FALSE(expand_contents(std::as_bytes(std::span(one)), 4, 8).has_value());  // damaged
+  EXPECT_FALSE(expand_contents(std::as_bytes(std::span(one)), 0, 8).has_value());
+}
+
 // The contents after a launch: an argument nothing was stored into is marked unchanged and reads as
 // its before bytes; one that shares memory with an argument stored into is stored, though the
 // launch never stored through it.
@@ -533,6 +555,12 @@ TEST_F(TempTrace, AfterContentsOfArgumentsNotStoredInto) {
   ASSERT_EQ(shifted.size(), 64u * 4);
   EXPECT_EQ(std::memcmp(shifted.data(), c.x.data(), shifted.size()), 0);
   EXPECT_NE(q.contents(2, 0, "before"), shifted);
+  // out was zeros before launch 1: stored as one byte and its period, read back whole.
+  Stmt z(db, "SELECT period, length(data) FROM contents WHERE launch = 1 AND arg = 1 AND phase = 'before'");
+  ASSERT_TRUE(z.step());
+  EXPECT_EQ(z.i64(0), 1);
+  EXPECT_EQ(z.i64(1), 1);
+  EXPECT_EQ(q.contents(1, 1, "before"), std::string(64 * 4, '\0'));
   // Python's reader agrees (tests/python/test_trace.py); the budget never drops an unchanged row.
   Stmt d(db, "SELECT dropped FROM launches WHERE id = 1");
   ASSERT_TRUE(d.step());
