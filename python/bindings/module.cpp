@@ -132,15 +132,19 @@ class InterruptGuard {
   struct sigaction old_ {};
 };
 
-/// The trace writer of this process for `path` (opened once; a forked child opens its own: an SQLite
-/// connection must not cross a fork, so the parent's is left alone).
-trace::Writer& trace_writer(const std::string& path) {
+/// The trace writer of this process for `path`: opened once, and closed when the process moves on to
+/// another trace file (once launches still writing to it are done). A forked child opens its own: an
+/// SQLite connection must not cross a fork, so the parent's is left alone, never closed in the child.
+std::shared_ptr<trace::Writer> trace_writer(const std::string& path) {
   static std::mutex mu;
-  static std::map<std::pair<pid_t, std::string>, std::unique_ptr<trace::Writer>> writers;
+  static std::map<pid_t, std::pair<std::string, std::shared_ptr<trace::Writer>>> writers;
   std::lock_guard<std::mutex> g(mu);
-  auto& w = writers[{getpid(), path}];
-  if (!w) w = std::make_unique<trace::Writer>(path);
-  return *w;
+  auto& [p, w] = writers[getpid()];
+  if (!w || p != path) {
+    w = std::make_shared<trace::Writer>(path);
+    p = path;
+  }
+  return w;
 }
 
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
@@ -183,10 +187,10 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    trace::Writer* writer = nullptr;
+    std::shared_ptr<trace::Writer> writer;
     if (!trace_path.empty()) {
       try {
-        writer = &trace_writer(trace_path);
+        writer = trace_writer(trace_path);
       } catch (const Error& e) {
         trace_error = e.what();
       }

@@ -267,10 +267,9 @@ json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
   const Db& db = impl_->db;
   json out = {{"pid", {pid[0], pid[1], pid[2]}}};
   json acc = json::array();
-  // "+site": SQLite then takes the program index (launch, pid) rather than the (launch, site) one.
   Stmt a(db,
          "SELECT site, seq, arg, kind, lanes, active, oob, runs, oob_runs FROM accesses WHERE launch = ? AND "
-         "pid_x = ? AND pid_y = ? AND pid_z = ? ORDER BY +site, seq, arg");
+         "pid_x = ? AND pid_y = ? AND pid_z = ? ORDER BY site, seq, arg");
   a.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
   auto runs_of = [](std::span<const std::byte> b) {
     json runs = json::array();

@@ -449,9 +449,10 @@ TEST_F(TempTrace, TruncatedOrCorruptedFilesAreClearErrors) {
   fs::resize_file(path_, size / 2);
   std::string e = error_of([&] { Reader r(path_); });
   EXPECT_EQ(e.rfind(path_ + ": the trace is truncated or corrupted", 0), 0u) << e;
-  // Garbage over pages in the middle (the header intact).
+  // Garbage over pages in the middle (the header intact): two pages' worth (32 KiB pages), so that at
+  // least one whole page is garbage.
   std::string bad = bytes;
-  for (size_t i = size / 3; i < size / 3 + 8192; ++i) bad[i] = static_cast<char>(i * 31 + 7);
+  for (size_t i = size / 3; i < size / 3 + 65536 && i < size; ++i) bad[i] = static_cast<char>(i * 31 + 7);
   {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     out << bad;
