@@ -127,7 +127,8 @@ struct Mem {
 // What is known of an op before the launch, and its counters for one program or the launch.
 struct OpInfo {
   const Op* op = nullptr;
-  enum Class : uint8_t { memory, dot, arith, loop } cls = arith;
+  // probe: an op whose executions count the iterations of an scf.while (never a report row).
+  enum Class : uint8_t { memory, dot, arith, loop, probe } cls = arith;
   int levels = 1;              // memory: candidate V = 1 .. 2^(levels-1) (the most per thread)
   int last_dim = 1;            // memory: the tile's last dimension
   std::vector<int64_t> shape;  // memory: the tile's shape
@@ -138,6 +139,10 @@ struct OpInfo {
   int64_t flops_per_exec = 0;  // dot: 2*M*N*K*passes; arith: vector FLOPs per execution
   int prec = p_fp32_vector;    // which FLOP class flops_per_exec counts in
   int64_t elements = 0;        // arith: result elements per execution
+  // loop (scf.while): the op counting its iterations (an op of its before region: runs once more per
+  // loop than the body; else of its after region: once per iteration); null: not countable.
+  const Op* while_probe = nullptr;
+  bool probe_in_before = false;
 };
 
 constexpr int kLevels = 5;  // V = 1, 2, 4, 8, 16
@@ -236,10 +241,46 @@ struct Profile::Impl {
       for (auto& b : r.blocks)
         for (auto& op : b->ops) {
           classify(*op);
+          // A combine region's ops are counted by their reduce / scan (classify), not one by one.
+          if (op->code() == Opcode::tt_reduce || op->code() == Opcode::tt_scan) continue;
           for (auto& sub : op->regions) self(self, *sub);
         }
     };
     for (auto& f : m.functions) walk(walk, f->body);
+    // The probes of scf.while loops: watched for their executions (an op classified otherwise counts
+    // them already).
+    std::vector<const Op*> probes;
+    for (const OpInfo& oi : ops)
+      if (oi.while_probe) probes.push_back(oi.while_probe);
+    for (const Op* p : probes)
+      if (!op_index.count(p)) {
+        OpInfo oi;
+        oi.op = p;
+        oi.cls = OpInfo::probe;
+        add(std::move(oi));
+      }
+  }
+
+  /// Vector FLOPs of one execution of an arith / math op: one per float result element (two for an
+  /// FMA); conversions, comparisons, selects and integer ops none.
+  static int64_t arith_flops(const Op& op) {
+    const std::string_view name = op.name;
+    if (op.results.empty()) return 0;
+    const ir::Type* r = op.results[0]->type;
+    const ir::Elem e = r->elem;
+    const bool is_float =
+        e != ir::Elem::ptr && e != ir::Elem::none && e != ir::Elem::tensordesc && ir::elem_info(e).is_float;
+    const bool cvt = name.starts_with("arith.ext") || name.starts_with("arith.trunc") ||
+                     name.find("tofp") != std::string_view::npos ||
+                     name.find("fpto") != std::string_view::npos || name == "arith.bitcast" ||
+                     name == "arith.select";
+    if (!is_float || cvt) return 0;
+    return r->numel() * (name == "math.fma" ? 2 : 1);
+  }
+
+  static bool is_arith(const Op& op) {
+    const std::string_view name = op.name;
+    return (name.starts_with("arith.") && name != "arith.constant") || name.starts_with("math.");
   }
 
   void add(OpInfo&& oi) {
@@ -311,23 +352,46 @@ struct Profile::Impl {
       add(std::move(oi));
       return;
     }
-    const std::string_view name = op.name;
-    const bool arith = (name.starts_with("arith.") && name != "arith.constant") || name.starts_with("math.");
-    if (!arith || op.results.empty()) return;
-    oi.cls = OpInfo::arith;
-    const ir::Type* r = op.results[0]->type;
-    oi.elements = r->numel();
-    const ir::Elem e = r->elem;
-    const bool is_float =
-        e != ir::Elem::ptr && e != ir::Elem::none && e != ir::Elem::tensordesc && ir::elem_info(e).is_float;
-    // Conversions and comparisons are not FLOPs; an FMA is two.
-    const bool cvt = name.starts_with("arith.ext") || name.starts_with("arith.trunc") ||
-                     name.find("tofp") != std::string_view::npos ||
-                     name.find("fpto") != std::string_view::npos || name == "arith.bitcast";
-    if (is_float && !cvt) {
-      oi.prec = e == ir::Elem::f64 ? p_fp64_vector : p_fp32_vector;
-      oi.flops_per_exec = oi.elements * (name == "math.fma" ? 2 : 1);
+    if (op.code() == Opcode::scf_while) {
+      oi.cls = OpInfo::loop;
+      auto first_step = [&op](size_t region) -> const Op* {
+        if (op.regions.size() <= region || op.regions[region]->blocks.empty()) return nullptr;
+        for (const auto& o : op.regions[region]->blocks[0]->ops)
+          if (!ir::is_terminator(o->def->syntax)) return o.get();
+        return nullptr;
+      };
+      oi.while_probe = first_step(0);
+      oi.probe_in_before = oi.while_probe != nullptr;
+      if (!oi.while_probe) oi.while_probe = first_step(1);
+      add(std::move(oi));
+      return;
     }
+    if ((op.code() == Opcode::tt_reduce || op.code() == Opcode::tt_scan) && !op.operands.empty() &&
+        op.operands[0]->type->is_tensor && !op.regions.empty()) {
+      // The combine region runs once per element folded in: numel - numel / n along the axis, per
+      // execution (a scan's sequential count; a GPU's parallel scan may combine more). Its FLOPs are
+      // those of its float arith ops on scalars.
+      const ir::Type* t = op.operands[0]->type;
+      const ir::Attr* ax = op.attr("axis");
+      const int64_t axis = ax ? ax->i : 0;
+      if (axis < 0 || axis >= static_cast<int64_t>(t->shape.size()) || t->shape[axis] <= 0) return;
+      int64_t per_combine = 0;
+      for (const auto& b : op.regions[0]->blocks)
+        for (const auto& o : b->ops)
+          if (is_arith(*o)) per_combine += arith_flops(*o);
+      oi.cls = OpInfo::arith;
+      oi.elements = t->numel();
+      oi.prec = t->elem == ir::Elem::f64 ? p_fp64_vector : p_fp32_vector;
+      oi.flops_per_exec = (t->numel() - t->numel() / t->shape[axis]) * per_combine;
+      add(std::move(oi));
+      return;
+    }
+    if (!is_arith(op) || op.results.empty()) return;
+    oi.cls = OpInfo::arith;
+    const ir::Elem e = op.results[0]->type->elem;
+    oi.elements = op.results[0]->type->numel();
+    oi.flops_per_exec = arith_flops(op);
+    if (oi.flops_per_exec) oi.prec = e == ir::Elem::f64 ? p_fp64_vector : p_fp32_vector;
     add(std::move(oi));
   }
 
@@ -628,7 +692,7 @@ struct Profile::Impl {
     const uint32_t idx = static_cast<uint32_t>(static_cast<const OpInfo*>(e.tag) - ops.data());
     Counts& c = st.ops[idx];
     c.executions++;
-    if (ops[idx].cls == OpInfo::loop && e.op->operands.size() >= 3) {
+    if (ops[idx].cls == OpInfo::loop && e.op->code() == Opcode::scf_for && e.op->operands.size() >= 3) {
       // scf.for %i = %lb to %ub step %s: integer (or index) scalars.
       auto scalar = [&](size_t i) -> int64_t {
         exec::ValueRef v = e.operand(i);
@@ -820,10 +884,17 @@ nlohmann::json Profile::Impl::build(const LaunchInfo& info) {
         seconds = pk > 0 ? fl / pk : 0;
         break;
       }
-      case OpInfo::loop:
+      case OpInfo::loop: {
         row["kind"] = "loop";
-        row["trips"] = c.trips;
+        int64_t trips = c.trips;
+        if (oi.while_probe) {  // scf.while: from its probe's executions
+          const int64_t runs = totals[op_index.at(oi.while_probe)].executions;
+          trips = std::max<int64_t>(0, runs - (oi.probe_in_before ? c.executions : 0));
+        }
+        row["trips"] = trips;
         break;
+      }
+      case OpInfo::probe: continue;
       case OpInfo::arith: {
         fl = oi.flops_per_exec * c.executions;
         flops[oi.prec] += static_cast<double>(fl);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "tilescope/ir/elem.h"
+#include "tilescope/ir/ops.h"
 
 namespace tilescope::trace {
 
@@ -128,6 +129,7 @@ struct Recorder::Program {
   std::vector<SiteStats> stats;           // by site
   std::vector<int64_t> seq;               // executions so far, by site
   std::map<int, LoopRow> loops;           // by site
+  std::map<int, int64_t> probe_runs;      // scf.while site -> executions of its probe
   // Per TTIR argument: the element runs this program loaded / stored, contiguous runs merged.
   std::vector<std::vector<ElementCounts::Run>> loads, stores;
   // One access's runs (scratch): (argument, first element, count), in lane order.
@@ -144,6 +146,21 @@ Recorder::Recorder(const ir::Module& module, int64_t detail_cap)
   for (size_t i = 0; i < sites_.size(); ++i) site_of_[sites_[i]] = static_cast<int>(i);
   stats_.resize(sites_.size());
   none_ = detail_cap <= 0;
+  // scf.while: the first op of its before region (the condition's), else of its after region (the body).
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const ir::Op& op = *sites_[i];
+    if (op.code() != ir::Opcode::scf_while) continue;
+    auto first_step = [&op](size_t region) -> const ir::Op* {
+      if (op.regions.size() <= region || op.regions[region]->blocks.empty()) return nullptr;
+      for (const auto& o : op.regions[region]->blocks[0]->ops)
+        if (!ir::is_terminator(o->def->syntax)) return o.get();
+      return nullptr;
+    };
+    const ir::Op* before = first_step(0);
+    const ir::Op* probe = before ? before : first_step(1);
+    while_before_[static_cast<int>(i)] = before != nullptr;
+    if (probe) probes_[probe].push_back({static_cast<int>(i)});
+  }
 }
 
 exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
@@ -173,8 +190,11 @@ exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
   }
   exec::Subscription s;
   s.kinds = exec::kAccess | exec::kProgram | exec::kOpBegin;
-  s.ops = [](const ir::Op& op) -> const void* {
-    return op.name == "scf.for" ? &op : nullptr;  // loops: trip counts from their bounds
+  s.ops = [this](const ir::Op& op) -> const void* {
+    // Loops: scf.for trip counts from their bounds; scf.while ones from their probe's executions.
+    return op.code() == ir::Opcode::scf_for || op.code() == ir::Opcode::scf_while || probes_.count(&op)
+               ? &op
+               : nullptr;
   };
   return s;
 }
@@ -332,12 +352,18 @@ bool Recorder::stored_into(const std::byte* host, uint64_t bytes) const {
 void Recorder::on_op_begin(const exec::OpEvent& e, void* state) {
   auto* p = static_cast<Program*>(state);
   if (!p->detail) return;
-  const int64_t lb = read_int(e.operand(0)), ub = read_int(e.operand(1)), step = read_int(e.operand(2));
-  const int64_t trips = (step > 0 && ub > lb) ? (ub - lb + step - 1) / step : 0;
-  LoopRow& row = p->loops[site_of_.at(e.op)];
-  row.site = site_of_.at(e.op);
+  if (auto it = probes_.find(e.op); it != probes_.end())
+    for (const Probe& w : it->second) p->probe_runs[w.site] += 1;
+  const bool is_for = e.op->code() == ir::Opcode::scf_for;
+  if (!is_for && e.op->code() != ir::Opcode::scf_while) return;
+  const int site = site_of_.at(e.op);
+  LoopRow& row = p->loops[site];
+  row.site = site;
   row.executions += 1;
-  row.trips += trips;
+  if (is_for) {
+    const int64_t lb = read_int(e.operand(0)), ub = read_int(e.operand(1)), step = read_int(e.operand(2));
+    row.trips += (step > 0 && ub > lb) ? (ub - lb + step - 1) / step : 0;
+  }
 }
 
 void Recorder::on_program_end(exec::ProgramId pid, void* state) {
@@ -359,6 +385,11 @@ void Recorder::on_program_end(exec::ProgramId pid, void* state) {
   }
   if (!p->detail) return;
   for (auto& [site, row] : p->loops) {
+    if (sites_[site]->code() ==
+        ir::Opcode::scf_while) {  // its condition ran once more per loop than its body
+      const int64_t runs = p->probe_runs[site];
+      row.trips = std::max<int64_t>(0, runs - (while_before_.at(site) ? row.executions : 0));
+    }
     p->detail->loops.push_back(row);
     if (p->detail->bytes < kTooBig) p->detail->bytes += row_bytes(0);
   }

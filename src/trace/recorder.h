@@ -49,7 +49,7 @@ struct AccessRow {
 
 struct LoopRow {
   int site = 0;
-  int64_t executions = 0;  // times the loop started in this program
+  int64_t executions = 0;  // times the loop (scf.for or scf.while) started in this program
   int64_t trips = 0;       // iterations over all of them
 };
 
@@ -132,6 +132,12 @@ class Recorder : public exec::Observer {
 
   std::vector<const ir::Op*> sites_;
   std::unordered_map<const ir::Op*, int> site_of_;
+  // scf.while trip counts: the op whose executions count its iterations (its probe), per while site.
+  struct Probe {
+    int site;  // the scf.while's
+  };
+  std::unordered_map<const ir::Op*, std::vector<Probe>> probes_;
+  std::unordered_map<int, bool> while_before_;  // while site -> its probe is in the before region
   std::vector<SiteStats> stats_;
   std::unique_ptr<std::vector<Counts>> counts_;  // (ElementCounts holds a mutex: not movable)
   std::vector<int> arg_of_buffer_;  // memory buffer id -> TTIR argument index (-1: not an argument)

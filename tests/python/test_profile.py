@@ -65,6 +65,21 @@ def histogram(idx_ptr, hist_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(hist_ptr + tl.load(idx_ptr + offs, mask=mask), 1, mask=mask)
 
 
+@triton.jit
+def reduce_scan_while(x_ptr, out_ptr, scan_ptr, iters_ptr, n_iter, R: tl.constexpr, C: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + pid * R * C + r * C + c)
+    s = tl.sum(x, axis=1)
+    tl.store(out_ptr + pid * R + tl.arange(0, R), s * 2.0)
+    tl.store(scan_ptr + pid * R * C + r * C + c, tl.cumsum(x, axis=0))
+    i = 0
+    while i < n_iter + pid:
+        i += 1
+    tl.store(iters_ptr + pid, i)
+
+
 def profile_one(launch, gpu="H200"):
     with tilescope.profile(gpu=gpu) as p:
         launch()
@@ -145,6 +160,28 @@ def test_fp16_dot_and_the_roofline_compute_term():
     roof = rep["roofline"]
     fp32_vector = rep["flops"].get("fp32_vector", 0)
     assert roof["compute_seconds"] == pytest.approx(2 * M * N * K / H200_FP16_DENSE + fp32_vector / 67e12)
+
+
+def test_reduction_and_scan_flops_and_while_loop_trips():
+    # A reduction folds in every element but the first of each row: R * (C - 1) adds per program; the
+    # scan along the rows (R - 1) * C (its sequential count); then R multiplies. The while loop runs
+    # n_iter + pid times in program pid.
+    R, C, programs, n_iter = 4, 64, 3, 5
+    x = torch.randn(programs * R, C)
+    out, scan = torch.empty(programs * R), torch.empty(programs * R, C)
+    iters = torch.zeros(programs, dtype=torch.int32)
+    rep = profile_one(lambda: reduce_scan_while[(programs,)](x, out, scan, iters, n_iter, R=R, C=C))
+    torch.testing.assert_close(out, x.sum(1) * 2)
+    torch.testing.assert_close(scan.view(programs, R, C), x.view(programs, R, C).cumsum(1))
+    assert iters.tolist() == [n_iter + p for p in range(programs)]
+    assert rep["flops"]["fp32_vector"] == programs * (R * (C - 1) + (R - 1) * C + R)
+    lines = {ln["source"].strip(): ln for ln in rep["lines"]}
+    assert lines["s = tl.sum(x, axis=1)"]["flops"] == programs * R * (C - 1)
+    assert rep["ops"]["tt.reduce"] == {"executions": programs, "elements": programs * R * C}
+    loops = [s for s in rep["sites"] if s["kind"] == "loop"]
+    assert len(loops) == 1 and "while i <" in loops[0]["site"]["source"]
+    assert loops[0]["executions"] == programs
+    assert loops[0]["trips"] == sum(n_iter + p for p in range(programs))
 
 
 def test_atomics_are_their_own_kind():

@@ -65,6 +65,26 @@ const char* kLoop = R"(module {
   }
 })";
 
+// out[pid] = pid, counted up by an scf.while: program p runs p iterations.
+const char* kWhile = R"(module {
+  tt.func public @count_kernel(%out_ptr: !tt.ptr<i32>) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %pid = tt.get_program_id x : i32
+    %r = scf.while (%i = %c0) : (i32) -> i32 {
+      %cond = arith.cmpi slt, %i, %pid : i32
+      scf.condition(%cond) %i : i32
+    } do {
+    ^bb0(%j: i32):
+      %n = arith.addi %j, %c1 : i32
+      scf.yield %n : i32
+    }
+    %o = tt.addptr %out_ptr, %pid : !tt.ptr<i32>, i32
+    tt.store %o, %r : !tt.ptr<i32>
+    tt.return
+  }
+})";
+
 struct Copy {
   std::vector<float> x, out;
   launch::LaunchRecord rec;
@@ -243,6 +263,33 @@ TEST_F(TempTrace, LoopTripsAndLaunchesAppend) {
   Stmt kernels(db, "SELECT count(*) FROM kernels");
   ASSERT_TRUE(kernels.step());
   EXPECT_EQ(kernels.i64(0), 1);
+}
+
+TEST_F(TempTrace, WhileLoopTripsPerProgram) {
+  std::vector<int32_t> out(6, -1);
+  launch::LaunchRecord rec;
+  rec.ttir = kWhile;
+  rec.grid = {6, 1, 1};
+  rec.args = {launch::ArgRecord::buffer("out_ptr", ir::Elem::i32, reinterpret_cast<std::byte*>(out.data()),
+                                        24, {6}, {1})};
+  auto k = launch::compile(rec.ttir, "while.ttir");
+  {
+    Writer w(path_);
+    w.run(*k, rec, sanitize());
+  }
+  for (int p = 0; p < 6; ++p) EXPECT_EQ(out[p], p);
+  Db db(path_, false);
+  Stmt loops(db,
+             "SELECT l.pid_x, l.executions, l.trips, s.op FROM loops l JOIN sites s ON s.site = l.site "
+             "WHERE l.launch = 1 ORDER BY l.pid_x");
+  for (int p = 0; p < 6; ++p) {
+    ASSERT_TRUE(loops.step());
+    EXPECT_EQ(loops.i64(0), p);
+    EXPECT_EQ(loops.i64(1), 1);
+    EXPECT_EQ(loops.i64(2), p);
+    EXPECT_EQ(loops.text(3), "scf.while");
+  }
+  EXPECT_FALSE(loops.step());
 }
 
 // The sample rule: the programs whose linear id is a multiple of the smallest power-of-two stride whose
