@@ -46,6 +46,25 @@ RQ_LD, RQ_ST = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requ
 DRAM_R, DRAM_W, TIME = "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"
 
 
+
+# The check of the roofline's peak table (a fixed text: the table changes only with the source).
+GPU_TABLE = [
+    "## The GPU table",
+    "",
+    (
+        "The roofline's peaks (`--gpu`, `src/analysis/profile.cpp`, each row naming the vendor document it "
+        "comes from) were checked again on 2026-12-02 against the vendors' published figures as public spec "
+        "listings reproduce them (no vendor page is reachable from the build machine), dense (sparsity "
+        "figures halved): H100 SXM 3.35 TB/s, FP64 34 / tensor 67, FP32 67, TF32 494.5, FP16 / BF16 989.5, "
+        "FP8 / INT8 1979 T(FL)OP/s; H200 SXM the same compute at 4.8 TB/s; A100 80GB SXM 2.039 TB/s, 9.7 / "
+        "19.5, 19.5, 156, 312, INT8 624 (no FP8); HGX B200 per GPU (the 8-GPU figures / 8) 8 TB/s, 37 / 37, "
+        "75, 1125, 2250, 4500; MI300X 5.3 TB/s, 81.7 / 163.4, 163.4, 653.7, 1307.4, 2614.9; L4 0.3 TB/s, FP32"
+        " 30.3, TF32 60, FP16 / BF16 121, FP8 / INT8 242.5 (FP64 1/64 of FP32). No value changed."
+    ),
+    "",
+]
+
+
 def workload_launches(reps: int, only):
     """(name, profile report, seconds without analysis, under the sanitizer alone, under the profiler alone)
     per bench workload."""
@@ -260,6 +279,7 @@ def write(pairs, overhead, path, gpu_doc, reps):
                   f"{statistics.median(e for _, e, _ in big_errs):.1%}, largest {max(e for _, e, _ in big_errs):.1%}; "
                   f"roofline / measured time median {statistics.median(r for _, _, r in big_errs):.2f} "
                   f"(range {min(r for _, _, r in big_errs):.2f}-{max(r for _, _, r in big_errs):.2f}).", ""]
+    lines += GPU_TABLE
     if overhead:
         lines += [
             "## Overhead of the profiler",

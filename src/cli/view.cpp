@@ -165,7 +165,17 @@ CLI::App* add_view(CLI::App& app, ViewOptions& o) {
                 "address to serve on; anything but a loopback address exposes the trace to the network "
                 "(the token is still required)")
       ->capture_default_str();
-  v->add_option("--port", o.port, "port (0: a free one)")->check(CLI::Range(0, 65535))->capture_default_str();
+  v->add_option("--port", o.port, "port (0: a free one)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            int n = -1;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+            if (ec != std::errc() || end != s.data() + s.size() || n < 0 || n > 65535)
+              return fmt::format("'{}' is not a port number (0 to 65535; 0: a free one)", s);
+            return "";
+          },
+          "PORT"))
+      ->capture_default_str();
   return v;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -318,11 +319,26 @@ void Server::start() {
   Impl& m = *impl_;
   std::unique_lock<std::mutex> g(m.mu);
   if (m.started) return;
+  {
+    // An address that names nothing gets its own message (httplib's bind says only that it failed).
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    const int rc = getaddrinfo(m.options.host.c_str(), nullptr, &hints, &found);
+    if (found) freeaddrinfo(found);
+    if (rc != 0)
+      throw Error(fmt::format("cannot listen on {}: '{}' is not an IP address or a host name this machine "
+                              "resolves ({})",
+                              host_port(m.options.host, m.options.port), m.options.host, gai_strerror(rc)));
+  }
   const int port = m.options.port == 0
                        ? m.http.bind_to_any_port(m.options.host)
                        : (m.http.bind_to_port(m.options.host, m.options.port) ? m.options.port : -1);
   if (port <= 0)
-    throw Error(fmt::format("cannot listen on {}: the address is not available or the port is in use",
+    throw Error(fmt::format("cannot listen on {}: the port is in use, or the address is not one of this "
+                            "machine's",
                             host_port(m.options.host, m.options.port)));
   m.port = port;
   m.started = true;

@@ -215,6 +215,7 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
         {"key": "ArrowLeft"},
         {"read": ["grid_after_key", "#grid", "data-selected"]},
         {"click": "#modes button[data-mode='all']"},
+        {"read": ["count_legend", "#hist", "title"]},
         {"screenshot": "view-all-programs"},
         # Values before the launch of the loaded argument x: its histogram, and the .npy download.
         {"click": "#launches li[data-launch='1']"},
@@ -231,6 +232,12 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
     assert reads["py_after_ttir_click"] == str(store["line"])
     assert reads["launch2"] == "2"
     assert reads["grid_after_key"] == f"{pid[0] - 1},0,0"
+    # The access-count view's colour scale runs from 1 to the most accesses of one element of the
+    # argument shown (x or y of launch 2).
+    counts = {int((ld + st).max()) for a in range(2) for ld, st in [t.element_counts(2, a)]}
+    legend = reads["count_legend"]
+    assert legend.startswith("accesses per element (loads and stores, all programs): 1 .. "), legend
+    assert int(legend.split(" .. ")[1].split(";")[0]) in counts, (legend, counts)
     import numpy as np
     x = t.contents(1, 0, "before").astype("float64")
     lo, hi = x.min(), x.max()
@@ -424,3 +431,12 @@ def test_what_a_new_user_broke(server, trace, tmp_path):
     con.close()
     r = subprocess.run([TILESCOPE, "replay", str(bad), "--launch", "1"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "damaged" in r.stderr, r.stderr
+
+
+def test_bad_port_and_host_are_clear_errors(trace):
+    for args, says in [(["--port", "abc"], "'abc' is not a port number (0 to 65535"),
+                       (["--port", "70000"], "'70000' is not a port number"),
+                       (["--host", "999.1.1.1"], "'999.1.1.1' is not an IP address or a host name"),
+                       (["--host", "bad host!"], "'bad host!' is not an IP address or a host name")]:
+        r = subprocess.run([TILESCOPE, "view", str(trace)] + args, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and says in r.stderr, (args, r.returncode, r.stderr)

@@ -87,7 +87,7 @@ app.innerHTML = `
         </div>
       </div>
       <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
-        <canvas id="hist" class="hist" width="240" height="40" hidden title="histogram of the values (64 bins, min to max)"></canvas></div>
+        <canvas id="hist" class="hist" width="240" height="58" hidden title="histogram of the values (64 bins, min to max) over the colour scale"></canvas></div>
     </div>
   </section>
   <aside class="right">
@@ -595,13 +595,48 @@ function drawHistogram(values: DataView, dtype: string, elements: number, lo: nu
   const g = c.getContext("2d")!;
   g.clearRect(0, 0, c.width, c.height);
   const max = Math.max(1, ...bins);
+  const barH = LEGEND_TOP - 2;
   g.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--fg");
   bins.forEach((b, i) => {
-    const h = (b / max) * (c.height - 2);
-    g.fillRect(i * (c.width / 64), c.height - h, c.width / 64 - 1, h);
+    const h = (b / max) * barH;
+    g.fillRect(i * (c.width / 64), LEGEND_TOP - 1 - h, c.width / 64 - 1, h);
   });
+  drawScale(c, ramp, formatValue(lo), formatValue(hi), nonfinite ? `${nonfinite} NaN/inf` : "");
   c.title = `${formatValue(lo)} .. ${formatValue(hi)}; ${n} values${nonfinite ? `, ${nonfinite} NaN or infinite (not shown)` : ""}`;
   c.dataset.bins = bins.join(",");
+  c.hidden = false;
+}
+
+// The colour scale under the histogram (canvas y from LEGEND_TOP): a bar of the colours, its two ends
+// labelled, and a note in the middle.
+const LEGEND_TOP = 34;
+function drawScale(c: HTMLCanvasElement, colour: (t: number) => RGB, left: string, right: string, middle: string) {
+  const g = c.getContext("2d")!;
+  for (let x = 0; x < c.width; x++) {
+    const [r, gr, b] = colour(x / (c.width - 1));
+    g.fillStyle = `rgb(${r},${gr},${b})`;
+    g.fillRect(x, LEGEND_TOP, 1, 8);
+  }
+  g.fillStyle = getComputedStyle(document.documentElement).getPropertyValue("--fg");
+  g.font = "10px sans-serif";
+  g.textBaseline = "top";
+  g.textAlign = "left";
+  g.fillText(left, 0, LEGEND_TOP + 10);
+  g.textAlign = "right";
+  g.fillText(right, c.width, LEGEND_TOP + 10);
+  if (middle) {
+    g.textAlign = "center";
+    g.fillText(middle, c.width / 2, LEGEND_TOP + 10);
+  }
+}
+
+/// The legend of the access-count view: no histogram, the scale from 1 access to `max`.
+function drawCountLegend(colour: (t: number) => RGB, max: number) {
+  const c = $<HTMLCanvasElement>("hist");
+  c.getContext("2d")!.clearRect(0, 0, c.width, c.height);
+  drawScale(c, colour, "1", `${max}`, "loads + stores per element");
+  c.title = `accesses per element (loads and stores, all programs): 1 .. ${max}; untouched elements are grey`;
+  c.dataset.bins = "";
   c.hidden = false;
 }
 
@@ -633,7 +668,9 @@ function layout(arg: Arg): { elements: number; width: number } {
   const shape = arg.shape ?? [n], strides = arg.strides ?? [1];
   let width = shape[shape.length - 1] || 1;
   if (shape.length >= 2 && strides[strides.length - 1] === 1 && strides[strides.length - 2] > 0) width = strides[strides.length - 2];
-  if (shape.length === 1 && n > 4096) width = Math.ceil(Math.sqrt(n));
+  // A 1-D tensor of more than 64 elements wraps at the power of two nearest its square root (a square,
+  // not a strip a pixel high); the hover still names the element.
+  if (shape.length === 1 && n > 64) width = 2 ** Math.round(Math.log2(Math.sqrt(n)));
   return { elements: n, width: Math.max(1, width) };
 }
 
@@ -766,10 +803,12 @@ async function renderTensor() {
       const c = counts;
       let max = 1;
       for (let o = 0; o < elements; o += Math.max(1, Math.floor(elements / 65536))) max = Math.max(max, c.loads(o) + c.stores(o));
+      const green = (t: number) => mix(bg, [16, 185, 129], Math.min(1, 0.15 + 0.85 * t));
       cell = (o) => {
         const n = c.loads(o) + c.stores(o);
-        return n ? mix(bg, [16, 185, 129], Math.min(1, 0.15 + (0.85 * n) / max)) : null;
+        return n ? green(n / max) : null;
       };
+      drawCountLegend((t) => green(Math.max(1 / max, t)), max);
       marks.clear();
     }
   } else if (state.mode === "before" || state.mode === "after") {
@@ -798,7 +837,8 @@ async function renderTensor() {
     }
   }
   let model: HeatmapModel = { elements, width, cell, marks };
-  let describe = (o: number) => `row ${Math.floor(o / width)}, column ${((o % width) + width) % width}`;
+  let describe = (o: number) =>
+    (arg.shape ?? []).length <= 1 ? `element ${o}` : `row ${Math.floor(o / width)}, column ${((o % width) + width) % width}`;
   let memOf = (o: number) => o;
   let outside = 0;
   if ((arg.shape?.length ?? 0) >= 3 && arg.strides?.length === arg.shape!.length) {

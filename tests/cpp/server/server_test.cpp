@@ -227,6 +227,21 @@ TEST(Server, APortInUseIsAClearError) {
   }
 }
 
+TEST(Server, AnAddressThatNamesNothingIsAClearError) {
+  for (const std::string host : {"999.1.1.1", "bad host!"}) {
+    ServerOptions o;
+    o.host = host;
+    Server s(o, {}, {});
+    try {
+      s.start();
+      FAIL() << "listened on " << host;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + host + "' is not an IP address or a host name"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Server, StopEndsWaitAndIsIdempotent) {
   Served s;
   std::thread waiter([&] { s.server.wait(); });
