@@ -329,17 +329,19 @@ void Server::start() {
     const int rc = getaddrinfo(m.options.host.c_str(), nullptr, &hints, &found);
     if (found) freeaddrinfo(found);
     if (rc != 0)
-      throw Error(fmt::format("cannot listen on {}: '{}' is not an IP address or a host name this machine "
-                              "resolves ({})",
-                              host_port(m.options.host, m.options.port), m.options.host, gai_strerror(rc)));
+      throw Error(
+          fmt::format("cannot listen on {}: '{}' is not an IP address or a host name this machine "
+                      "resolves ({})",
+                      host_port(m.options.host, m.options.port), m.options.host, gai_strerror(rc)));
   }
   const int port = m.options.port == 0
                        ? m.http.bind_to_any_port(m.options.host)
                        : (m.http.bind_to_port(m.options.host, m.options.port) ? m.options.port : -1);
   if (port <= 0)
-    throw Error(fmt::format("cannot listen on {}: the port is in use, or the address is not one of this "
-                            "machine's",
-                            host_port(m.options.host, m.options.port)));
+    throw Error(
+        fmt::format("cannot listen on {}: the port is in use, or the address is not one of this "
+                    "machine's",
+                    host_port(m.options.host, m.options.port)));
   m.port = port;
   m.started = true;
   m.thread = std::thread([&m] {

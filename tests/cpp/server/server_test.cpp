@@ -236,7 +236,8 @@ TEST(Server, AnAddressThatNamesNothingIsAClearError) {
       s.start();
       FAIL() << "listened on " << host;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("'" + host + "' is not an IP address or a host name"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("'" + host + "' is not an IP address or a host name"),
+                std::string::npos)
           << e.what();
     }
   }
