@@ -4,6 +4,7 @@ format name and version and refuses anything else with a message naming the file
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sqlite3
 import urllib.parse
@@ -67,9 +68,19 @@ class Trace:
         return expand(row[0]), expand(row[1])
 
     def contents(self, launch: int, arg: int, phase: str = "before"):
-        """Argument `arg`'s bytes before or after launch `launch`, as a 1-D numpy array of its dtype;
-        None when the budget dropped them."""
+        """Argument `arg`'s bytes before or after launch `launch`, as a 1-D numpy array of its dtype (empty
+        for an empty tensor); None when the budget dropped them. ValueError for a phase other than
+        "before" / "after"; KeyError for a launch the trace lacks or an argument that is not a buffer."""
         import numpy as np
+
+        if phase not in ("before", "after"):
+            raise ValueError(f"the phase is 'before' or 'after', not {phase!r}")
+        launch, arg = _index(launch), _index(arg)  # numpy integers too
+        if launch is None or not 1 <= launch <= len(self.launches):
+            raise KeyError(f"{self.path}: no launch {launch} (the trace has {len(self.launches)})")
+        args = self.launches[launch - 1]["record"]["args"]
+        if arg is None or not 0 <= arg < len(args) or args[arg].get("kind") != "buffer":
+            raise KeyError(f"{self.path}: launch {launch} has no buffer argument {arg}")
 
         # An 'after' row marked unchanged: the launch stored nothing into it; the 'before' bytes.
         row = self.connection.execute(
@@ -87,6 +98,14 @@ class Trace:
         return np.frombuffer(data[: len(data) // dt.itemsize * dt.itemsize], dtype=dt)
 
 
+def _index(x):
+    """`x` as a Python int when it is an integer (numpy's too), else None."""
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
 def _open(path: str) -> sqlite3.Connection:
     if not os.path.exists(path):
         raise TraceError(f"{path}: no such trace file")
@@ -102,14 +121,17 @@ def _open(path: str) -> sqlite3.Connection:
         raise TraceError(f"{path}: the trace is truncated or corrupted (SQLite: {e})") from None
     if "meta" not in tables:
         raise TraceError(f"{path}: not a tilescope trace (an SQLite database without tilescope's meta table)")
-    meta = dict(con.execute("SELECT key, value FROM meta"))
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta"))
+    except sqlite3.DatabaseError as e:  # the meta table's pages are damaged
+        raise TraceError(f"{path}: the trace is truncated or corrupted (SQLite: {e})") from None
     if meta.get("format") != "tilescope-trace":
         raise TraceError(f"{path}: not a tilescope trace (an SQLite database without tilescope's meta table)")
-    try:
-        version = int(meta.get("version", ""))
-    except ValueError:
-        raise TraceError(f"{path}: unknown trace format version {meta.get('version')!r} "
-                         f"(this tilescope reads version {FORMAT_VERSION})") from None
+    v = str(meta.get("version", ""))
+    if not v.isdigit():  # the same rule as the C++ reader: digits only
+        raise TraceError(f"{path}: unknown trace format version {v!r} "
+                         f"(this tilescope reads version {FORMAT_VERSION})")
+    version = int(v)
     if version > FORMAT_VERSION:
         raise TraceError(f"{path}: trace format version {version} is newer than this tilescope reads "
                          f"({FORMAT_VERSION}); use a newer tilescope")

@@ -39,6 +39,7 @@
 
 #include "args.h"
 #include "assist.h"
+#include "budget.h"
 #include "cache.h"
 #include "interrupt.h"
 #include "llm.h"
@@ -72,8 +73,8 @@ struct RunReport {
   std::string gpu = "H100";
   int top = 5;
   int num_warps = 4;
-  std::string trace_path;    // --trace: record the launch into this trace file
-  int64_t trace_budget = 0;  // --trace-budget; 0: trace::kDefaultBudget
+  std::string trace_path;     // --trace: record the launch into this trace file
+  int64_t trace_budget = -1;  // --trace-budget; -1: trace::kDefaultBudget
 };
 
 /// tt.print goes to stdout, each op's lines together, flushed as they come (as a GPU program's
@@ -216,7 +217,7 @@ int run_command(const std::string& ttir, const std::string& kernel, const std::s
     if (rep.trace_path.empty()) {
       r = launch::run_launch(*k, rec, opts);
     } else {
-      trace::create(rep.trace_path, rep.trace_budget > 0 ? rep.trace_budget : trace::kDefaultBudget);
+      trace::create(rep.trace_path, rep.trace_budget >= 0 ? rep.trace_budget : trace::kDefaultBudget);
       trace::Writer w(rep.trace_path);
       r = w.run(*k, rec, opts);
     }
@@ -319,9 +320,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--trace", run_report.trace_path,
                   "record the launch into this trace file (docs/trace-format.md)");
-  run->add_option("--trace-budget", run_report.trace_budget,
-                  "most bytes of payload the trace may hold (e.g. 64M)")
-      ->transform(CLI::AsSizeValue(false));
+  tilescope::cli::add_trace_budget(run, run_report.trace_budget,
+                                   "most bytes of payload the trace may hold (e.g. 64M)");
   tilescope::cli::SanitizeOptions sanitize_opts, trace_opts;
   tilescope::cli::add_sanitize(app, sanitize_opts);  // for --help; run by sanitize_main
   tilescope::cli::add_sanitize(app, trace_opts, "trace");

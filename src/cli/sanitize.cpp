@@ -37,6 +37,7 @@
 #include <sstream>
 
 #include "assist.h"
+#include "budget.h"
 #include "output_file.h"
 #include "tilescope/analysis/profile.h"
 #include "tilescope/exec/engine.h"
@@ -422,12 +423,11 @@ CLI::App* add_sanitize(CLI::App& app, SanitizeOptions& o, const std::string& nam
   s->add_flag("--view", o.view,
               "after the run, open the trace in the web visualizer (tilescope view) until Ctrl-C; without "
               "--trace, into a temporary trace removed afterwards");
-  s->add_option(
-       "--trace-budget", o.trace_budget,
-       fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
-                   "beyond it, detail for a sample of programs (docs/trace-format.md)",
-                   trace::kDefaultBudget >> 20))
-      ->transform(CLI::AsSizeValue(false));
+  add_trace_budget(
+      s, o.trace_budget,
+      fmt::format("most bytes of payload the trace may hold (K, M, G: powers of 1024; default {}M); "
+                  "beyond it, detail for a sample of programs (docs/trace-format.md)",
+                  trace::kDefaultBudget >> 20));
   s->add_option("--json", o.json_path, "write all findings as JSON (schema: README)");
   s->add_option("--sarif", o.sarif_path, "write all findings as SARIF 2.1.0");
   s->add_option("--exit-code", o.exit_code, "exit status when there are findings")->capture_default_str();
@@ -521,8 +521,7 @@ CLI::App* add_profile(CLI::App& app, SanitizeOptions& o) {
                 "write every launch's profile as JSON (schema: README \"Profile JSON\")");
   s->add_option("--trace", o.trace_path,
                 "also record every launch, with its profile, into this trace file (docs/trace-format.md)");
-  s->add_option("--trace-budget", o.trace_budget, "most bytes of payload the trace may hold (e.g. 64M)")
-      ->transform(CLI::AsSizeValue(false));
+  add_trace_budget(s, o.trace_budget, "most bytes of payload the trace may hold (e.g. 64M)");
   s->add_option("--top", o.top, "hottest Python lines shown per kernel")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -593,12 +592,12 @@ int sanitize_command(const SanitizeOptions& o) {
     // Made here, before the command runs, so that a bad path fails now and every process appends to it.
     std::error_code ec;
     trace_path = fs::absolute(o.trace_path, ec).string();
-    trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+    trace::create(trace_path, o.trace_budget >= 0 ? o.trace_budget : trace::kDefaultBudget);
   } else if (o.view || o.explain) {
     // --view / --explain without --trace: a temporary trace, removed at the end.
     std::error_code ec;
     trace_path = (fs::temp_directory_path(ec) / fmt::format("tilescope-view-{}.tstrace", getpid())).string();
-    trace::create(trace_path, o.trace_budget > 0 ? o.trace_budget : trace::kDefaultBudget);
+    trace::create(trace_path, o.trace_budget >= 0 ? o.trace_budget : trace::kDefaultBudget);
     // It holds the program's source and its tensors: for this user only.
     fs::permissions(trace_path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace,
                     ec);

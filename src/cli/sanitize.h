@@ -23,7 +23,7 @@ struct SanitizeOptions {
   bool bench_all = false;            // --bench-all: perf_report benchmarks at every x value
   std::string color = "auto";        // auto | always | never
   std::string trace_path;            // --trace: record every launch into this trace file (trace/trace.h)
-  int64_t trace_budget = 0;          // --trace-budget: bytes of payload; 0: trace::kDefaultBudget
+  int64_t trace_budget = -1;         // --trace-budget: bytes of payload; -1: trace::kDefaultBudget
   bool view = false;                 // --view: open the trace in the web visualizer after the run
   bool explain = false;              // --explain: the LLM explains the findings after the report
   std::vector<std::string> command;  // the program to run (the subcommand's remaining arguments)

@@ -129,6 +129,11 @@ CLI::App* add_replay(CLI::App& app, ReplayOptions& o) {
       "run` command) into DIR");
   s->add_option("--json", o.json_path, "write the replay's findings as JSON");
   s->add_option("--threads", o.threads, "worker threads: 0 for all cores (the default)")->type_name("N");
+  s->add_option("--max-steps", o.max_steps,
+                "operations one program may run before the launch fails with a located error (as tilescope "
+                "run); 0: no limit")
+      ->check(CLI::NonNegativeNumber)
+      ->type_name("N");
   s->add_option("--color", o.color, "colour the report: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -149,6 +154,7 @@ int replay_command(const ReplayOptions& o) {
 
   launch::RunOptions opts;
   opts.threads = threads;
+  if (o.max_steps >= 0) opts.max_steps = o.max_steps;
   for (const auto& a : s.analyses)
     if (a.name != "uninit") opts.analyses.push_back(a);
   // Said when it matters: the recording has findings that replay cannot have.

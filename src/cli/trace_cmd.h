@@ -14,10 +14,11 @@ struct ShowOptions {
 
 struct ReplayOptions {
   std::string path;
-  int64_t launch = 0;     // --launch N (1-based trace launch id)
-  std::string save_dir;   // --save-inputs DIR
-  std::string json_path;  // --json: the replay's findings
-  std::string threads;    // --threads as given; empty: all cores
+  int64_t launch = 0;      // --launch N (1-based trace launch id)
+  std::string save_dir;    // --save-inputs DIR
+  std::string json_path;   // --json: the replay's findings
+  std::string threads;     // --threads as given; empty: all cores
+  int64_t max_steps = -1;  // --max-steps: operations per program (0: no limit); -1: the engine's default
   std::string color = "auto";
 };
 

@@ -115,12 +115,10 @@ void check_format(const Db& db, bool empty_ok) {
         fmt::format("{}: not a tilescope trace (an SQLite database without tilescope's meta table)", p));
   const std::string v = meta(db, "version");
   int version = 0;
-  try {
-    version = std::stoi(v);
-  } catch (const std::exception&) {
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), version);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || v[0] == '-' || v[0] == '+')
     throw Error(fmt::format("{}: unknown trace format version '{}' (this tilescope reads version {})", p, v,
                             kFormatVersion));
-  }
   if (version > kFormatVersion)
     throw Error(
         fmt::format("{}: trace format version {} is newer than this tilescope reads ({}); use a newer "
@@ -222,7 +220,17 @@ struct Writer::Impl {
   std::mutex mu;  // the connection is used by one thread at a time (launches may come from several)
 };
 
-Writer::Writer(const std::string& path, int64_t budget) : impl_(std::make_unique<Impl>(path)) {
+namespace {
+/// `path`, unless it names a directory (SQLite would say only "disk I/O error").
+const std::string& not_a_directory(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(fmt::format("{}: is a directory, not a trace file", path));
+  return path;
+}
+}  // namespace
+
+Writer::Writer(const std::string& path, int64_t budget)
+    : impl_(std::make_unique<Impl>(not_a_directory(path))) {
   if (budget < 0) throw Error(fmt::format("{}: the trace budget must not be negative", path));
   // No fsync at commit: a crash of the recording process (a buggy kernel's, the case a trace is for)
   // still loses at most the launch in flight, since the data is with the operating system; a crash of
@@ -355,7 +363,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
         db,
         "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
         "programs, record, analyses, findings, reports, statistics, error, detail_stride, dropped, bytes) "
-        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, 0, ?, ?, '[]', 'null', 'null', ?, 0, '{}', 0)");
+        "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, '[]', 'null', 'null', ?, 0, '{}', 0)");
     ins_launch.bind(1, kernel_id)
         .bind(2, rec.kernel.empty() ? fn.name : rec.kernel)
         .bind(3, static_cast<int64_t>(getpid()))
@@ -364,9 +372,10 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
         .bind(6, rec.grid[0])
         .bind(7, rec.grid[1])
         .bind(8, rec.grid[2])
-        .bind(9, record_json)
-        .bind(10, analyses)
-        .bind(11, kInFlight)
+        .bind(9, rec.grid[0] * rec.grid[1] * rec.grid[2])  // the grid's programs, until the launch says
+        .bind(10, record_json)
+        .bind(11, analyses)
+        .bind(12, kInFlight)
         .run();
     id = sqlite3_last_insert_rowid(db.get());
     write_sources(db, id, rec, sites, bytes);
@@ -383,7 +392,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
           .bind(3, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
           .bind(4, static_cast<int64_t>(a.bytes))
           .bind(6, static_cast<int64_t>(period[i]));
-      if (before_kept && a.host)
+      if (before_kept && (a.host || a.bytes == 0))  // an empty tensor: an empty blob
         content.blob(5, a.host, period[i] ? period[i] : a.bytes);
       else
         content.null(5);
@@ -435,7 +444,8 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
                "statistics = ?, error = ? WHERE id = ?");
       upd.bind(1, ended)
           .bind(2, r.seconds)
-          .bind(3, r.stats.programs)
+          .bind(3, failure ? rec.grid[0] * rec.grid[1] * rec.grid[2]
+                           : r.stats.programs)  // a failed run: the grid's
           .bind(4, findings)
           .bind(5, reports)
           .bind(6, statistics);
@@ -562,7 +572,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
           .bind(4, static_cast<int64_t>(a.bytes))
           .bind(6, same[i] ? 1 : 0)
           .bind(7, static_cast<int64_t>(period[i]));
-      if (!same[i] && after_fits && a.host) {
+      if (!same[i] && after_fits && (a.host || a.bytes == 0)) {
         const uint64_t n = period[i] ? period[i] : a.bytes;
         content.blob(5, a.host, n);
         more += static_cast<int64_t>(n);
@@ -600,6 +610,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
 
 void create(const std::string& path, int64_t budget) {
   std::error_code ec;
+  not_a_directory(path);
   if (fs::exists(path, ec)) {
     {
       Db db(path, false);
@@ -709,20 +720,24 @@ std::string Reader::summary(int top_lines) const {
   {
     Stmt s(db, "SELECT count(*), count(DISTINCT process), count(DISTINCT kernel) FROM launches");
     s.step();
-    const double mib = 1 << 20;
+    // Sizes in the unit that shows the budget best (a budget under 1 MiB in KiB).
+    const int64_t budget = meta_int(db, "budget");
+    const bool kib = budget < (int64_t{1} << 20);
+    const double unit = kib ? 1024 : 1 << 20;
     out += fmt::format(
-        "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.0f} MiB "
+        "{}: trace format {}, {} launch(es) in {} process(es), {} kernel text(s); {:.1f} of {:.{}f} {} "
         "of budget used\n",
         db.path(), kFormatVersion, s.i64(0), s.i64(1), s.i64(2),
-        static_cast<double>(meta_int(db, "used")) / mib, static_cast<double>(meta_int(db, "budget")) / mib);
+        static_cast<double>(meta_int(db, "used")) / unit, static_cast<double>(budget) / unit, kib ? 1 : 0,
+        kib ? "KiB" : "MiB");
   }
   out += "\nlaunches:\n";
   std::vector<analysis::Finding> all;
   {
-    Stmt s(
-        db,
-        "SELECT id, name, grid_x, grid_y, grid_z, programs, seconds, findings, error, detail_stride, dropped "
-        "FROM launches ORDER BY id");
+    Stmt s(db,
+           "SELECT id, name, grid_x, grid_y, grid_z, programs, seconds, findings, error, detail_stride, "
+           "dropped, "
+           "analyses FROM launches ORDER BY id");
     while (s.step()) {
       json f = json::parse(s.text(7), nullptr, false);
       std::vector<analysis::Finding> found =
@@ -730,12 +745,24 @@ std::string Reader::summary(int top_lines) const {
       std::string note;
       if (!s.is_null(8)) note += fmt::format(", failed: {}", s.text(8));
       const int64_t stride = s.i64(9);
-      if (stride == 0)
+      const bool in_flight = !s.is_null(8) && s.text(8) == kInFlight;
+      if (stride == 0 && !in_flight)
         note += ", no per-program detail (budget)";
       else if (stride > 1)
         note += fmt::format(", detail for 1 program in {} (budget)", stride);
       json dropped = json::parse(s.text(10), nullptr, false);
       if (dropped.is_object() && dropped.contains("contents_before")) note += ", inputs not stored (budget)";
+      // "no findings" from a run without the sanitizer (tilescope profile --trace) says so.
+      json analyses = json::parse(s.text(11), nullptr, false);
+      bool sanitizer = !analyses.is_array();
+      std::string names;
+      if (analyses.is_array())
+        for (const json& a : analyses)
+          if (a.is_array() && !a.empty() && a[0].is_string()) {
+            sanitizer |= a[0] == "sanitizer";
+            names += (names.empty() ? "" : ", ") + a[0].get<std::string>();
+          }
+      if (!sanitizer) note += fmt::format(", sanitizer off (analyses: {})", names.empty() ? "none" : names);
       out += fmt::format("  #{:<4} {}  grid ({}, {}, {})  {} program(s)  {:.2f} ms  {}{}\n", s.i64(0),
                          s.text(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.f64(6) * 1e3,
                          found.empty() ? std::string("no findings") : report::summary_line(found), note);

@@ -240,6 +240,47 @@ def test_budget_drops_inputs_and_replay_says_so(tmp_path):
     p = tilescope_cli(["replay", "small.tstrace", "--launch", "1"], tmp_path)
     assert p.returncode == 2
     assert "the contents of argument 'x_ptr' before the launch are not in the trace" in p.stderr, p.stderr
+    # A budget under 1 MiB is shown in KiB; 0 is a budget (only what every launch writes); a negative
+    # size is an error.
+    assert "of 2.0 KiB of budget used" in tilescope_cli(["show", "small.tstrace"], tmp_path).stdout
+    p = tilescope_cli(["sanitize", "--trace", "zero.tstrace", "--trace-budget", "0", "--", sys.executable,
+                       str(prog), "--child"], tmp_path)
+    t = tilescope.load_trace(tmp_path / "zero.tstrace")
+    assert t.meta["budget"] == "0" and t.launches[0]["detail_stride"] == 0 and len(t.launches) == 2
+    p = tilescope_cli(["sanitize", "--trace", "neg.tstrace", "--trace-budget", "-5", "--", "true"], tmp_path)
+    assert p.returncode == 2 and "'-5' is not a size" in p.stderr, p.stderr
+    p = tilescope_cli(["sanitize", "--trace", str(tmp_path), "--", "true"], tmp_path)
+    assert p.returncode == 2 and "is a directory, not a trace file" in p.stderr, p.stderr
+
+
+def test_reader_errors_say_what_is_wrong(traced, tmp_path):
+    d, prog, t = traced
+    with pytest.raises(ValueError, match="the phase is 'before' or 'after'"):
+        t.contents(1, 0, "during")
+    with pytest.raises(KeyError, match="no launch 99"):
+        t.contents(99, 0)
+    with pytest.raises(KeyError, match="has no buffer argument 3"):  # n, a scalar
+        t.contents(1, 3)
+    import numpy as np
+    assert np.array_equal(t.contents(np.int64(1), np.int64(0)), t.contents(1, 0))
+    # Garbage over the meta table's page: TraceError, not sqlite3's own exception.
+    raw = bytearray((d / "run.tstrace").read_bytes())
+    page = 32768  # page 2 (32 KiB pages): the first table after sqlite_master
+    raw[page:page + 64] = b"\xff" * 64
+    (tmp_path / "bad.tstrace").write_bytes(bytes(raw))
+    with pytest.raises(tilescope.TraceError, match="truncated or corrupted"):
+        tilescope.load_trace(tmp_path / "bad.tstrace")
+    # A version that is not all digits is refused by both readers alike.
+    v = tmp_path / "v.tstrace"
+    v.write_bytes((d / "run.tstrace").read_bytes())
+    con = sqlite3.connect(v)
+    con.execute("UPDATE meta SET value = '2.0' WHERE key = 'version'")
+    con.commit()
+    con.close()
+    with pytest.raises(tilescope.TraceError, match="unknown trace format version '2.0'"):
+        tilescope.load_trace(v)
+    p = tilescope_cli(["show", str(v)], tmp_path)
+    assert p.returncode == 2 and "unknown trace format version '2.0'" in p.stderr, p.stderr
 
 
 def test_bad_files_are_clear_errors(tmp_path):
@@ -314,3 +355,30 @@ def test_run_records_one_launch(tmp_path):
     assert len(t.launches) == 1 and t.launches[0]["programs"] == 3
     assert np.array_equal(t.contents(1, 0, "before"), x)
     assert np.array_equal(t.contents(1, 2, "after"), x + 1)
+
+
+def test_profile_traces_say_the_sanitizer_was_off_and_replay_takes_max_steps(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    p = tilescope_cli(["profile", "--trace", "p.tstrace", "--", sys.executable, str(prog), "--child"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    shown = tilescope_cli(["show", "p.tstrace"], tmp_path).stdout
+    assert shown.count("no findings, sanitizer off (analyses: profile)") == 2, shown
+    # Replay bounds each program as `tilescope run --max-steps` does.
+    loop = tmp_path / "loop.py"
+    loop.write_text(
+        "import torch, triton, triton.language as tl\n"
+        "@triton.jit\n"
+        "def count(out_ptr, n):\n"
+        "    acc = 0\n"
+        "    for i in range(n):\n"
+        "        acc += i\n"
+        "    tl.store(out_ptr, acc)\n"
+        "out = torch.zeros(1, dtype=torch.int32)\n"
+        "count[(1,)](out, 1000)\n"
+        "assert out.item() == sum(range(1000))\n")
+    p = tilescope_cli(["trace", "-o", "loop.tstrace", "--", sys.executable, str(loop)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert tilescope_cli(["replay", "loop.tstrace", "--launch", "1"], tmp_path).returncode == 0
+    p = tilescope_cli(["replay", "loop.tstrace", "--launch", "1", "--max-steps", "100"], tmp_path)
+    assert p.returncode == 2 and "the limit is 100 per program" in p.stderr, p.stderr

@@ -292,6 +292,35 @@ TEST_F(TempTrace, WhileLoopTripsPerProgram) {
   EXPECT_FALSE(loops.step());
 }
 
+// An empty tensor (0 bytes, possibly a null pointer) is stored as an empty blob, not as dropped: the
+// launch replays. A directory is not a trace file.
+TEST_F(TempTrace, EmptyArgumentsAreStoredAndDirectoriesRefused) {
+  std::vector<int32_t> out(3, -1);
+  launch::LaunchRecord rec;
+  rec.ttir = kWhile;
+  rec.grid = {3, 1, 1};
+  rec.args = {launch::ArgRecord::buffer("out_ptr", ir::Elem::i32, reinterpret_cast<std::byte*>(out.data()),
+                                        12, {3}, {1})};
+  auto k = launch::compile(rec.ttir, "while.ttir");
+  {
+    Writer w(path_);
+    launch::LaunchRecord empty = rec;
+    // The same kernel with its output empty: every store is out of bounds, the launch still records.
+    empty.args[0] = launch::ArgRecord::buffer("out_ptr", ir::Elem::i32, nullptr, 0, {0}, {1});
+    w.run(*k, empty, sanitize());
+  }
+  Reader rd(path_);
+  StoredLaunch l = rd.launch(1);
+  ASSERT_TRUE(l.before[0].has_value());
+  EXPECT_TRUE(l.before[0]->empty());
+  EXPECT_EQ(l.dropped, nlohmann::json::object());
+  ReplayMemory memory(l, "test");  // no "dropped by the budget" error
+  EXPECT_EQ(error_of([&] { Writer w(fs::temp_directory_path().string()); }),
+            fs::temp_directory_path().string() + ": is a directory, not a trace file");
+  EXPECT_EQ(error_of([&] { create(fs::temp_directory_path().string()); }),
+            fs::temp_directory_path().string() + ": is a directory, not a trace file");
+}
+
 // The sample rule: the programs whose linear id is a multiple of the smallest power-of-two stride whose
 // detail fits; the same whatever the thread count.
 TEST(Recorder, SamplesProgramsByTheDocumentedRule) {
@@ -450,6 +479,10 @@ TEST_F(TempTrace, VersionMismatchIsAClearError) {
                 "{}: trace format version {} is newer than this tilescope reads ({}); use a newer tilescope",
                 path_, v + 1, v));
   EXPECT_NE(error_of([&] { Writer w(path_); }).find("newer than this tilescope reads"), std::string::npos);
+  set_meta("version", std::to_string(v) + ".0");  // digits only: not read as version v
+  EXPECT_EQ(
+      error_of([&] { Reader r(path_); }),
+      fmt::format("{}: unknown trace format version '{}.0' (this tilescope reads version {})", path_, v, v));
   set_meta("version", "x");
   EXPECT_EQ(error_of([&] { Reader r(path_); }),
             fmt::format("{}: unknown trace format version 'x' (this tilescope reads version {})", path_, v));
