@@ -2,11 +2,11 @@
 // may hold (docs/trace-format.md, "The budget").
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace tilescope::cli {
 
@@ -16,10 +16,12 @@ inline CLI::Option* add_trace_budget(CLI::App* app, int64_t& budget, const std::
   return app->add_option("--trace-budget", budget, help)
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
-            if (!s.empty() && s.find_first_not_of(" \t") != std::string::npos && s[s.find_first_not_of(" \t")] == '-')
-              return fmt::format("'{}' is not a size (bytes, or a number with K, M or G; 0 keeps only what every "
-                                 "launch writes)",
-                                 s);
+            if (!s.empty() && s.find_first_not_of(" \t") != std::string::npos &&
+                s[s.find_first_not_of(" \t")] == '-')
+              return fmt::format(
+                  "'{}' is not a size (bytes, or a number with K, M or G; 0 keeps only what every "
+                  "launch writes)",
+                  s);
             return "";
           },
           "SIZE"))
