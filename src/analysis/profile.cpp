@@ -354,15 +354,9 @@ struct Profile::Impl {
     }
     if (op.code() == Opcode::scf_while) {
       oi.cls = OpInfo::loop;
-      auto first_step = [&op](size_t region) -> const Op* {
-        if (op.regions.size() <= region || op.regions[region]->blocks.empty()) return nullptr;
-        for (const auto& o : op.regions[region]->blocks[0]->ops)
-          if (!ir::is_terminator(o->def->syntax)) return o.get();
-        return nullptr;
-      };
-      oi.while_probe = first_step(0);
-      oi.probe_in_before = oi.while_probe != nullptr;
-      if (!oi.while_probe) oi.while_probe = first_step(1);
+      const ir::WhileProbe probe = ir::while_probe(op);
+      oi.while_probe = probe.op;
+      oi.probe_in_before = probe.in_before;
       add(std::move(oi));
       return;
     }

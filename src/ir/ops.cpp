@@ -85,6 +85,17 @@ const OpDef& register_op(OpDef def) {
   return row;
 }
 
+WhileProbe while_probe(const Op& op) {
+  auto first_step = [&op](size_t region) -> const Op* {
+    if (op.regions.size() <= region || op.regions[region]->blocks.empty()) return nullptr;
+    for (const auto& o : op.regions[region]->blocks[0]->ops)
+      if (!is_terminator(o->def->syntax)) return o.get();
+    return nullptr;
+  };
+  if (const Op* before = first_step(0)) return {before, true};
+  return {first_step(1), false};
+}
+
 bool is_terminator(Syntax s) {
   switch (s) {
     case Syntax::Return:

@@ -146,20 +146,12 @@ Recorder::Recorder(const ir::Module& module, int64_t detail_cap)
   for (size_t i = 0; i < sites_.size(); ++i) site_of_[sites_[i]] = static_cast<int>(i);
   stats_.resize(sites_.size());
   none_ = detail_cap <= 0;
-  // scf.while: the first op of its before region (the condition's), else of its after region (the body).
+  // scf.while: trips from its probe's executions (ir::while_probe).
   for (size_t i = 0; i < sites_.size(); ++i) {
-    const ir::Op& op = *sites_[i];
-    if (op.code() != ir::Opcode::scf_while) continue;
-    auto first_step = [&op](size_t region) -> const ir::Op* {
-      if (op.regions.size() <= region || op.regions[region]->blocks.empty()) return nullptr;
-      for (const auto& o : op.regions[region]->blocks[0]->ops)
-        if (!ir::is_terminator(o->def->syntax)) return o.get();
-      return nullptr;
-    };
-    const ir::Op* before = first_step(0);
-    const ir::Op* probe = before ? before : first_step(1);
-    while_before_[static_cast<int>(i)] = before != nullptr;
-    if (probe) probes_[probe].push_back({static_cast<int>(i)});
+    if (sites_[i]->code() != ir::Opcode::scf_while) continue;
+    const ir::WhileProbe probe = ir::while_probe(*sites_[i]);
+    while_before_[static_cast<int>(i)] = probe.in_before;
+    if (probe.op) probes_[probe.op].push_back({static_cast<int>(i)});
   }
 }
 
@@ -235,6 +227,9 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   const uint64_t n = static_cast<uint64_t>(e.elem_bytes);
   // The common case first: every lane active, consecutive elements (a vectorizable check), all in one
   // argument: one run.
+  auto arg_of = [this](const exec::Buffer* b) {  // -1: not a TTIR argument's buffer
+    return b && b->id >= 0 && b->id < static_cast<int>(arg_of_buffer_.size()) ? arg_of_buffer_[b->id] : -1;
+  };
   int64_t lane = 0;
   if (e.lanes > 0 && e.bad_lanes == 0) {
     const uint64_t a0 = e.addrs[0];
@@ -243,13 +238,10 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
       dense &= (e.mask[i] != 0) & (e.addrs[i] == a0 + static_cast<uint64_t>(i) * n);
     if (dense) {
       const exec::Where w = e.memory->where(a0, e.elem_bytes);
-      const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
-                          ? arg_of_buffer_[w.buffer->id]
-                          : -1;
+      const int arg = arg_of(w.buffer);
       if (arg >= 0 && w.in_bounds && static_cast<uint64_t>(w.offset) + n * e.lanes <= w.buffer->bytes &&
           static_cast<uint64_t>(w.offset) % n == 0 && n == static_cast<uint64_t>(elem_bytes_[arg])) {
-        if (e.kind != exec::AccessKind::load && !stored_[w.buffer->id].load(std::memory_order_relaxed))
-          stored_[w.buffer->id].store(true, std::memory_order_relaxed);
+        if (e.kind != exec::AccessKind::load) mark_stored(w.buffer->id);
         p->in_runs.push_back({arg, w.offset / static_cast<int64_t>(n), e.lanes});
         active = in_bounds = lane = e.lanes;
       }
@@ -261,9 +253,7 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
     const uint64_t addr = e.addrs[i];
     if (!(last && addr >= last->vbase && addr - last->vbase + n <= last->bytes)) {
       const exec::Where w = e.memory->where(addr, e.elem_bytes);
-      const int arg = w.buffer && w.buffer->id < static_cast<int>(arg_of_buffer_.size())
-                          ? arg_of_buffer_[w.buffer->id]
-                          : -1;
+      const int arg = arg_of(w.buffer);
       if (!w.in_bounds) {
         if (detail && arg >= 0) {
           const int64_t b = elem_bytes_[arg];
@@ -273,10 +263,7 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
       }
       last = w.buffer;
       last_arg = arg;
-      if (e.kind != exec::AccessKind::load && w.buffer->id >= 0 &&
-          w.buffer->id < static_cast<int>(arg_of_buffer_.size()) &&
-          !stored_[w.buffer->id].load(std::memory_order_relaxed))
-        stored_[w.buffer->id].store(true, std::memory_order_relaxed);
+      if (e.kind != exec::AccessKind::load) mark_stored(w.buffer->id);
       if (arg >= 0) {
         shift = elem_shift_[arg];
         eb = elem_bytes_[arg];
@@ -338,6 +325,13 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
     p->detail->accesses.clear();
     p->detail->bytes = kTooBig;
   }
+}
+
+void Recorder::mark_stored(int buffer) {
+  // Read first: once set, the flag's cache line is shared by every program, never written again.
+  if (buffer >= 0 && buffer < static_cast<int>(arg_of_buffer_.size()) &&
+      !stored_[buffer].load(std::memory_order_relaxed))
+    stored_[buffer].store(true, std::memory_order_relaxed);
 }
 
 bool Recorder::stored_into(const std::byte* host, uint64_t bytes) const {

@@ -128,6 +128,7 @@ class Recorder : public exec::Observer {
  private:
   struct Program;
   void keep(std::unique_ptr<ProgramDetail> d);
+  void mark_stored(int buffer);  // a store or atomic lane landed in memory buffer `buffer`
   void shrink();
 
   std::vector<const ir::Op*> sites_;

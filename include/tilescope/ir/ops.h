@@ -178,6 +178,14 @@ bool is_terminator(Syntax s);
 Role operand_role(const Op& op, size_t k);
 /// The index of the first operand of `op` with role `r`, or -1.
 int operand_index(const Op& op, Role r);
+/// The op whose executions count the iterations of scf.while `op`: the first op of its before region
+/// (the condition's: it runs once more per loop than the body), else the first of its after region (the
+/// body's: once per iteration); `op` null when both regions hold only their terminators.
+struct WhileProbe {
+  const Op* op = nullptr;
+  bool in_before = false;
+};
+WhileProbe while_probe(const Op& op);
 /// Whether `op` may wait for another program: atomics, polling loads, volatile loads. The engine
 /// runs programs of such kernels as fibers so spinning programs let the others run.
 bool may_wait(const Op& op);
