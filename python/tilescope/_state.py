@@ -9,8 +9,10 @@ sets it). TILESCOPE_THREADS and TILESCOPE_MAX_STEPS are read at each launch (lau
 value is an error of that launch, not of the program's start-up.
 
 The findings file of a process is ``<dir>/findings-<pid>-<random>.json``: ``{"pid", "argv",
-"launches", "findings": [the JSON schema's objects], "notes": [lines for the report]}``, written to a
-temporary file and renamed over it. When it cannot be written (a full or read-only TMPDIR), nothing
+"launches", "findings": [the JSON schema's objects], "notes": [lines for the report], "complete"}``,
+written to a temporary file and renamed over it: at the process's first launch, at every launch with
+findings, and at exit (only that last write says ``"complete": true``; a process that leaves through
+os._exit or a crash leaves an earlier one, and the parent says its count may be short). When it cannot be written (a full or read-only TMPDIR), nothing
 is raised in the program: the process says so once on stderr, prints its own report on stderr at
 exit, and tells the parent through the FIFO ``<dir>/failures`` (made by src/cli/sanitize.cpp): one
 line of JSON ``{"pid", "findings", "launches", "error"}`` when its file goes missing or stale, and
@@ -160,16 +162,16 @@ def _warn(message: str) -> None:
         pass
 
 
-def write_findings() -> bool:
-    """Write this process's findings where the `tilescope sanitize` parent reads them. Never raises:
-    a failure is reported (see the module docstring) and the findings stay in memory. Returns whether
-    the file now holds them."""
+def write_findings(complete: bool = False) -> bool:
+    """Write this process's findings where the `tilescope sanitize` parent reads them (`complete`: the
+    write at exit). Never raises: a failure is reported (see the module docstring) and the findings stay
+    in memory. Returns whether the file now holds them."""
     global _write_error
     if not findings_dir:
         return True
     with _lock:
         doc = {"pid": os.getpid(), "argv": sys.argv, "launches": _launches, "findings": _findings,
-               "notes": _notes}
+               "notes": _notes, "complete": complete}
         if profile_options is not None:
             doc["profiles"] = _profiles
         try:
@@ -244,6 +246,7 @@ def record(findings_json: str, kernel: str, stack: list[str], reports_json: str 
     reports = json.loads(reports_json) if reports_json else {}
     profile = reports.get("profile")
     with _lock:
+        first = _launches == 0
         _launches += 1
         _findings.extend(new)
         if profile is not None:
@@ -252,12 +255,9 @@ def record(findings_json: str, kernel: str, stack: list[str], reports_json: str 
             elif profile_options is not None:
                 _profiles.append(profile)
     _ensure_exit_hook()
-    if new and findings_dir:
-        # Written at every launch with findings as well as at exit, so that a process that dies
-        # (os._exit, a crash, a killed test worker) still reports what was found.
-        write_findings()
     if new and abort_on_first:
-        if not findings_dir or not write_findings():
+        # This process ends here: its last write is the whole of it.
+        if not findings_dir or not write_findings(complete=True):
             print_report()
         try:
             sys.stdout.flush()  # os._exit does not flush: the program's output so far (device prints too)
@@ -265,6 +265,11 @@ def record(findings_json: str, kernel: str, stack: list[str], reports_json: str 
         except (OSError, ValueError):
             pass
         os._exit(int(os.environ.get("TILESCOPE_EXIT_CODE") or 1))
+    if (new or first) and findings_dir:
+        # Written at the first launch and at every launch with findings as well as at exit, so that a
+        # process that dies (os._exit, a crash, a killed test worker) still reports what was found,
+        # and that it ran kernels at all.
+        write_findings()
 
 
 def _ensure_exit_hook() -> None:
@@ -276,7 +281,7 @@ def _ensure_exit_hook() -> None:
 
 def _at_exit() -> None:
     if findings_dir:
-        if not write_findings():
+        if not write_findings(complete=True):
             # The parent cannot read them: this process's report goes on stderr instead.
             print_report(with_notes=True)
             if _write_error is not None:

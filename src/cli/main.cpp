@@ -54,6 +54,7 @@
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
 #include "trace_cmd.h"
+#include "usage.h"
 #include "view.h"
 
 namespace tilescope::cli {
@@ -383,6 +384,7 @@ int main(int argc, char** argv) {
               << tilescope::report::diagnostic_to_text(e.diagnostic(), isatty(STDERR_FILENO));
     return 2;
   }
+  tilescope::cli::tilescope_usage_errors(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

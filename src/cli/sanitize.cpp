@@ -45,6 +45,7 @@
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
+#include "usage.h"
 #include "view.h"
 
 namespace tilescope::cli {
@@ -235,6 +236,8 @@ struct Collected {
   };
   std::map<int64_t, Lost> lost;         // by pid
   std::map<int64_t, int64_t> received;  // findings read from each pid's file
+  std::map<int64_t, int64_t> reported;  // launches each pid's file counted
+  int incomplete = 0;  // processes whose last file is not the one written at exit (os._exit, a crash)
 };
 
 // The FIFO that processes report their write failures through (see the file comment). Made and
@@ -302,7 +305,10 @@ void read_findings(const fs::path& dir, Collected& c) {
       const json found = doc.value("findings", json::array());
       const json notes = doc.value("notes", json::array());
       const int64_t launches = doc.value("launches", int64_t{0});
-      c.received[doc.value("pid", int64_t{-1})] += static_cast<int64_t>(found.size());
+      const int64_t pid = doc.value("pid", int64_t{-1});
+      c.received[pid] += static_cast<int64_t>(found.size());
+      c.reported[pid] += launches;
+      if (!doc.value("complete", true)) ++c.incomplete;
       ++c.processes;
       c.launches += launches;
       for (auto& x : found) c.findings.push_back(x);
@@ -315,6 +321,51 @@ void read_findings(const fs::path& dir, Collected& c) {
                                f.string(), e.what());
     }
   }
+}
+
+// A process writes its findings file at its first launch, at each launch with findings and at exit
+// (python/tilescope/_state.py). One that ends without the exit write (os._exit, as multiprocessing's
+// workers do, or a crash) reported its launches only up to its last write. The trace, when the run has
+// one, holds every launch it recorded: the counts (and the findings of a process that never reported)
+// come from it. Returns the note for the summary line ("" when the reports were whole).
+std::string reconcile_with_trace(Collected& c, const std::string& trace_path) {
+  if (trace_path.empty()) {
+    if (c.incomplete == 0) return "";
+    return fmt::format(
+        "{} process(es) ended without reporting at exit (os._exit, as multiprocessing's workers do, or a "
+        "crash): their launches after their last one with findings are not counted; --trace counts them",
+        c.incomplete);
+  }
+  std::map<int64_t, trace::Reader::Process> recorded;
+  try {
+    recorded = trace::Reader(trace_path).processes();
+  } catch (const Error&) {
+    return "";  // an unreadable trace is reported with the trace's own line
+  }
+  int64_t extra = 0;
+  int short_counted = 0;  // processes that reported fewer launches than they recorded
+  for (auto& [pid, p] : recorded) {
+    auto rep = c.reported.find(pid);
+    auto lost = c.lost.find(pid);
+    const bool known = rep != c.reported.end() || lost != c.lost.end();
+    const int64_t counted = rep != c.reported.end() ? rep->second
+                            : lost != c.lost.end()  ? lost->second.launches
+                                                    : 0;
+    if (p.launches > counted) {
+      extra += p.launches - counted;
+      ++short_counted;
+    }
+    if (!known) {
+      ++c.processes;
+      for (auto& f : p.findings) c.findings.push_back(std::move(f));
+    }
+  }
+  if (extra == 0) return "";
+  c.launches += extra;
+  return fmt::format(
+      "{} of them counted from the trace: {} process(es) ended without reporting at exit (os._exit, as "
+      "multiprocessing's workers do, or a crash)",
+      extra, short_counted);
 }
 
 // The emulated devices: the names of python/tilescope/_device.py's TARGETS (tests/python/test_device.py
@@ -499,6 +550,7 @@ int sanitize_main(int argc, char** argv) {
   std::vector<std::string> args{name};
   args.insert(args.end(), ours.begin(), ours.end());
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  tilescope_usage_errors(app);
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
@@ -562,6 +614,7 @@ int profile_main(int argc, char** argv) {
   std::vector<std::string> args{"profile"};
   args.insert(args.end(), ours.begin(), ours.end());
   std::reverse(args.begin(), args.end());
+  tilescope_usage_errors(app);
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
@@ -643,6 +696,7 @@ int sanitize_command(const SanitizeOptions& o) {
     failures.read_into(c);
   }
   dir.remove();
+  const std::string uncounted = reconcile_with_trace(c, trace_path);
   std::vector<analysis::Finding> findings = report::merge(report::from_json(c.findings));
 
   const bool color = use_color(o.color);
@@ -665,7 +719,7 @@ int sanitize_command(const SanitizeOptions& o) {
     }
   }
   const int processes = c.processes + lost_processes;
-  if (processes == 0)
+  if (processes == 0 && c.launches == 0)
     std::cerr << "tilescope: warning: no Python process reported to the sanitizer; is the tilescope package "
                  "installed in the Python that ran the command (pip install .)?\n";
   std::cerr << report::to_text(findings, color);
@@ -687,8 +741,8 @@ int sanitize_command(const SanitizeOptions& o) {
     failed = true;
   }
   std::cerr << fmt::format(
-      "tilescope: {} ({} launch(es) in {} process(es)); the program exited with status {}\n", summary,
-      c.launches, processes, status);
+      "tilescope: {} ({} launch(es) in {} process(es){}); the program exited with status {}\n", summary,
+      c.launches, processes, uncounted.empty() ? "" : "; " + uncounted, status);
   if (!o.trace_path.empty()) {
     try {
       trace::Reader r(trace_path);

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "interrupt.h"
 #include "npy.h"
 #include "output_file.h"
 #include "tilescope/exec/engine.h"
@@ -64,7 +65,8 @@ std::string scalar_text(const launch::Scalar& v) {
 
 // The launch as files `tilescope run` takes: KERNEL.ttir, one .npy per buffer argument (its bytes
 // before the launch, as a 1-D array of its dtype: the kernel's own strides address it), and run.sh
-// with the command. Returns the command.
+// with the command. run.sh names its files by its own directory and runs in the caller's, so that
+// paths the caller adds (`--save out_ptr=out.npy`) are the caller's. Returns the command, with `dir`.
 std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -72,7 +74,15 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
   const launch::LaunchRecord& r = s.record;
   const std::string name = r.kernel.empty() ? "kernel" : r.kernel;
   write_file_atomically((fs::path(dir) / (name + ".ttir")).string(), {r.ttir});
-  std::string args;
+  // The command twice: for run.sh (files under "$d", its directory) and as said to the user (under dir).
+  std::string script_args, shown_args;
+  auto file = [&](const std::string& f) {
+    return std::pair{"\"$d\"/" + shell_quote(f), shell_quote((fs::path(dir) / f).string())};
+  };
+  auto add = [&](const std::string& prefix, const std::pair<std::string, std::string>& value) {
+    script_args += " " + prefix + value.first;
+    shown_args += " " + prefix + value.second;
+  };
   for (size_t i = 0; i < r.args.size(); ++i) {
     const launch::ArgRecord& a = r.args[i];
     if (a.kind == launch::ArgRecord::Kind::buffer) {
@@ -82,23 +92,27 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
       const int64_t n = static_cast<int64_t>(data.size()) / eb;
       write_npy((fs::path(dir) / (a.name + ".npy")).string(),
                 NpyArray{ir::elem_info(a.dtype).npy, {n}, std::move(data)});
-      args += fmt::format(" --arg {}", shell_quote(a.name + "=" + a.name + ".npy"));
+      add("--arg " + shell_quote(a.name + "="), file(a.name + ".npy"));
     } else if (a.kind == launch::ArgRecord::Kind::scalar) {
-      args += fmt::format(" --arg {}", shell_quote(a.name + "=" + scalar_text(a.value)));
+      const std::string v = shell_quote(a.name + "=" + scalar_text(a.value));
+      add("--arg ", {v, v});
     }
   }
-  const std::string cmd = fmt::format("run {}{} --grid {},{},{}{}", shell_quote(name + ".ttir"),
-                                      r.kernel.empty() ? "" : " --kernel " + shell_quote(r.kernel), r.grid[0],
-                                      r.grid[1], r.grid[2], args);
+  const std::string tail =
+      fmt::format("{} --grid {},{},{}", r.kernel.empty() ? "" : " --kernel " + shell_quote(r.kernel),
+                  r.grid[0], r.grid[1], r.grid[2]);
+  const auto ttir = file(name + ".ttir");
   const fs::path script = fs::path(dir) / "run.sh";
   write_file_atomically(
       script.string(),
       {"#!/bin/sh\n# Launch ", std::to_string(s.id),
-       " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope).\n",
-       "cd \"$(dirname \"$0\")\" && exec \"${TILESCOPE_BIN:-tilescope}\" ", cmd, " \"$@\"\n"});
+       " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope). Files are\n"
+       "# taken from this script's directory; paths given to it are the caller's.\n",
+       "d=$(dirname \"$0\")\nexec \"${TILESCOPE_BIN:-tilescope}\" run ", ttir.first, tail, script_args,
+       " \"$@\"\n"});
   fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                   fs::perm_options::add, ec);
-  return "tilescope " + cmd;
+  return "tilescope run " + ttir.second + tail + shown_args;
 }
 
 }  // namespace
@@ -161,7 +175,15 @@ int replay_command(const ReplayOptions& o) {
   bool skipped_uninit = false;
   for (const json& f : s.findings) skipped_uninit |= f.value("kind", "") == "uninitialized-read";
   opts.print = [](std::string_view text) { std::cout << text << std::flush; };
-  launch::RunResult r = launch::run_launch(rec, opts);
+  opts.cancel = &interrupted();
+  launch::RunResult r;
+  try {
+    CancelOnSigint cancel_on_sigint;  // Ctrl-C stops the programs, then this says so (exit 130)
+    r = launch::run_launch(rec, opts);
+  } catch (const exec::Interrupted&) {
+    std::cerr << fmt::format("tilescope: replay of launch {} interrupted (SIGINT)\n", o.launch);
+    return 130;
+  }
   const bool color =
       o.color == "always" || (o.color == "auto" && isatty(STDERR_FILENO) && !std::getenv("NO_COLOR"));
   if (!r.findings.empty()) std::cerr << report::to_text(r.findings, color);

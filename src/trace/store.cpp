@@ -654,6 +654,19 @@ std::vector<int64_t> Reader::launches() const {
   return out;
 }
 
+std::map<int64_t, Reader::Process> Reader::processes() const {
+  std::map<int64_t, Process> out;
+  Stmt s(impl_->db, "SELECT process, findings FROM launches ORDER BY id");
+  while (s.step()) {
+    Process& p = out[s.i64(0)];
+    ++p.launches;
+    json f = json::parse(s.text(1), nullptr, false);
+    if (f.is_array())
+      for (json& x : f) p.findings.push_back(std::move(x));
+  }
+  return out;
+}
+
 StoredLaunch Reader::launch(int64_t id) const {
   const Db& db = impl_->db;
   Stmt s(db,

@@ -206,11 +206,12 @@ def test_save_inputs_runs_under_tilescope_run(traced, tmp_path):
     assert sorted(os.listdir(out)) == ["add_kernel.ttir", "out_ptr.npy", "run.sh", "x_ptr.npy", "y_ptr.npy"]
     assert np.array_equal(np.load(out / "x_ptr.npy"), np.load(d / "x.npy"))
     env = dict(os.environ, TILESCOPE_BIN=os.environ.get("TILESCOPE_BIN") or _installed_bin())
-    res = out / "sum.npy"
-    r = subprocess.run(["sh", str(out / "run.sh"), "--save", f"out_ptr={res}"], env=env, capture_output=True,
-                       text=True, timeout=300)
+    # Run from another directory: run.sh finds its own files, and a relative --save path is the caller's.
+    r = subprocess.run(["sh", str(out / "run.sh"), "--save", "out_ptr=sum.npy"], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert np.array_equal(np.load(res), np.load(d / "x.npy") + np.load(d / "y.npy"))
+    assert not (out / "sum.npy").exists()
+    assert np.array_equal(np.load(tmp_path / "sum.npy"), np.load(d / "x.npy") + np.load(d / "y.npy"))
     # The buggy launch's reproducer finds the same out-of-bounds read.
     out2 = tmp_path / "repro2"
     p = tilescope_cli(["replay", str(d / "run.tstrace"), "--launch", "2", "--save-inputs", str(out2)], d)
@@ -382,3 +383,50 @@ def test_profile_traces_say_the_sanitizer_was_off_and_replay_takes_max_steps(tmp
     assert tilescope_cli(["replay", "loop.tstrace", "--launch", "1"], tmp_path).returncode == 0
     p = tilescope_cli(["replay", "loop.tstrace", "--launch", "1", "--max-steps", "100"], tmp_path)
     assert p.returncode == 2 and "the limit is 100 per program" in p.stderr, p.stderr
+
+
+EXITING = """
+import os, subprocess, sys
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+
+x = torch.randn(100)
+out = torch.empty(100)
+if "--child" in sys.argv:
+    for _ in range(3):
+        add_kernel[(1,)](x, out, 100, BLOCK=128)
+    sys.stdout.flush()
+    os._exit(0)  # as multiprocessing's workers leave: no atexit hooks, so no report at exit
+add_kernel[(1,)](x, out, 100, BLOCK=128)
+subprocess.run([sys.executable, __file__, "--child"], check=True)
+"""
+
+
+@pytest.mark.parametrize("traced_run", [True, False])
+def test_launches_of_a_process_that_leaves_through_os_exit(tmp_path, traced_run):
+    # The parent launches once, its child three times and leaves through os._exit: the child's report
+    # was last written at its first launch. With a trace the summary counts all 4 launches from it;
+    # without one it says which count may be short, and never that tilescope is not installed.
+    prog = tmp_path / "prog.py"
+    prog.write_text(EXITING)
+    cmd = ["trace", "-o", "run.tstrace"] if traced_run else ["sanitize"]
+    p = tilescope_cli(cmd + ["--color", "never", "--", sys.executable, str(prog)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "not be installed" not in p.stderr and "no Python process reported" not in p.stderr, p.stderr
+    if traced_run:
+        assert len(tilescope.load_trace(tmp_path / "run.tstrace").launches) == 4
+        assert ("no findings (4 launch(es) in 2 process(es); 2 of them counted from the trace: 1 process(es) "
+                "ended without reporting at exit") in p.stderr, p.stderr
+    else:
+        assert ("no findings (2 launch(es) in 2 process(es); 1 process(es) ended without reporting at exit"
+                in p.stderr), p.stderr
+        assert "--trace counts them" in p.stderr, p.stderr

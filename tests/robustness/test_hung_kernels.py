@@ -90,6 +90,26 @@ def test_sigint_stops_an_endless_loop_in_tilescope_run(tmp_path):
         kill_all([proc.pid])
 
 
+def test_sigint_stops_an_endless_loop_in_tilescope_replay(tmp_path):
+    # Recorded under a step limit (the launch fails, its inputs are in the trace), replayed without one.
+    trace = tmp_path / "spin.tstrace"
+    p = run(["run", str(_spin_file(tmp_path)), "--max-steps", "5000", "--grid", "3", "--arg", "x_ptr=i32[1]:zeros",
+             "--arg", "out_ptr=i32[1]:zeros", "--trace", str(trace)], tmp_path)
+    assert p.returncode == 2 and "without finishing" in p.stderr, p.stderr
+    proc = subprocess.Popen([tilescope_bin(), "replay", str(trace), "--launch", "1", "--max-steps", "0", "--threads",
+                             "2"], cwd=tmp_path, env=clean_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert "spinning from 0" in proc.stdout.readline()
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, (proc.returncode, err)
+        assert "replay of launch 1 interrupted (SIGINT)" in err, err
+    finally:
+        kill_all([proc.pid])
+
+
 def test_sigint_stops_an_endless_loop_under_sanitize(tmp_path):
     prog = tmp_path / "spin.py"
     prog.write_text(SPIN_PY)

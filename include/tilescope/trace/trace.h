@@ -17,6 +17,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -105,6 +106,14 @@ class Reader {
   std::vector<int64_t> launches() const;
   /// Launch `id`; throws tilescope::Error naming the file and the ids it has.
   StoredLaunch launch(int64_t id) const;
+  /// What each recording process (by its pid) wrote: its launches and their findings (report JSON
+  /// objects, in launch order). `tilescope sanitize` counts from this the launches of processes that
+  /// ended without reporting to it (os._exit, a crash).
+  struct Process {
+    int64_t launches = 0;
+    nlohmann::json findings = nlohmann::json::array();
+  };
+  std::map<int64_t, Process> processes() const;
   /// The summary `tilescope show` prints: launches, kernels, findings, top source lines by bytes.
   std::string summary(int top_lines = 10) const;
   const std::string& path() const;
