@@ -80,9 +80,13 @@ test: setup
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# One pytest worker per core (pytest-xdist), a test file to a worker (its module fixtures, such as the
+# model server or a traced run, are made once): most tests wait on a Python subprocess importing torch
+# and Triton, which takes one core. PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= $(JOBS)
 test-python:
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope TILESCOPE_LLM_PYTHON=$(abspath $(LLM_VENV))/bin/python \
-	  $(PY) -m pytest -q tests/python tests/robustness
+	  $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests/python tests/robustness
 
 # Liger-Kernel's own tests (from its PyPI sdist, into .peer/) under tilescope and TRITON_INTERPRET=1: bench/PEERS.md.
 test-peers: setup build
@@ -171,7 +175,8 @@ test-asan: setup-apt
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
-# The scheduler's multi-threaded tests under ThreadSanitizer: spin locks, barriers, parking and
+# The scheduler's multi-threaded tests (their own test binary, tilescope_threaded_tests: only the engine's
+# and the analyses' libraries are built) under ThreadSanitizer: spin locks, barriers, parking and
 # waking, starvation, stops and cancels (fibers on 2 threads), atomics from 8 threads, the sanitizer
 # observer on 4 threads, the race detector on race-free kernels (shadow pages, ordered atomics; a kernel
 # that races makes the engine race in the user's memory, as the GPU would) and the definedness store.
@@ -180,8 +185,8 @@ TSAN_FILTER ?= Control.SpinLock*:Control.WaitingOnLater*:Control.SpinWait*:Obser
 test-tsan: setup-apt
 	@test -f $(TSAN_BUILD)/build.ninja || cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
 	  -DTILESCOPE_SANITIZE=thread
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tilescope_tests
-	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/tilescope_tests --gtest_filter='$(TSAN_FILTER)'
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tilescope_threaded_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/tilescope_threaded_tests --gtest_filter='$(TSAN_FILTER)'
 
 # libFuzzer, two targets (fuzz/CMakeLists.txt): reader_fuzz (reader, verifier, planner) and launch_fuzz
 # (the launch path: reader, plan, binding, the sanitizer, the engine under a step limit), both seeded
