@@ -81,9 +81,10 @@ bool mentions_context(const std::string& text) {
 /// One parsed Server-Sent Events stream of chat chunks.
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct SseParser {
-  std::string buffer;  // bytes not yet split into lines
-  std::string data;    // the data lines of the event being read
-  bool done = false;   // [DONE] seen
+  static constexpr size_t kMaxEvent = size_t{1} << 20;  // bytes of one line or one event
+  std::string buffer;                                   // bytes not yet split into lines
+  std::string data;                                     // the data lines of the event being read
+  bool done = false;                                    // [DONE] seen
   ChatResult result;
   const std::function<void(std::string_view)>* on_delta = nullptr;
   bool any_delta = false;
@@ -98,6 +99,13 @@ struct SseParser {
       on_line(line);
     }
     buffer.erase(0, start);
+    // A stream of garbage (no line ends, or data lines that never end an event) must not grow without
+    // bound: no real chunk comes near this.
+    if (buffer.size() > kMaxEvent || data.size() > kMaxEvent)
+      throw LlmError(
+          Kind::malformed, 200,
+          fmt::format("the server's stream has a line or event over {} KiB: not Server-Sent Events",
+                      kMaxEvent >> 10));
   }
   void finish() {
     if (!buffer.empty()) {
