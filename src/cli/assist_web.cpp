@@ -84,9 +84,8 @@ int64_t int_field(const json& body, const char* name, int64_t lo, int64_t hi) {
 
 std::string selection_note(const nlohmann::ordered_json& ctx) {
   std::string s = "(Selected in the visualizer:";
-  if (ctx.contains("launch") && ctx["launch"].contains("id"))
-    s += fmt::format(" launch {}", ctx["launch"]["id"].dump());
   const auto& sel = ctx["selected"];
+  s += fmt::format(" launch {}", sel["launch"].dump());
   if (sel.contains("program") && sel["program"].is_array()) {
     const auto& p = sel["program"];
     s += fmt::format(", program ({}, {}, {})", p[0].dump(), p[1].dump(), p[2].dump());
@@ -237,7 +236,7 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
   /// line, first program and elements, from the trace (links into the views).
   json evidence(const nlohmann::ordered_json& ctx) const {
     json out = json::array();
-    const json L = q.launch(ctx["launch"]["id"].get<int64_t>());
+    const json L = q.launch(ctx["selected"]["launch"].get<int64_t>());
     int i = 0;
     for (const json& f : L["findings"]) {
       if (++i > 8) break;
@@ -327,7 +326,7 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
     const assist::Prompts prompts(prompts_dir());
     const std::string sent =
         (question.empty() ? prompts.get("analyze") : question) + "\n\n" + selection_note(ctx);
-    json selection = {{"launch", ctx["launch"]["id"]},
+    json selection = {{"launch", ctx["selected"]["launch"]},
                       {"program", ctx["selected"].value("program", json(nullptr))},
                       {"op", nullptr}};
     if (ctx["selected"].contains("op") && ctx["selected"]["op"].is_object())
