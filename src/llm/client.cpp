@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -297,6 +298,7 @@ struct Client::Impl {
     }
     Reply reply;
     std::atomic<bool> stop_watch{false}, cancelled{false};
+    std::exception_ptr chunk_error;
     req.response_handler = [&](const httplib::Response& r) {
       reply.status = r.status;
       reply.retry_after = r.get_header_value("Retry-After");
@@ -308,7 +310,14 @@ struct Client::Impl {
         return false;
       }
       if (reply.status == 200 && chunk) {
-        chunk(p, n);
+        // An error in the stream (a malformed event) is rethrown once the watcher below has been
+        // joined: thrown through httplib it would leave that thread running, and end the process.
+        try {
+          chunk(p, n);
+        } catch (...) {
+          chunk_error = std::current_exception();
+          return false;
+        }
       } else {
         if (reply.body.size() + n > kMaxBody) return false;
         reply.body.append(p, n);
@@ -334,6 +343,7 @@ struct Client::Impl {
     const bool ok = cli.send(req, res, err);
     stop_watch = true;
     if (watcher.joinable()) watcher.join();
+    if (chunk_error) std::rethrow_exception(chunk_error);
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (cancelled || (cancel && cancel->load())) throw LlmError(Kind::cancelled, 0, "cancelled");
     if (!ok) {

@@ -8,7 +8,8 @@
 // STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
 // {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE, MS?]} (until the
 // attribute equals VALUE; 10 s unless MS), {"wait_selector": [CSS, MS?]} (until CSS matches), {"reload": 1}
-// (the page again, until it is ready), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"select": [CSS,
+// (the page again, until it is ready), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"read_all":
+// [NAME, CSS, ATTR]} (of every match, a list, at once), {"select": [CSS,
 // VALUE]}, {"fill": [CSS, VALUE]} (then a change event), {"download": [CSS,
 // PATH]} (click, save the download there), {"screenshot": NAME}.
 import { chromium } from "playwright-core";
@@ -57,6 +58,10 @@ try {
         const e = document.querySelector(c);
         return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
       }, [css, attr]);
+    } else if (step.read_all) {
+      const [name, css, attr] = step.read_all; // every match, as a list (no settling: for streamed text)
+      out.reads[name] = await page.evaluate(([c, a]) => [...document.querySelectorAll(c)].map((e) =>
+        a === "text" ? e.textContent : e.getAttribute(a)), [css, attr]);
     } else if (step.select) {
       await page.selectOption(step.select[0], step.select[1]);
     } else if (step.fill) {
