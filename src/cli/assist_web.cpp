@@ -379,7 +379,12 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
       Finish(std::shared_ptr<Impl> s, std::shared_ptr<Job> j) : self(std::move(s)), job(std::move(j)) {}
       Finish(const Finish&) = delete;
       Finish& operator=(const Finish&) = delete;
-      ~Finish() { self->finish(job); }
+      ~Finish() {
+        try {
+          self->finish(job);
+        } catch (...) {  // nlohmann::json may throw bad_alloc: the turn is then left as it was
+        }
+      }
       std::shared_ptr<Impl> self;
       std::shared_ptr<Job> job;
     };
