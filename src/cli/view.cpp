@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "assist_web.h"
 #include "paths.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/server/server.h"
@@ -176,6 +177,10 @@ CLI::App* add_view(CLI::App& app, ViewOptions& o) {
           },
           "PORT"))
       ->capture_default_str();
+  add_llm_settings(*v, o.llm, /*json_flag=*/false);
+  v->add_option("--budget", o.budget, "the assistant's context, in tokens per question")
+      ->check(CLI::Range(int64_t{500}, int64_t{1} << 20))
+      ->capture_default_str();
   return v;
 }
 
@@ -184,7 +189,20 @@ int view_command(const ViewOptions& o) {
   server::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
-  server::Server srv(so, routes(q), load_assets());
+  // The assistant's settings: every layer but the web page's, which the page adds for this session.
+  llm::Config llm_settings;
+  std::string llm_error;
+  try {
+    llm_settings = llm_config(o.llm);
+  } catch (const llm::LlmError& e) {
+    llm_error = e.what();
+    std::cerr << fmt::format("tilescope: warning: the assistant is off until the page sets a base URL: {}\n",
+                             llm_error);
+  }
+  WebAssistant assistant(q, llm_settings, llm_error, o.budget);
+  std::vector<server::Route> all = routes(q);
+  for (server::Route& r : assistant.routes()) all.push_back(std::move(r));
+  server::Server srv(so, std::move(all), load_assets());
   // SIGINT and SIGTERM are taken by this thread (sigwait), blocked in every other: the server's threads
   // inherit the mask from here.
   sigset_t stop_signals;
@@ -192,6 +210,7 @@ int view_command(const ViewOptions& o) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a page that goes away mid-stream is a failed write, not the end
   srv.start();
   if (!server::Server::is_loopback(o.host))
     std::cerr << fmt::format(

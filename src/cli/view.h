@@ -5,12 +5,16 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "llm.h"
+
 namespace tilescope::cli {
 
 struct ViewOptions {
   std::string path;
   std::string host = "127.0.0.1";
   int port = 0;
+  LlmCliOptions llm;      // the assistant's settings flags (--base-url, --model, --timeout, --debug-log)
+  int64_t budget = 4000;  // --budget: context tokens per question to the assistant
 };
 
 CLI::App* add_view(CLI::App& app, ViewOptions& o);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -81,9 +82,10 @@ bool mentions_context(const std::string& text) {
 /// One parsed Server-Sent Events stream of chat chunks.
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct SseParser {
-  std::string buffer;  // bytes not yet split into lines
-  std::string data;    // the data lines of the event being read
-  bool done = false;   // [DONE] seen
+  static constexpr size_t kMaxEvent = size_t{1} << 20;  // bytes of one line or one event
+  std::string buffer;                                   // bytes not yet split into lines
+  std::string data;                                     // the data lines of the event being read
+  bool done = false;                                    // [DONE] seen
   ChatResult result;
   const std::function<void(std::string_view)>* on_delta = nullptr;
   bool any_delta = false;
@@ -98,6 +100,13 @@ struct SseParser {
       on_line(line);
     }
     buffer.erase(0, start);
+    // A stream of garbage (no line ends, or data lines that never end an event) must not grow without
+    // bound: no real chunk comes near this.
+    if (buffer.size() > kMaxEvent || data.size() > kMaxEvent)
+      throw LlmError(
+          Kind::malformed, 200,
+          fmt::format("the server's stream has a line or event over {} KiB: not Server-Sent Events",
+                      kMaxEvent >> 10));
   }
   void finish() {
     if (!buffer.empty()) {
@@ -289,6 +298,7 @@ struct Client::Impl {
     }
     Reply reply;
     std::atomic<bool> stop_watch{false}, cancelled{false};
+    std::exception_ptr chunk_error;
     req.response_handler = [&](const httplib::Response& r) {
       reply.status = r.status;
       reply.retry_after = r.get_header_value("Retry-After");
@@ -300,7 +310,14 @@ struct Client::Impl {
         return false;
       }
       if (reply.status == 200 && chunk) {
-        chunk(p, n);
+        // An error in the stream (a malformed event) is rethrown once the watcher below has been
+        // joined: thrown through httplib it would leave that thread running, and end the process.
+        try {
+          chunk(p, n);
+        } catch (...) {
+          chunk_error = std::current_exception();
+          return false;
+        }
       } else {
         if (reply.body.size() + n > kMaxBody) return false;
         reply.body.append(p, n);
@@ -326,6 +343,7 @@ struct Client::Impl {
     const bool ok = cli.send(req, res, err);
     stop_watch = true;
     if (watcher.joinable()) watcher.join();
+    if (chunk_error) std::rethrow_exception(chunk_error);
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (cancelled || (cancel && cancel->load())) throw LlmError(Kind::cancelled, 0, "cancelled");
     if (!ok) {

@@ -185,7 +185,13 @@ void resolve_into(Config& c) {
     }
   }
   c.key_withheld = false;
-  if (!e.api_key.empty() && layer_of.count("base_url") && layer_of["base_url"] == Layer::project_file) {
+  // The key is not sent to a base_url that only a project file chose, nor to one the web page chose
+  // without giving a key of its own (a page holding the token could otherwise send the user's key to a
+  // server of its choice).
+  const bool project_url = layer_of.count("base_url") && layer_of["base_url"] == Layer::project_file;
+  const bool web_url = layer_of.count("base_url") && layer_of["base_url"] == Layer::web &&
+                       !(layer_of.count("api_key") && layer_of["api_key"] == Layer::web);
+  if (!e.api_key.empty() && (project_url || web_url)) {
     e.api_key.clear();
     c.key_withheld = true;
   }

@@ -234,7 +234,22 @@ struct Server::Impl {
       try {
         Response out = r.handler(q);
         res.status = out.status;
-        res.set_content(out.body, out.content_type);
+        if (out.stream) {
+          res.set_chunked_content_provider(
+              out.content_type, [stream = std::move(out.stream)](size_t, httplib::DataSink& sink) {
+                try {
+                  stream([&sink](std::string_view piece) {
+                    return piece.empty() || sink.write(piece.data(), piece.size());
+                  });
+                } catch (...) {  // the response ends here; the server goes on
+                  return false;
+                }
+                sink.done();
+                return true;
+              });
+        } else {
+          res.set_content(out.body, out.content_type);
+        }
       } catch (const ApiError& e) {
         write_error(res, e.status, e.code, e.what());
       } catch (const std::exception& e) {

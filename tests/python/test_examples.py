@@ -6,6 +6,8 @@
   comment `expect: KIND[, KIND...]`; under the sanitizer the findings (kind, line in that file) must be
   exactly that set, the exit status 1, and the program must still run to its end ("ran" is printed)
   with the real outputs.
+- The buggy examples of VALUE_CHECKS also have their outputs checked with numpy: wrong exactly as the
+  bug makes them. Those of WRONG_VALUES have no finding at all (the bug is in the values only).
 The expected lines come from the example's source (marker comments), never from tilescope.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -25,9 +28,47 @@ KINDS = {"out-of-bounds-load", "out-of-bounds-store", "out-of-bounds-atomic", "n
          "undefined-value", "division-by-zero", "assert-failed", "data-race", "intra-program-race",
          "uninitialized-read"}
 
+# Buggy examples whose outputs the test checks too (main() returns its tensors): each check computes
+# with numpy what the bug makes of the inputs, and what the right answer is, and asserts that the
+# kernel wrote the former and not the latter. The examples of WRONG_VALUES have no finding to show
+# (every access is in bounds): their wrong values are the bug.
+
+
+def _check_index_shift(x, y):
+    n = len(x)
+    np.testing.assert_array_equal(y[: n - 1], 2 * x[1:])  # every y[i] is 2 * x[i + 1]
+    assert not np.allclose(y, 2 * x)
+
+
+def _check_missing_k_tail(a, b, c):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    k_done = (a.shape[1] // 32) * 32  # the whole K tiles of BLOCK_K = 32
+    assert k_done < a.shape[1]
+    np.testing.assert_allclose(c, a64[:, :k_done] @ b64[:k_done], rtol=2e-3, atol=2e-2)
+    assert np.abs(c - a64 @ b64).max() > 0.5  # the dropped columns' share is missing
+
+
+def _check_softmax_no_max(x, y):
+    with np.errstate(over="ignore"):
+        overflow = np.isinf(np.exp(x.astype(np.float32)))  # float32 exp past 88.72
+    bad_rows = overflow.any(axis=1)
+    assert bad_rows.any() and not bad_rows.all()
+    # inf / inf is NaN where exp overflowed; finite / inf is 0 elsewhere in those rows
+    np.testing.assert_array_equal(np.isnan(y[bad_rows]), overflow[bad_rows])
+    assert (y[bad_rows][~overflow[bad_rows]] == 0).all()
+    x64 = x[~bad_rows].astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y[~bad_rows], e / e.sum(axis=1, keepdims=True), atol=1e-6)
+
+
+VALUE_CHECKS = {"buggy_index_shift": _check_index_shift, "buggy_matmul_missing_k_tail": _check_missing_k_tail,
+                "buggy_softmax_no_max": _check_softmax_no_max}
+WRONG_VALUES = {"buggy_matmul_missing_k_tail", "buggy_softmax_no_max"}
+
 CORRECT = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "*.py"))
                  if not os.path.basename(p).startswith(("buggy_", "demo")))
 BUGGY = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "buggy_*.py")))
+WITH_FINDINGS = [n for n in BUGGY if n not in WRONG_VALUES]
 
 
 def tilescope_cmd() -> list[str]:
@@ -92,7 +133,10 @@ def test_buggy_example_documents_its_bug_line(name):
         m = re.search(r"The bug \(line (\d+)", f.read())
     assert m, f"{name}: the docstring does not say which line the bug is on"
     assert int(m.group(1)) == bug_line(path)
-    assert expected_findings(path), f"{name}: no `expect:` markers"
+    if name in WRONG_VALUES:
+        assert not expected_findings(path), f"{name}: a wrong-values example expects no finding"
+    else:
+        assert expected_findings(path), f"{name}: no `expect:` markers"
 
 
 @pytest.mark.parametrize("name", CORRECT)
@@ -102,7 +146,7 @@ def test_correct_example_has_no_findings(name, tmp_path):
     assert "OK" in p.stdout, describe(p, findings)
 
 
-@pytest.mark.parametrize("name", BUGGY)
+@pytest.mark.parametrize("name", WITH_FINDINGS)
 def test_buggy_example_exact_findings(name, tmp_path):
     path = os.path.join(EXAMPLES, name + ".py")
     want = expected_findings(path)
@@ -116,6 +160,24 @@ def test_buggy_example_exact_findings(name, tmp_path):
     assert p.returncode == 1, describe(p, findings)
     # the program itself ran to its end (tilescope never dereferences the bad lanes and continues)
     assert f"{name}: ran" in p.stdout, describe(p, findings)
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_CHECKS))
+def test_buggy_example_values_show_the_bug(name, tmp_path):
+    """Under the sanitizer: the findings of the markers (none for WRONG_VALUES), and the outputs main()
+    returns are wrong exactly as the bug makes them (VALUE_CHECKS)."""
+    path = os.path.join(EXAMPLES, name + ".py")
+    out, arrays = tmp_path / "findings.json", tmp_path / "arrays.npz"
+    code = ("import runpy, sys, numpy as np; ts = runpy.run_path(sys.argv[1])['main'](); "
+            "np.savez(sys.argv[2], *[t.cpu().numpy() for t in ts])")
+    p = subprocess.run(tilescope_cmd() + ["sanitize", "--json", str(out), "--", sys.executable, "-c", code, path,
+                                          str(arrays)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    data = json.loads(out.read_text())
+    findings = data.get("findings", data) if isinstance(data, dict) else data
+    assert {(f["kind"], loc(f)[1]) for f in findings} == expected_findings(path), describe(p, findings)
+    assert p.returncode == (0 if name in WRONG_VALUES else 1), describe(p, findings)
+    with np.load(arrays) as z:
+        VALUE_CHECKS[name](*[z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))])
 
 
 def test_demo_engine_part():

@@ -6,6 +6,7 @@ import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./
 import "./style.css";
 import { npy } from "./npy";
 import { elemBytes, formatValue, valueAt } from "./values";
+import { mountAssistant } from "./assistant";
 
 type TensorMode = "op" | "all" | "before" | "after";
 
@@ -932,6 +933,40 @@ $("theme").addEventListener("click", () => {
   localStorage.setItem("tilescope-theme", document.documentElement.dataset.theme);
   drawGrid();
   heat.draw();
+});
+
+// The assistant panel (assistant.ts): what is selected, and how its citations select ops, lines and programs.
+mountAssistant({
+  selection: () => {
+    const l = state.launch;
+    if (!l) return null;
+    const op = state.dotSite >= 0 ? state.dotSite : state.program && state.access >= 0 ? state.program.accesses[state.access]?.site : null;
+    return { launch: l.id, program: state.pid, op: op ?? null };
+  },
+  launch: () => state.launch,
+  selectOp: async (site) => {
+    const s = state.launch?.sites.find((x) => x.site === site);
+    if (!s) return;
+    if (s.dot) return selectDot(site);
+    const i = state.program?.accesses.findIndex((a) => a.site === site) ?? -1;
+    if (i >= 0) return selectAccess(i);
+    ttir.highlight([s.ttir_line]); // an op this program did not run: its lines
+    await showSource(s.file, [s.line]);
+  },
+  selectProgram: (pid) => selectProgram(pid),
+  selectLine: async (line) => {
+    const l = state.launch;
+    if (!l || !l.sites.length) return;
+    const sites = l.sites.filter((s) => s.line === line && s.file === l.sites[0].file);
+    const i = state.program?.accesses.findIndex((a) => sites.some((s) => s.site === a.site)) ?? -1;
+    if (i >= 0) await selectAccess(i);
+    await showSource(l.sites[0].file, [line]);
+    ttir.highlight(sites.map((s) => s.ttir_line));
+  },
+  selectFinding: async (i) => {
+    const f = state.launch?.findings[i];
+    if (f) await selectFinding(f);
+  },
 });
 
 (async () => {

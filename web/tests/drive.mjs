@@ -6,8 +6,10 @@
 //
 // SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
 // STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
-// {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE]} (until the
-// attribute equals VALUE), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"select": [CSS,
+// {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE, MS?]} (until the
+// attribute equals VALUE; 10 s unless MS), {"wait_selector": [CSS, MS?]} (until CSS matches), {"reload": 1}
+// (the page again, until it is ready), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"read_all":
+// [NAME, CSS, ATTR]} (of every match, a list, at once), {"select": [CSS,
 // VALUE]}, {"fill": [CSS, VALUE]} (then a change event), {"download": [CSS,
 // PATH]} (click, save the download there), {"screenshot": NAME}.
 import { chromium } from "playwright-core";
@@ -38,9 +40,15 @@ try {
       await el.click();
     } else if (step.key) await page.keyboard.press(step.key);
     else if (step.wait_for) {
-      const [css, attr, value] = step.wait_for;
+      const [css, attr, value, timeout] = step.wait_for;
       await page.waitForFunction(([c, a, v]) => document.querySelector(c)?.getAttribute(a) === v, [css, attr, value],
-                                 { timeout: 10000 });
+                                 { timeout: timeout ?? 10000 });
+    } else if (step.wait_selector) {
+      const [css, timeout] = step.wait_selector;
+      await page.waitForSelector(css, { timeout: timeout ?? 10000 });
+    } else if (step.reload) {
+      await page.reload();
+      await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
     } else if (step.read) {
       const [name, css, attr] = step.read;
       // The view settles: no request in flight (body[data-busy], web/src/api.ts), then two frames.
@@ -50,6 +58,10 @@ try {
         const e = document.querySelector(c);
         return e ? (a === "text" ? e.textContent : e.getAttribute(a)) : null;
       }, [css, attr]);
+    } else if (step.read_all) {
+      const [name, css, attr] = step.read_all; // every match, as a list (no settling: for streamed text)
+      out.reads[name] = await page.evaluate(([c, a]) => [...document.querySelectorAll(c)].map((e) =>
+        a === "text" ? e.textContent : e.getAttribute(a)), [css, attr]);
     } else if (step.select) {
       await page.selectOption(step.select[0], step.select[1]);
     } else if (step.fill) {

@@ -16,7 +16,8 @@
 // Trust: a project file comes with the code being debugged, which may be someone else's. It may not
 // hold api_key or debug_log (an error naming the file), and the key is not sent to a base_url that
 // only a project file chose (the effective config says so: Config::key_withheld). The web layer may
-// not set debug_log (no file path comes from the network).
+// not set debug_log (no file path comes from the network), and when it sets base_url without a key
+// of its own, the key of the lower layers is withheld too.
 #pragma once
 
 #include <map>
@@ -36,7 +37,8 @@ struct Config {
   /// Per setting that is set: where its value came from ("default", "user file /home/u/...",
   /// "environment TILESCOPE_LLM_MODEL", "command line", ...).
   std::map<std::string, std::string> sources;
-  /// The key is set but not sent: base_url came from a project file only (endpoint.api_key is empty).
+  /// The key is set but not sent: base_url came from a project file only, or from the web layer without
+  /// a key of its own (endpoint.api_key is empty).
   bool key_withheld = false;
 
   /// The layers applied so far, lowest first (apply() resolves them again with one more).

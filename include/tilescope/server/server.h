@@ -64,10 +64,17 @@ struct Request {
 /// script), far more than sending the bytes over loopback.
 inline constexpr const char* kJson = "application/json; charset=utf-8";
 
+/// Sends one piece of a streamed body; false once the client has gone (the stream should then stop).
+using Writer = std::function<bool(std::string_view)>;
+
 struct Response {
   int status = 200;
   std::string content_type = kJson;
   std::string body;
+  /// A streamed body instead of `body` (chunked transfer encoding, e.g. text/event-stream): called once,
+  /// on the request's thread, after the handler returned; it writes through the Writer until it is done
+  /// or a write fails. It must not throw (an exception ends the response).
+  std::function<void(const Writer&)> stream;
   static Response json(const nlohmann::json& value, int status = 200);
 };
 

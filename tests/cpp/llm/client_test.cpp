@@ -262,6 +262,16 @@ TEST(LlmClient, MalformedAnswersAreErrorsNotCrashes) {
     Client c(f.endpoint());
     EXPECT_EQ(error_of([&] { c.stream(hello(), nullptr); }).kind, Kind::malformed) << event;
   }
+  // With a cancel flag (the CLI's Ctrl-C, the web's stop) the request has a watcher thread: a malformed
+  // event must still be an error, not the end of the process.
+  const std::atomic<bool> cancel{false};
+  for (const std::string& event : {std::string("data: {not json\n\n"), std::string(3 << 20, 'x')}) {
+    Fake f;
+    f.stream({chunk("a"), event, "data: [DONE]\n\n"});
+    f.start();
+    Client c(f.endpoint());
+    EXPECT_EQ(error_of([&] { c.stream(hello(), nullptr, &cancel); }).kind, Kind::malformed) << event.size();
+  }
 }
 
 TEST(LlmClient, AnErrorEventInTheStreamIsReported) {

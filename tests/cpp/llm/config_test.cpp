@@ -156,6 +156,29 @@ TEST(LlmConfig, TheKeyIsNotSentWhereOnlyAProjectFileChoseTheServer) {
   EXPECT_FALSE(trusted.key_withheld);
 }
 
+TEST(LlmConfig, TheKeyIsNotSentWhereOnlyTheWebPageChoseTheServer) {
+  Dirs d;
+  Layers l = d.layers();
+  l.env = {{"TILESCOPE_LLM_API_KEY", "sk-mine"}};
+  Config c = resolve(l);
+  EXPECT_EQ(c.endpoint.api_key, "sk-mine");
+  Config web = c;
+  apply(web, Layer::web, {{"base_url", "http://elsewhere.example/v1"}}, "web settings");
+  EXPECT_EQ(web.endpoint.base_url, "http://elsewhere.example/v1");
+  EXPECT_EQ(web.endpoint.api_key, "");
+  EXPECT_TRUE(web.key_withheld);
+  // With a key of the page's own, that key goes there; a model alone changes nothing about the key.
+  Config both = c;
+  apply(both, Layer::web, {{"base_url", "http://elsewhere.example/v1"}, {"api_key", "sk-page"}},
+        "web settings");
+  EXPECT_EQ(both.endpoint.api_key, "sk-page");
+  EXPECT_FALSE(both.key_withheld);
+  Config model = c;
+  apply(model, Layer::web, {{"model", "m"}}, "web settings");
+  EXPECT_EQ(model.endpoint.api_key, "sk-mine");
+  EXPECT_FALSE(model.key_withheld);
+}
+
 TEST(LlmConfig, TheWebMayNotPlaceTheDebugLog) {
   Dirs d;
   Config c = resolve(d.layers());
