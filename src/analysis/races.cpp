@@ -501,7 +501,7 @@ struct Races::Impl {
     const size_t n = v.size() - (i - i0) + mid.size();
     if (n > kMaxSegs) return false;
     if (n > pg.cap) {  // a larger array from the arena (the old one stays there)
-      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
+      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * size_t{2})));
       Seg* bigger;
       {
         std::lock_guard<std::mutex> g(pg.shard->mu);
