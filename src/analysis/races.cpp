@@ -239,6 +239,7 @@ void keep_smallest(std::vector<int64_t>& v, int64_t x, size_t keep) {
 struct Races::Impl {
   const ir::Module& m;
   RacesOptions opts;
+  bool evidence = false;    // keep_evidence: every program of each finding
   std::vector<OpInfo> ops;  // index = site id
   std::unordered_map<const Op*, uint32_t> op_index;
   SiteMaker sites;
@@ -500,7 +501,7 @@ struct Races::Impl {
     const size_t n = v.size() - (i - i0) + mid.size();
     if (n > kMaxSegs) return false;
     if (n > pg.cap) {  // a larger array from the arena (the old one stays there)
-      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * 2)));
+      const auto cap = static_cast<uint8_t>(std::min(kMaxSegs, std::max<size_t>(n, pg.cap * size_t{2})));
       Seg* bigger;
       {
         std::lock_guard<std::mutex> g(pg.shard->mu);
@@ -615,8 +616,10 @@ struct Races::Impl {
       prev = &h;
       a.lanes++;
       // Distinct programs, exact up to kMaxCounted per side (then the count stops: a lower bound).
-      if (a.progs_a.size() < kMaxCounted && a.progs_a.insert(h.prog_a).second) a.count_a++;
-      if (a.progs_b.size() < kMaxCounted && a.progs_b.insert(h.prog_b).second) a.count_b++;
+      // With evidence every program is kept (the trace lists them all).
+      const size_t cap = evidence ? SIZE_MAX : kMaxCounted;
+      if (a.progs_a.size() < cap && a.progs_a.insert(h.prog_a).second) a.count_a++;
+      if (a.progs_b.size() < cap && a.progs_b.insert(h.prog_b).second) a.count_b++;
       keep_smallest(a.lanes_a, h.lane_a, keep);
       keep_smallest(a.lanes_b, h.lane_b, keep);
       a.off_min = std::min(a.off_min, h.byte_off);
@@ -863,6 +866,10 @@ struct Races::Impl {
         f.offset_max = a.off_max / bytes;
       }
       f.hint = hint(p.kind, p.race, a.any_atomic);
+      if (evidence) {
+        for (uint32_t prog : a.progs_a) f.evidence.push_back({pid_of(prog), 0, -1, {}});
+        for (uint32_t prog : a.progs_b) f.evidence.push_back({pid_of(prog), 1, -1, {}});
+      }
       pending.push_back(std::move(p));
     }
     aggs.clear();
@@ -980,6 +987,8 @@ void Races::collect(const LaunchInfo& info, std::vector<Finding>& out) {
     out.push_back(std::move(f));
   }
 }
+
+void Races::keep_evidence() { impl_->evidence = true; }
 
 nlohmann::json Races::statistics() const {
   return {{"shadow_bytes", impl_->shadow_last},

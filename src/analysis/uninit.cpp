@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "site.h"
@@ -236,6 +237,8 @@ struct State {
   std::vector<uint32_t> counted_ids;
   // One access's undefined lanes: (allocation, lane, element offset in the buffer, the buffer).
   std::vector<std::tuple<const TrackedAllocation*, int64_t, int64_t, const exec::Buffer*>> hits;
+  // With evidence: executions so far of each op this program read through (the trace's `seq`).
+  std::unordered_map<const ir::Op*, int64_t> seq;
 };
 
 }  // namespace
@@ -253,6 +256,7 @@ struct UninitAnalysis::Impl {
     int64_t occurrences = 0;
     BufferInfo buffer;
     int64_t off_min = INT64_MAX, off_max = INT64_MIN;
+    std::vector<Finding::Evidence> evidence;  // with keep_evidence: per program execution, in record order
   };
 
   const ir::Module& m;
@@ -261,6 +265,7 @@ struct UninitAnalysis::Impl {
   // Per buffer id of the launch: the tracked allocations it overlaps (most have none).
   std::vector<std::vector<std::shared_ptr<TrackedAllocation>>> tracked;
   int64_t tracked_buffers = 0;
+  bool evidence = false;  // keep_evidence
 
   std::mutex pool_mu;
   std::vector<std::unique_ptr<State>> states;
@@ -368,6 +373,7 @@ struct UninitAnalysis::Impl {
   void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
             bool mask_scalar, int eb, bool define) {
     st.hits.clear();
+    const int64_t seq = evidence ? st.seq[op]++ : -1;
     const auto ueb = static_cast<uint64_t>(eb);
     runs(n, addrs, mask, mask_scalar, eb,
          [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
@@ -384,10 +390,10 @@ struct UninitAnalysis::Impl {
            }
            if (define) a.define(off, len);
          });
-    if (!st.hits.empty()) record(op, pid, st);
+    if (!st.hits.empty()) record(op, pid, st, seq);
   }
 
-  void record(const ir::Op* op, ProgramId pid, State& st) {
+  void record(const ir::Op* op, ProgramId pid, State& st, int64_t seq) {
     std::lock_guard<std::mutex> g(mu);
     const TrackedAllocation* last = nullptr;
     Agg* a = nullptr;
@@ -419,6 +425,15 @@ struct UninitAnalysis::Impl {
           if (a->programs++ == 0 || pid_less(a->last_pid, pid)) a->last_pid = pid;
           keep_first<ProgramId>(a->first_pids, pid, static_cast<size_t>(opts.max_first), pid_less);
         }
+      }
+      if (evidence) {  // this execution's elements as runs, in lane order
+        if (a->evidence.empty() || a->evidence.back().pid != pid || a->evidence.back().seq != seq)
+          a->evidence.push_back({pid, 0, seq, {}});
+        std::vector<int64_t>& r = a->evidence.back().runs;
+        if (!r.empty() && r[r.size() - 2] + r.back() == elem)
+          ++r.back();
+        else
+          r.insert(r.end(), {elem, 1});
       }
       a->lanes++;
       keep_first<int64_t>(a->first_lanes, lane, static_cast<size_t>(opts.max_first), i64_less);
@@ -458,6 +473,11 @@ struct UninitAnalysis::Impl {
           numpy ? "numpy.zeros" : "torch.zeros");
       f.launch_stack = info.stack;
       f.summary = summarize(f);
+      f.evidence = std::move(a.evidence);
+      std::stable_sort(f.evidence.begin(), f.evidence.end(),
+                       [](const Finding::Evidence& x, const Finding::Evidence& y) {
+                         return pid_less(x.pid, y.pid) || (x.pid == y.pid && x.seq < y.seq);
+                       });
       found.push_back(std::move(f));
     }
     std::sort(found.begin(), found.end(), [](const Finding& x, const Finding& y) {
@@ -515,6 +535,7 @@ void* UninitAnalysis::on_program_begin(exec::ProgramId) {
   }
   for (uint32_t id : st->counted_ids) st->counted[id] = 0;
   st->counted_ids.clear();
+  st->seq.clear();
   return st;
 }
 
@@ -554,6 +575,8 @@ void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
 void UninitAnalysis::collect(const LaunchInfo& info, std::vector<Finding>& out) {
   impl_->findings(out, info);
 }
+
+void UninitAnalysis::keep_evidence() { impl_->evidence = true; }
 
 nlohmann::json UninitAnalysis::statistics() const { return {{"tracked_buffers", impl_->tracked_buffers}}; }
 

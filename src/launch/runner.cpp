@@ -81,6 +81,8 @@ struct Runner {
     std::vector<std::unique_ptr<analysis::Analysis>> made;
     for (const AnalysisRequest& a : o.analyses)
       made.push_back(analysis::find_analysis(a.name).make(k.module_, a.options));
+    if (o.evidence)
+      for (auto& a : made) a->keep_evidence();
     RunResult r;
     TextSink text(r, o.print);
     exec::LaunchOptions lo;

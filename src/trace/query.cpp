@@ -40,7 +40,10 @@ std::string pid_key(int64_t x, int64_t y, int64_t z) { return fmt::format("{},{}
 }  // namespace
 
 struct Query::Impl {
-  explicit Impl(const std::string& path) : reader(path), db(path, /*write=*/false) {}
+  explicit Impl(const std::string& path) : reader(path), db(path, /*write=*/false) {
+    Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'finding_programs'");
+    finding_programs = t.step();  // traces written before it was added have none
+  }
   // First: its checks (format, version, integrity) and their messages come before any query. Also
   // what replays read (values), under its own lock: a replay does not hold up the queries.
   Reader reader;
@@ -48,6 +51,7 @@ struct Query::Impl {
   std::mutex mu;
   std::mutex replay_mu;
   std::vector<std::pair<std::string, json>> recent;  // the latest values answers, newest last
+  bool finding_programs = false;                     // the trace has the table
 
   void require_launch(int64_t id) {
     Stmt s(db, "SELECT 1 FROM launches WHERE id = ?");
@@ -251,6 +255,12 @@ json Query::programs(int64_t launch, bool with_bytes) const {
           for (size_t i : it->second) by_pid[pid_key(a.i64(0), a.i64(1), a.i64(2))].push_back(i);
     }
   }
+  // Findings that recorded every program (races, uninitialized reads: finding_programs).
+  if (impl_->finding_programs) {
+    Stmt e(db, "SELECT DISTINCT pid_x, pid_y, pid_z, finding FROM finding_programs WHERE launch = ?");
+    e.bind(1, launch);
+    while (e.step()) by_pid[pid_key(e.i64(0), e.i64(1), e.i64(2))].push_back(e.i64(3));
+  }
   for (auto& [k, v] : by_pid.items()) {  // each finding once per program
     std::vector<size_t> ids = v.get<std::vector<size_t>>();
     std::sort(ids.begin(), ids.end());
@@ -298,6 +308,19 @@ json Query::program(int64_t launch, const std::array<int64_t, 3>& pid) const {
   const int64_t stride = st.i64(0), gx = st.i64(1), gy = st.i64(2);
   const int64_t linear = pid[0] + gx * (pid[1] + gy * pid[2]);
   out["sampled"] = stride > 0 && linear % stride == 0;
+  // What this program did in each finding that recorded every program (finding_programs).
+  json flagged = json::array();
+  if (impl_->finding_programs) {
+    Stmt f(
+        db,
+        "SELECT finding, side, seq, runs FROM finding_programs WHERE launch = ? AND pid_x = ? AND pid_y = ? "
+        "AND pid_z = ? ORDER BY finding, side, seq");
+    f.bind(1, launch).bind(2, pid[0]).bind(3, pid[1]).bind(4, pid[2]);
+    while (f.step())
+      flagged.push_back(
+          {{"finding", f.i64(0)}, {"side", f.i64(1)}, {"seq", f.i64(2)}, {"runs", runs_of(f.bytes(3))}});
+  }
+  out["findings"] = flagged;
   out["accesses"] = acc;
   out["loops"] = loops;
   return out;

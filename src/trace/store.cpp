@@ -62,6 +62,10 @@ CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NU
 CREATE INDEX IF NOT EXISTS accesses_program ON accesses(launch, pid_x, pid_y, pid_z);
 CREATE TABLE IF NOT EXISTS loops(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
   pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL, executions INTEGER NOT NULL, trips INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS finding_programs(launch INTEGER NOT NULL, finding INTEGER NOT NULL,
+  side INTEGER NOT NULL, pid_x INTEGER NOT NULL, pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL,
+  seq INTEGER NOT NULL, runs BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS finding_programs_program ON finding_programs(launch, pid_x, pid_y, pid_z);
 )sql";
 
 std::string fnv1a(std::string_view s) {
@@ -415,6 +419,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   if (id >= 0) {
     recorder.emplace(kernel.module(), detail_cap);
     o.observers.push_back(&*recorder);
+    o.evidence = true;  // every program of each finding, for finding_programs
   }
   launch::RunResult r;
   std::string error;
@@ -498,6 +503,32 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
       for (const auto& a : rec.args)
         if (is_buffer(a)) lost.push_back(a.name);
       if (!lost.empty()) dropped["contents_before"] = lost;
+    }
+
+    // Every program of each finding (Finding::evidence), when all of it fits what is left.
+    {
+      int64_t need = 0;
+      for (const analysis::Finding& f : r.findings)
+        for (const analysis::Finding::Evidence& e : f.evidence) need += row_bytes(e.runs.size());
+      if (need > 0 && used + more + need > budget) {
+        dropped["finding_programs"] = need;
+      } else if (need > 0) {
+        Stmt ins(db,
+                 "INSERT INTO finding_programs(launch, finding, side, pid_x, pid_y, pid_z, seq, runs) VALUES "
+                 "(?, ?, ?, ?, ?, ?, ?, ?)");
+        for (size_t i = 0; i < r.findings.size(); ++i)
+          for (const analysis::Finding::Evidence& e : r.findings[i].evidence)
+            ins.bind(1, id)
+                .bind(2, static_cast<int64_t>(i))
+                .bind(3, int64_t{e.side})
+                .bind(4, e.pid[0])
+                .bind(5, e.pid[1])
+                .bind(6, e.pid[2])
+                .bind(7, e.seq)
+                .blob(8, e.runs.data(), e.runs.size() * 8)
+                .run();
+        more += need;
+      }
     }
 
     // The sampled detail, then the contents after the launch, each when it fits what is left.

@@ -440,3 +440,64 @@ def test_bad_port_and_host_are_clear_errors(trace):
                        (["--host", "bad host!"], "'bad host!' is not an IP address or a host name")]:
         r = subprocess.run([TILESCOPE, "view", str(trace)] + args, capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and says in r.stderr, (args, r.returncode, r.stderr)
+
+
+def test_every_program_of_a_race_is_on_the_map(server, trace, tmp_path):
+    """Race findings name their first five programs per side; the map colours every program the race
+    involves (the trace's finding_programs), here all 16: program r's store of lane 100 writes element
+    100 (r + 1) of y, which program r + 1 writes too (numpy below, from the kernel's offsets)."""
+    import numpy as np
+    t = tilescope.load_trace(trace)
+    race = next(f for f in t.launches[0]["findings"] if f["kind"] == "data-race")
+    assert len(race["programs"]["first"]) == 5 and race["programs"]["count"] > 5  # what the finding names
+    stores = [set(int(o) for o in r * 100 + np.arange(101) if o < 16 * 100) for r in range(16)]
+    racing = {r for r in range(16) for q in range(16) if q != r and stores[r] & stores[q]}
+    oob = {int(p[0]) for p, n in zip(t.accesses["pid"][t.accesses["launch"] == 1],
+                                     t.accesses["oob"][t.accesses["launch"] == 1]) if n > 0}
+    reads = drive(server, [{"read": ["flagged", "#grid", "data-flagged"]}], tmp_path)
+    assert reads["flagged"] == runs_of(racing | oob) == "0:16"
+
+
+PARTIAL = os.path.join(ROOT, "examples", "buggy_partial_output.py")
+
+
+def test_elements_read_before_written_are_marked(tmp_path):
+    """buggy_partial_output.py: pass 1 (grid 8 x 7) writes partial[r, 0..6] of a torch.empty (8, 8); pass 2's
+    program r reads partial[r, 0..7], so it reads element 8 r + 7 before anything wrote it (numpy below).
+    The finding names five of the eight programs; the page marks each program's element, in its own
+    colour, and colours all eight programs on the map."""
+    import numpy as np
+    import sqlite3
+    trace = tmp_path / "partial.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, PARTIAL], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and "uninitialized-read" in p.stderr, p.stderr  # 1: findings
+    written = set((np.arange(8)[:, None] * 8 + np.arange(7)).ravel().tolist())
+    want = {r: sorted(set(range(8 * r, 8 * r + 8)) - written) for r in range(8)}
+    assert want[6] == [55]
+    t = tilescope.load_trace(trace)
+    f = t.launches[1]["findings"][0]
+    assert f["kind"] == "uninitialized-read" and f["programs"]["count"] == 8 and len(f["programs"]["first"]) == 5
+    # The trace's own record of it agrees with numpy.
+    con = sqlite3.connect(f"file:{trace}?mode=ro", uri=True)
+    rows = con.execute("SELECT pid_x, runs FROM finding_programs WHERE launch = 2 AND finding = 0").fetchall()
+    con.close()
+    got = {x: [o for first, n in np.frombuffer(b, dtype="<i8").reshape(-1, 2) for o in range(first, first + n)]
+           for x, b in rows}
+    assert got == want
+    with serving(trace) as s:
+        steps = [{"read": ["launch", "#launches li.selected", "data-launch"]},
+                 {"read": ["flagged", "#grid", "data-flagged"]},
+                 {"read": ["p0", ".heatmap", "data-uninit"]},
+                 {"read": ["legend", "#legend", "text"]}]
+        for _ in range(6):
+            steps.append({"key": "ArrowRight"})
+        steps += [{"read": ["grid", "#grid", "data-selected"]}, {"read": ["p6", ".heatmap", "data-uninit"]},
+                  {"read": ["marked", ".heatmap", "data-marked"]}, {"screenshot": "view-uninit"}]
+        reads = drive(s, steps, tmp_path)
+    assert reads["launch"] == "2"
+    assert reads["flagged"] == "0:8"
+    assert reads["p0"] == runs_of(want[0]) == "7:1"
+    assert reads["grid"] == "6,0,0" and reads["p6"] == runs_of(want[6])
+    assert reads["marked"] == runs_of(range(48, 56))  # the load touched the row; one element uninitialized
+    assert "read before written" in reads["legend"]

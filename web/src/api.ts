@@ -112,9 +112,20 @@ export interface Access {
   oob_runs: [number, number][]; // out-of-bounds ones (below 0 or past the argument's end)
 }
 
+/// What a program did in a finding that records every program (races, uninitialized reads; the trace's
+/// finding_programs): `finding` indexes Launch.findings; `side` 1 is a race's second access; `seq` the
+/// op's execution in this program (-1: any); `runs` the elements it read before anything wrote them.
+export interface FindingProgram {
+  finding: number;
+  side: number;
+  seq: number;
+  runs: [number, number][];
+}
+
 export interface Program {
   pid: Pid;
   sampled: boolean;
+  findings: FindingProgram[];
   accesses: Access[];
   loops: { site: number; executions: number; trips: number }[];
 }

@@ -34,7 +34,8 @@ export interface HeatmapModel {
   marks: Map<number, Mark>;
 }
 
-function runs(offsets: number[]): string {
+/// Sorted offsets as "first:count" runs, comma-separated (the canvas's data attributes).
+export function runs(offsets: Iterable<number>): string {
   const s = [...offsets].sort((a, b) => a - b);
   const out: string[] = [];
   for (let i = 0; i < s.length; ) {

@@ -2,7 +2,9 @@
 // ops, the tensor each op touched, and the Python source beside the TTIR.
 import { api, ApiError, values as fetchValues, type Value, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
 import { CodeView } from "./code";
-import { Heatmap, hexRGB, mix, type HeatmapModel, type Mark, type RGB } from "./heatmap";
+import { GridMap } from "./gridmap";
+import { KIND_COLOR, OOB_COLOR, UNINIT_COLOR, renderLegend, uninitElements } from "./marks";
+import { Heatmap, hexRGB, mix, runs, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
 import { npy } from "./npy";
 import { elemBytes, formatValue, valueAt } from "./values";
@@ -10,7 +12,6 @@ import { mountAssistant } from "./assistant";
 
 type TensorMode = "op" | "all" | "before" | "after";
 
-const KIND_COLOR: Record<string, string> = { load: "#3b82f6", store: "#f59e0b", atomic: "#a855f7" };
 
 const state = {
   launches: [] as LaunchSummary[],
@@ -87,6 +88,7 @@ app.innerHTML = `
           <figure><figcaption>result</figcaption><div class="tile-host" id="dot-d"></div></figure>
         </div>
       </div>
+      <div id="legend" class="legend" hidden></div>
       <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
         <canvas id="hist" class="hist" width="240" height="58" hidden title="histogram of the values (64 bins, min to max) over the colour scale"></canvas></div>
     </div>
@@ -314,44 +316,34 @@ async function loadBytes() {
   state.bytes = new Map((r.programs ?? []).map((p) => [pidKey(p.pid), p.bytes]));
 }
 
+const gridMap = new GridMap($<HTMLCanvasElement>("grid"));
+
 function drawGrid() {
-  const c = $<HTMLCanvasElement>("grid");
-  const host = c.parentElement!;
   const l = state.launch;
-  const dpr = window.devicePixelRatio || 1;
-  c.width = host.clientWidth * dpr;
-  c.height = host.clientHeight * dpr;
-  c.style.width = `${host.clientWidth}px`;
-  c.style.height = `${host.clientHeight}px`;
-  const g = c.getContext("2d")!;
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.clearRect(0, 0, host.clientWidth, host.clientHeight);
-  if (!l || !state.programs) return;
+  if (!l || !state.programs) return gridMap.clear();
   const lay = gridLayout(l);
-  const s = Math.max(0.5, Math.min(24, (host.clientWidth - 4) / lay.cols, (host.clientHeight - 4) / lay.rows));
   const byBytes = ($("color-by") as HTMLSelectElement).value === "bytes" && state.bytes;
   const maxBytes = byBytes ? Math.max(1, ...state.bytes!.values()) : 1;
   const css = getComputedStyle(document.documentElement);
   const empty = css.getPropertyValue("--cell").trim();
-  const gap = s > 4 ? 1 : 0;
-  for (let r = 0; r < lay.rows; r++)
-    for (let x = 0; x < lay.cols; x++) {
-      const pid = lay.pid(x, r);
-      if (!pid) continue;
+  const programs = state.programs;
+  gridMap.draw({
+    key: `${l.id}|${byBytes ? "bytes" : "findings"}|${empty}|${css.getPropertyValue("--fg").trim()}`,
+    cols: lay.cols,
+    rows: lay.rows,
+    grid: l.grid,
+    pidAt: lay.pid,
+    cellOf: lay.cell,
+    colour: (pid) => {
       const k = pidKey(pid);
-      let color = empty;
-      if (!byBytes && state.programs.findings[k]) color = "#e5484d";
-      else if (byBytes && state.bytes!.has(k)) color = `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`;
-      else if (!byBytes && sampled(l, pid)) color = "rgba(59,130,246,0.45)";
-      g.fillStyle = color;
-      g.fillRect(2 + x * s, 2 + r * s, Math.max(s - gap, 0.5), Math.max(s - gap, 0.5));
-    }
-  const [sx, sy] = lay.cell(state.pid);
-  g.strokeStyle = css.getPropertyValue("--fg").trim();
-  g.lineWidth = 2;
-  g.strokeRect(2 + sx * s - 1, 2 + sy * s - 1, Math.max(s, 3) + 1, Math.max(s, 3) + 1);
-  c.dataset.selected = pidKey(state.pid);
-  c.dataset.scale = String(s);
+      if (!byBytes && programs.findings[k]) return { css: "#e5484d", flagged: true };
+      if (byBytes && state.bytes!.has(k)) return { css: `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`, flagged: false };
+      if (!byBytes && sampled(l, pid)) return { css: "rgba(59,130,246,0.45)", flagged: false };
+      return { css: empty, flagged: false };
+    },
+    selected: state.pid,
+    frame: css.getPropertyValue("--fg").trim(),
+  });
 }
 
 $<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
@@ -775,8 +767,11 @@ async function renderTensor() {
   const arg = a ? argOf(a.arg) : undefined;
   document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) => b.classList.toggle("selected", b.dataset.mode === state.mode));
   if (!l || !a || !arg || arg.kind !== "buffer") {
-    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : "Tensor";
+    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : p && !p.accesses.length ? "Tensor: this program has no recorded memory op" : "Tensor";
     heat.show(null);
+    renderLegend($("legend"), false);
+    heat.canvas.dataset.uninit = "";
+    if (l) document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
     return;
   }
   const dtype = arg.dtype ?? "f32";
@@ -789,9 +784,12 @@ async function renderTensor() {
   const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
   let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
   let values: DataView | null = null;
+  let uninit = new Set<number>();
   if (state.mode === "op" || state.mode === "all") {
     for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
-    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: "#e5484d" });
+    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: OOB_COLOR });
+    uninit = uninitElements(l, p!, a, siteOf(a), arg);
+    for (const o of uninit) marks.set(o, { color: UNINIT_COLOR });
   }
   if (state.mode === "all") {
     try {
@@ -858,6 +856,8 @@ async function renderTensor() {
     if (outside) $("tensor-title").textContent += ` · ${outside} out-of-bounds element(s) of this op, outside every slice`;
   }
   heat.show(model);
+  heat.canvas.dataset.uninit = state.mode === "op" ? runs(uninit) : "";
+  renderLegend($("legend"), state.mode === "op");
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
   document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
   heat.onHover = (ci) => {
@@ -865,7 +865,8 @@ async function renderTensor() {
     const o = memOf(ci);
     const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
     let text = `element ${o}${where}: ${describe(ci)}`;
-    if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
+    if (uninit.has(o) && state.mode === "op") text += ` · read by this ${a.kind} before anything wrote it (uninitialized)`;
+    else if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
     if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
     $("hover").textContent = text;

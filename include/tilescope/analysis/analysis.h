@@ -32,6 +32,11 @@ class Analysis : public exec::Observer {
   /// After collect: this launch's report, for analyses that measure rather than find (the profiler's
   /// counts; the trace stores it per launch). Null: the analysis has none.
   virtual nlohmann::json report() const { return nullptr; }
+  /// From the next launch on, fill Finding::evidence (every program of each finding; memory grows with
+  /// the programs involved, so only the trace recorder asks). Analyses without per-program evidence, or
+  /// whose programs the trace derives itself (the sanitizer's out-of-bounds lanes are in its accesses),
+  /// ignore it.
+  virtual void keep_evidence() {}
 };
 
 /// One row of the registry.

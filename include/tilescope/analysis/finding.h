@@ -109,6 +109,18 @@ struct Finding {
   std::vector<exec::ProgramId> other_first_programs;
   std::vector<int64_t> other_first_lanes;
   std::string hint;  // one line: how such bugs are usually fixed ("" when the kind has none)
+  /// Every program of the finding, when the analysis was asked for it (Analysis::keep_evidence: the
+  /// trace recorder asks, and stores it as docs/trace-format.md's `finding_programs`), so a tool can
+  /// show all of them, not only `first_programs`. Not written by the JSON, text or SARIF reports.
+  struct Evidence {
+    exec::ProgramId pid{0, 0, 0};
+    int side = 0;      // 0: `site` (and `first_programs`); 1: `other` (races' second access)
+    int64_t seq = -1;  // uninitialized-read: the n-th execution of the op in that program (0-based); -1: any
+    /// uninitialized-read: (first, count) element offsets into `buffer`, in the buffer's dtype, of the
+    /// elements that execution read before anything wrote them, in lane order; races: empty.
+    std::vector<int64_t> runs;
+  };
+  std::vector<Evidence> evidence;  // uninit: by program, then seq; races: side 0, then 1, by linear id
 };
 
 inline constexpr size_t kMaxLaunchStacks = 16;

@@ -142,6 +142,8 @@ class UninitAnalysis : public Analysis {
   void on_op_begin(const exec::OpEvent&, void* state) override;
   void on_access(const exec::AccessEvent&, void* state) override;
   void collect(const LaunchInfo& info, std::vector<Finding>& out) override;
+  /// Finding::evidence: per program and execution of the op, the elements read before anything wrote them.
+  void keep_evidence() override;
   /// {"tracked_buffers": buffers of the last launch that overlap a tracked allocation}
   nlohmann::json statistics() const override;
 

@@ -63,6 +63,8 @@ struct RunOptions {
   /// More observers for the launch, after the analyses (e.g. the trace recorder, trace/trace.h); not
   /// owned. Their events are the analyses' events.
   std::vector<exec::Observer*> observers;
+  /// Ask every analysis for Finding::evidence (Analysis::keep_evidence): the trace recorder does.
+  bool evidence = false;
 };
 
 struct RunResult {
