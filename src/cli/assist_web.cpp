@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -263,7 +264,11 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
     if (body.contains("question") && !body["question"].is_null()) {
       if (!body["question"].is_string()) throw ApiError(400, "bad_parameter", "'question' must be a string");
       question = body["question"].get<std::string>();
-      if (question.size() > kMaxQuestion)
+      // Characters (UTF-8 code points: every byte that does not continue a sequence), not bytes.
+      const auto characters = static_cast<size_t>(std::count_if(question.begin(), question.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+      }));
+      if (characters > kMaxQuestion)
         throw ApiError(413, "question_too_long",
                        fmt::format("the question is over {} characters", kMaxQuestion));
     }

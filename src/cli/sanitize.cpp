@@ -768,6 +768,10 @@ int sanitize_command(const SanitizeOptions& o) {
   // The program's own failure always wins; then tilescope's own (a report lost); --exit-code is the
   // status of a program that succeeded with findings.
   const int rc = status != 0 ? status : failed ? 2 : findings.empty() ? 0 : o.exit_code;
+  if (o.explain && !trace_path.empty() && findings.empty())
+    std::cerr << "tilescope: note: --explain: no findings to explain; for wrong values the sanitizer cannot "
+                 "see, record the run (tilescope trace -o run.tstrace -- ...) and ask about it (tilescope "
+                 "explain run.tstrace, or tilescope ask run.tstrace \"QUESTION\")\n";
   if (o.explain && !trace_path.empty() && !findings.empty()) {
     // The findings explained by the LLM (tilescope explain), right after the report.
     std::cerr << "tilescope: asking the LLM to explain the findings (tilescope explain; Ctrl-C stops it)\n";

@@ -92,6 +92,26 @@ def test_values_of_the_selected_program_match_numpy(trace):
     assert store["mean"] == pytest.approx(1 / 101)  # a softmax over the 101 lanes it wrote
 
 
+def test_without_findings_the_values_are_the_programs_loads_and_stores(tmp_path):
+    # buggy_softmax_no_max: wrong values, no finding. With nothing selected the context still carries what
+    # program 0 loaded and stored: its stored row is NaN exactly where float32 exp overflows (numpy).
+    example = os.path.join(ROOT, "examples", "buggy_softmax_no_max.py")
+    subprocess.run([TILESCOPE, "trace", "-o", "sm.tstrace", "--", sys.executable, example], cwd=tmp_path,
+                   capture_output=True, timeout=300)
+    c = context(tmp_path / "sm.tstrace")
+    assert c["findings"] == [] and c["selected"]["program"] == [0, 0, 0]
+    ops = [v["op"] for v in c["values"]]
+    assert ops.count("tt.load") == 1 and ops.count("tt.store") == 1, ops
+    row = tilescope.load_trace(tmp_path / "sm.tstrace").contents(1, 0, "before").reshape(8, 100)[0]
+    with np.errstate(over="ignore"):
+        overflow = int(np.isinf(np.exp(row.astype(np.float32))).sum())
+    assert overflow > 0
+    stored = next(v for v in c["values"] if v["op"] == "tt.store")["executions"][0]["stored"]
+    assert stored["active_lanes"] == "100 of 128" and stored["nan"] == overflow
+    loaded = next(v for v in c["values"] if v["op"] == "tt.load")["executions"][0]["results"][0]
+    assert loaded["max"] == pytest.approx(float(row.max()))
+
+
 @pytest.mark.parametrize("budget", [500, 800, 1200, 3000, 20000])
 def test_the_budget_is_respected_and_the_selection_always_kept(trace, budget):
     c = context(trace, "--budget", str(budget), "--program", "3", "--op", "24")
@@ -147,6 +167,15 @@ def test_sanitize_explain_after_the_report(server, tmp_path):
     assert "out-of-bounds-load" in r.stderr and "asking the LLM" in r.stderr
     assert r.stdout.strip()  # the streamed explanation
     assert not list(tmp_path.glob("*.tstrace"))
+
+
+def test_sanitize_explain_without_findings_says_what_to_do(tmp_path):
+    # No finding: no LLM is asked (none is configured here), and the note says how to ask about wrong values.
+    example = os.path.join(ROOT, "examples", "buggy_softmax_no_max.py")
+    r = run(["sanitize", "--explain", "--", sys.executable, example], TMPDIR=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "no findings to explain" in r.stderr and "tilescope explain run.tstrace" in r.stderr, r.stderr
+    assert "asking the LLM" not in r.stderr and not list(tmp_path.glob("*.tstrace"))
 
 
 def test_ctrl_c_stops_an_explanation(trace, server):

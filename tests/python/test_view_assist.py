@@ -293,6 +293,8 @@ def test_the_key_is_write_only(faulty, fake):
 def test_bad_and_oversized_requests(faulty):
     for body, status, code in [
         ("x" * (70 << 10), 413, "body_too_large"), ({"question": "q" * 8001}, 413, "question_too_long"),
+        ({"question": "字" * 8001}, 413, "question_too_long"),
+        ({"question": "字" * 3000, "launch": 99}, 404, "not_found"),  # 9000 bytes, 3000 characters: taken
         ("not json", 400, "bad_json"), ([1, 2], 400, "bad_json"), ({"nonsense": 1}, 400, "bad_parameter"),
         ({"program": [1, 2]}, 400, "bad_parameter"), ({"program": [-1, 0, 0]}, 400, "bad_parameter"),
         ({"launch": "one"}, 400, "bad_parameter"), ({"launch": 99}, 404, "not_found"),

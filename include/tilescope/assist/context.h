@@ -10,7 +10,8 @@
 //   5. "accesses": per memory op site, executions, lanes, active and out-of-bounds lanes, bytes;
 //   6. "values": a compact compute trace: for the selected program, each finding's op and the
 //      selected op as the program computed them (shape, min, max, mean, NaN / inf counts, first
-//      elements), from running the launch again from the trace;
+//      elements), from running the launch again from the trace; with no finding and no op selected,
+//      its first 8 loads and stores (what a wrong-values bug shows in);
 //   7. "profile": the profiler's report for the launch, when the trace has one.
 // Each item carries its "id" ("op 24" for site 24) so that answers can cite it.
 //
