@@ -182,7 +182,11 @@ struct Server::Impl {
       return httplib::Server::HandlerResponse::Handled;
     }
     const std::string host = req.get_header_value("Host");
-    if (req.has_header("Origin") && req.get_header_value("Origin") != "http://" + host) {
+    // Every Origin header must be this server's (a second one is never the browser's own).
+    bool foreign_origin = false;
+    for (size_t i = 0, n = req.get_header_value_count("Origin"); i < n; ++i)
+      foreign_origin |= req.get_header_value("Origin", i) != "http://" + host;
+    if (foreign_origin) {
       write_error(res, 403, "bad_origin", "cross-origin requests are not allowed");
       return httplib::Server::HandlerResponse::Handled;
     }

@@ -153,6 +153,11 @@ TEST(Server, CrossOriginRequestsAreRejected) {
   EXPECT_EQ(status_of(get(s, "/api/echo/1", host, "Origin: https://" + host + "\r\n")), 403);
   EXPECT_EQ(status_of(get(s, "/api/echo/1", host, "Sec-Fetch-Site: cross-site\r\n")), 403);
   EXPECT_EQ(status_of(get(s, "/api/echo/1", host, "Sec-Fetch-Site: same-origin\r\n")), 200);
+  // Two Origin headers, in either order: one foreign is enough to refuse (found by a new user).
+  const std::string mine = "Origin: http://" + host + "\r\n", evil = "Origin: http://evil.example\r\n";
+  EXPECT_EQ(status_of(get(s, "/api/echo/1", host, mine + evil)), 403);
+  EXPECT_EQ(status_of(get(s, "/api/echo/1", host, evil + mine)), 403);
+  EXPECT_EQ(status_of(get(s, "/api/echo/1", host, mine + mine)), 200);
 }
 
 TEST(Server, BadRequestsGetJsonErrorsAndTheServerKeepsServing) {
