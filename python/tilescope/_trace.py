@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 # numpy dtype of each TTIR element type's storage (src/ir/elem.cpp: bf16 / fp8 as unsigned bit patterns)
 _NUMPY = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16",
@@ -84,17 +84,24 @@ class Trace:
 
         # An 'after' row marked unchanged: the launch stored nothing into it; the 'before' bytes.
         row = self.connection.execute(
-            "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes, "
+            "SELECT CASE WHEN c.unchanged THEN b.phase ELSE c.phase END, "
+            "CASE WHEN c.unchanged THEN b.chunks ELSE c.chunks END, c.bytes, "
             "CASE WHEN c.unchanged THEN b.period ELSE c.period END FROM contents c LEFT JOIN contents b "
             "ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
             "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?", (launch, arg, phase)).fetchone()
-        if row is None or row[0] is None:
+        if row is None or not row[1]:
             return None
+        chunks = self.connection.execute(
+            "SELECT chunk, data FROM content_chunks WHERE launch = ? AND arg = ? AND phase = ? ORDER BY chunk",
+            (launch, arg, row[0])).fetchall()
+        if [c[0] for c in chunks] != list(range(row[1])):
+            raise TraceError(f"{self.path}: launch {launch}: the stored contents of argument {arg} miss a "
+                             "chunk: the trace is damaged")
         a = self.launches[launch - 1]["record"]["args"][arg]
         dt = np.dtype(_NUMPY.get(a.get("dtype"), "uint8"))
-        data, period = row[0], row[2]
+        data, period = b"".join(c[1] for c in chunks), row[3]
         if period:  # one period of a repeating pattern, stored once
-            data = bytes(data) * (row[1] // period)
+            data = data * (row[2] // period)
         return np.frombuffer(data[: len(data) // dt.itemsize * dt.itemsize], dtype=dt)
 
 

@@ -380,22 +380,28 @@ std::string Query::contents(int64_t launch, int arg, const std::string& phase) c
   impl_->require_launch(launch);
   // An 'after' row marked unchanged: the launch stored nothing into the argument; its bytes are the
   // 'before' row's.
-  Stmt s(impl_->db,
-         "SELECT CASE WHEN c.unchanged THEN b.data ELSE c.data END, c.bytes, CASE WHEN c.unchanged THEN "
-         "b.period ELSE c.period END FROM contents c LEFT JOIN contents b ON c.unchanged AND b.launch = "
-         "c.launch AND b.arg = c.arg AND b.phase = 'before' "
-         "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?");
+  Stmt s(
+      impl_->db,
+      "SELECT CASE WHEN c.unchanged THEN b.phase ELSE c.phase END, CASE WHEN c.unchanged THEN b.chunks ELSE "
+      "c.chunks END, c.bytes, CASE WHEN c.unchanged THEN b.period ELSE c.period END FROM contents c LEFT "
+      "JOIN contents b ON c.unchanged AND b.launch = c.launch AND b.arg = c.arg AND b.phase = 'before' "
+      "WHERE c.launch = ? AND c.arg = ? AND c.phase = ?");
   s.bind(1, launch).bind(2, arg).bind(3, phase);
-  if (!s.step() || s.is_null(0))
+  if (!s.step() || s.is_null(1) || s.i64(1) <= 0)
     throw NotFound(
         fmt::format("launch {} has no '{}' contents of argument {} (not a buffer, or dropped by the budget)",
                     launch, phase, arg));
-  auto b = s.bytes(0);
-  std::optional<std::string> full = expand_contents(b, s.i64(2), s.i64(1));
+  const std::optional<std::string> stored = read_chunks(impl_->db, launch, arg, s.text(0), s.i64(1));
+  if (!stored)
+    throw Error(
+        fmt::format("{}: launch {}: the stored contents of argument {} miss a chunk: the trace is damaged",
+                    impl_->db.path(), launch, arg));
+  if (s.i64(3) <= 0 && static_cast<int64_t>(stored->size()) == s.i64(2)) return std::move(*stored);
+  std::optional<std::string> full = expand_contents(std::as_bytes(std::span(*stored)), s.i64(3), s.i64(2));
   if (!full)
     throw Error(fmt::format(
         "{}: launch {}: the stored contents of argument {} are {} bytes, not {}: the trace is damaged",
-        impl_->db.path(), launch, arg, b.size(), s.i64(2) > 0 ? s.i64(2) : s.i64(1)));
+        impl_->db.path(), launch, arg, stored->size(), s.i64(3) > 0 ? s.i64(3) : s.i64(2)));
   return std::move(*full);
 }
 

@@ -51,8 +51,10 @@ CREATE TABLE IF NOT EXISTS site_stats(launch INTEGER NOT NULL, site INTEGER NOT 
   executions INTEGER NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
   bytes INTEGER NOT NULL, PRIMARY KEY(launch, site));
 CREATE TABLE IF NOT EXISTS contents(launch INTEGER NOT NULL, arg INTEGER NOT NULL, phase TEXT NOT NULL,
-  host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, data BLOB, unchanged INTEGER NOT NULL DEFAULT 0,
-  period INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(launch, arg, phase));
+  host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, chunks INTEGER NOT NULL DEFAULT 0,
+  unchanged INTEGER NOT NULL DEFAULT 0, period INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(launch, arg, phase));
+CREATE TABLE IF NOT EXISTS content_chunks(launch INTEGER NOT NULL, arg INTEGER NOT NULL,
+  phase TEXT NOT NULL, chunk INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(launch, arg, phase, chunk));
 CREATE TABLE IF NOT EXISTS element_counts(launch INTEGER NOT NULL, arg INTEGER NOT NULL,
   loads BLOB NOT NULL, stores BLOB NOT NULL, PRIMARY KEY(launch, arg));
 CREATE TABLE IF NOT EXISTS accesses(launch INTEGER NOT NULL, site INTEGER NOT NULL, pid_x INTEGER NOT NULL,
@@ -330,6 +332,9 @@ void write_sources(const Db& db, int64_t launch, const launch::LaunchRecord& rec
 
 bool is_buffer(const launch::ArgRecord& a) { return a.kind == launch::ArgRecord::Kind::buffer; }
 
+constexpr const char* kInsertChunk =
+    "INSERT INTO content_chunks(launch, arg, phase, chunk, data) VALUES (?, ?, ?, ?, ?)";
+
 }  // namespace
 
 launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
@@ -385,22 +390,23 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     write_sources(db, id, rec, sites, bytes);
     before_kept = used + bytes + before_bytes <= budget;
     Stmt content(db,
-                 "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data, period) VALUES (?, ?, "
-                 "'before', ?, ?, "
-                 "?, ?)");
+                 "INSERT INTO contents(launch, arg, phase, host_addr, bytes, chunks, period) VALUES (?, ?, "
+                 "'before', ?, ?, ?, ?)");
+    Stmt chunk(db, kInsertChunk);
     for (size_t i = 0; i < rec.args.size(); ++i) {
       const launch::ArgRecord& a = rec.args[i];
       if (!is_buffer(a)) continue;
+      int64_t chunks = 0;
+      if (before_kept && (a.host || a.bytes == 0))  // an empty tensor: one empty chunk
+        chunks = write_chunks(chunk, id, static_cast<int64_t>(i), "before", a.host,
+                              period[i] ? period[i] : a.bytes);
       content.bind(1, id)
           .bind(2, static_cast<int64_t>(i))
           .bind(3, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
           .bind(4, static_cast<int64_t>(a.bytes))
-          .bind(6, static_cast<int64_t>(period[i]));
-      if (before_kept && (a.host || a.bytes == 0))  // an empty tensor: an empty blob
-        content.blob(5, a.host, period[i] ? period[i] : a.bytes);
-      else
-        content.null(5);
-      content.run();
+          .bind(5, chunks)
+          .bind(6, static_cast<int64_t>(period[i]))
+          .run();
       bytes += 32;
     }
     if (before_kept) bytes += before_bytes;
@@ -591,27 +597,29 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     const bool after_fits = used + more + after_bytes <= budget;
     Stmt content(
         db,
-        "INSERT INTO contents(launch, arg, phase, host_addr, bytes, data, unchanged, period) VALUES (?, "
+        "INSERT INTO contents(launch, arg, phase, host_addr, bytes, chunks, unchanged, period) VALUES (?, "
         "?, 'after', ?, ?, ?, ?, ?)");
+    Stmt chunk(db, kInsertChunk);
     json lost = json::array();
     for (size_t i = 0; i < rec.args.size(); ++i) {
       const launch::ArgRecord& a = rec.args[i];
       if (!is_buffer(a)) continue;
+      int64_t chunks = 0;
+      if (!same[i] && after_fits && (a.host || a.bytes == 0)) {
+        const uint64_t n = period[i] ? period[i] : a.bytes;
+        chunks = write_chunks(chunk, id, static_cast<int64_t>(i), "after", a.host, n);
+        more += static_cast<int64_t>(n);
+      } else if (!same[i]) {
+        lost.push_back(a.name);
+      }
       content.bind(1, id)
           .bind(2, static_cast<int64_t>(i))
           .bind(3, static_cast<int64_t>(reinterpret_cast<uintptr_t>(a.host)))
           .bind(4, static_cast<int64_t>(a.bytes))
+          .bind(5, chunks)
           .bind(6, same[i] ? 1 : 0)
-          .bind(7, static_cast<int64_t>(period[i]));
-      if (!same[i] && after_fits && (a.host || a.bytes == 0)) {
-        const uint64_t n = period[i] ? period[i] : a.bytes;
-        content.blob(5, a.host, n);
-        more += static_cast<int64_t>(n);
-      } else {
-        content.null(5);
-        if (!same[i]) lost.push_back(a.name);
-      }
-      content.run();
+          .bind(7, static_cast<int64_t>(period[i]))
+          .run();
       more += 32;
     }
     if (!lost.empty()) dropped["contents_after"] = lost;
@@ -733,14 +741,20 @@ StoredLaunch Reader::launch(int64_t id) const {
   out.before.resize(out.record.args.size());
   out.host_addr.assign(out.record.args.size(), 0);
   Stmt c(db,
-         "SELECT arg, host_addr, data, period, bytes FROM contents WHERE launch = ? AND phase = 'before'");
+         "SELECT arg, host_addr, chunks, period, bytes FROM contents WHERE launch = ? AND phase = 'before'");
   c.bind(1, id);
   while (c.step()) {
     const int64_t arg = c.i64(0);
     if (arg < 0 || arg >= static_cast<int64_t>(out.before.size())) continue;
     out.host_addr[arg] = static_cast<uint64_t>(c.i64(1));
-    if (!c.is_null(2)) {
-      auto b = c.bytes(2);
+    if (c.i64(2) > 0) {
+      const std::optional<std::string> stored = read_chunks(db, id, arg, "before", c.i64(2));
+      if (!stored)
+        throw Error(
+            fmt::format("{}: launch {}: the stored contents of argument {} miss a chunk: the trace is "
+                        "damaged",
+                        db.path(), id, arg));
+      const auto b = std::as_bytes(std::span(*stored));
       if (c.i64(3) == 0) {  // stored as is: a wrong length is for replay to report, naming the argument
         out.before[arg].emplace(b.begin(), b.end());
         continue;

@@ -145,8 +145,9 @@ def test_contents_before_and_after(traced):
     unchanged = dict(t.connection.execute("SELECT arg, unchanged FROM contents WHERE launch = 1 AND phase = 'after'"))
     assert unchanged == {0: 1, 1: 1, 2: 0}
     # out was zeros: stored as one byte repeated (its period), read back whole.
-    assert t.connection.execute("SELECT period, length(data) FROM contents WHERE launch = 1 AND arg = 2 "
-                                "AND phase = 'before'").fetchone() == (1, 1)
+    assert t.connection.execute("SELECT c.period, c.chunks, length(k.data) FROM contents c JOIN content_chunks k "
+                                "USING (launch, arg, phase) WHERE launch = 1 AND arg = 2 AND phase = 'before'"
+                                ).fetchone() == (1, 1, 1)
     assert t.contents(1, 2, "before").shape == x.shape
 
 

@@ -426,7 +426,7 @@ def test_what_a_new_user_broke(server, trace, tmp_path):
     bad = tmp_path / "bad.tstrace"
     shutil.copy(trace, bad)
     con = sqlite3.connect(bad)
-    con.execute("UPDATE contents SET data = substr(data, 1, 2) WHERE launch = 1 AND arg = 0")
+    con.execute("UPDATE content_chunks SET data = substr(data, 1, 2) WHERE launch = 1 AND arg = 0")
     con.commit()
     con.close()
     r = subprocess.run([TILESCOPE, "replay", str(bad), "--launch", "1"], capture_output=True, text=True, timeout=60)

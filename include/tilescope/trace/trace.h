@@ -30,7 +30,7 @@
 namespace tilescope::trace {
 
 /// The schema version this tilescope writes and reads (docs/trace-format.md).
-inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersion = 3;
 /// Bytes of payload a trace file may hold unless told otherwise.
 inline constexpr int64_t kDefaultBudget = int64_t{256} << 20;
 
