@@ -430,3 +430,61 @@ def test_launches_of_a_process_that_leaves_through_os_exit(tmp_path, traced_run)
         assert ("no findings (2 launch(es) in 2 process(es); 1 process(es) ended without reporting at exit"
                 in p.stderr), p.stderr
         assert "--trace counts them" in p.stderr, p.stderr
+
+
+RACY = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def racy(out_ptr, copy_ptr):
+    p = tl.program_id(0)
+    dst = tl.where(p % 3 == 0, 0, p)  # programs 0, 3 and 6 all store out[0]; the others out[p]
+    tl.store(out_ptr + dst, p.to(tl.float32))  # MARK-store
+    if p == 7:
+        tl.store(copy_ptr, tl.load(out_ptr + 2))  # MARK-load: program 2 stores out[2]
+
+
+out = torch.zeros(8)
+copy = torch.zeros(1)
+racy[(8,)](out, copy)
+"""
+
+
+def test_finding_programs_of_races(tmp_path):
+    """load_trace's finding_programs: every program of each race, from the kernel above: programs 0, 3
+    and 6 store the same element (a store-store race among exactly those three), and program 7 loads the
+    element program 2 stores (a load-store race between 7 and 2, each on the side of its own op). No
+    other program conflicts with another: the others store distinct elements."""
+    prog = tmp_path / "racy.py"
+    prog.write_text(RACY)
+    p = tilescope_cli(["trace", "--color", "never", "-o", "run.tstrace", "--", sys.executable, str(prog)], tmp_path)
+    assert p.returncode == 1 and "data-race" in p.stderr, p.stderr
+    t = tilescope.load_trace(tmp_path / "run.tstrace")
+    launch = t.launches[0]
+    assert launch["dropped"] == {}
+    fs = launch["findings"]
+    store_line, load_line = line_of("MARK-store", RACY), line_of("MARK-load", RACY)
+    races = [i for i, f in enumerate(fs) if f["kind"] == "data-race"]
+    both = {i: {f["line"], (f.get("other") or {}).get("line")} for i, f in ((i, fs[i]) for i in races)}
+    ww = [i for i in races if both[i] == {store_line}]
+    rw = [i for i in races if both[i] == {store_line, load_line}]
+    assert len(ww) == 1 and len(rw) == 1, fs
+    assert t.programs_of(1, ww[0]) == [(0, 0, 0), (3, 0, 0), (6, 0, 0)]
+    load_side = 0 if fs[rw[0]]["op"] == "tt.load" else 1
+    assert t.programs_of(1, rw[0], side=load_side) == [(7, 0, 0)]
+    assert t.programs_of(1, rw[0], side=1 - load_side) == [(2, 0, 0)]
+    assert t.programs_of(1, rw[0]) == [(2, 0, 0), (7, 0, 0)]
+    # The columns: one row per (finding, side, program); races record no execution and no elements.
+    fp = t.finding_programs
+    n = len(fp["finding"])
+    assert fp["pid"].shape == (n, 3) and len(fp["runs"]) == n and set(fp["launch"]) == {1}
+    assert set(fp["finding"]) <= set(races) and set(fp["seq"]) == {-1}
+    assert all(len(r) == 0 for r in fp["runs"])
+    # The same rows as the table itself (sqlite3).
+    con = sqlite3.connect(f"file:{tmp_path / 'run.tstrace'}?mode=ro", uri=True)
+    rows = sorted(con.execute("SELECT finding, side, pid_x, pid_y, pid_z FROM finding_programs").fetchall())
+    con.close()
+    assert rows == sorted(zip(fp["finding"].tolist(), fp["side"].tolist(), *fp["pid"].T.tolist()))

@@ -501,3 +501,132 @@ def test_elements_read_before_written_are_marked(tmp_path):
     assert reads["grid"] == "6,0,0" and reads["p6"] == runs_of(want[6])
     assert reads["marked"] == runs_of(range(48, 56))  # the load touched the row; one element uninitialized
     assert "read before written" in reads["legend"]
+
+
+
+WIDE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def column_sum(x_ptr, out_ptr, n_rows, n_cols, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.arange(0, 8)
+    mask = rows[:, None] <= n_rows  # BUG: should be <; row n_rows is past the end of x
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(x, axis=0))
+
+x = torch.randn(4, 4096)
+out = torch.empty(4096)
+column_sum[(4096 // 64,)](x, out, 4, 4096, BLOCK_N=64)
+"""
+
+LOAD_BLUE, OOB_RED = "#3b82f6", "#e5484d"  # web/src/marks.ts: the colours the legend names
+
+
+def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
+    """A 4 x 4096 argument fitted whole is 0.1 pixel a cell. The finding's op, program p's load of columns
+    64 p .. 64 p + 63 of rows 0..4 (row 4 past the end of x: elements 16384 + those columns), is shown
+    zoomed: the red out-of-bounds cells and the blue loaded cells, measured in the canvas's own pixels,
+    are at least 12 CSS pixels wide; the wheel and `f` still zoom out, `z` back in."""
+    prog = tmp_path / "wide.py"
+    prog.write_text(WIDE)
+    trace = tmp_path / "wide.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and "out-of-bounds-load" in p.stderr, p.stderr
+    with serving(trace) as s:
+        reads = drive(s, [{"click": "#findings li[data-finding='0']"},
+                          {"read": ["grid", "#grid", "data-selected"]},
+                          {"read": ["marked", ".heatmap", "data-marked"]},
+                          {"read": ["outside", ".heatmap", "data-outside"]},
+                          {"read": ["scale", ".heatmap", "data-scale"]},
+                          {"pixels": ["red", ".heatmap", OOB_RED]},
+                          {"pixels": ["blue", ".heatmap", LOAD_BLUE]},
+                          {"screenshot": "view-wide-zoomed"},
+                          {"wheel": [".heatmap", 100, 3]},
+                          {"read": ["wheeled", ".heatmap", "data-scale"]},
+                          {"key": "f"},
+                          {"read": ["whole", ".heatmap", "data-scale"]},
+                          {"pixels": ["red_whole", ".heatmap", OOB_RED]},
+                          {"key": "z"},
+                          {"read": ["again", ".heatmap", "data-scale"]}], tmp_path)
+    pid = int(reads["grid"].split(",")[0])
+    cols = range(64 * pid, 64 * pid + 64)
+    assert reads["outside"] == runs_of(16384 + c for c in cols)
+    assert reads["marked"] == runs_of([r * 4096 + c for r in range(5) for c in cols])
+    assert float(reads["scale"]) >= 12
+    red, blue = reads["red"], reads["blue"]
+    assert red["box"] and red["box"][2] - red["box"][0] >= 12 and red["box"][3] - red["box"][1] >= 12, red
+    assert blue["count"] >= 10 * 12 * 12 and blue["run"] >= 10, blue  # many loaded cells, each 10+ px wide
+    assert float(reads["wheeled"]) < float(reads["scale"])
+    # Whole, a cell is a tenth of a pixel: less red than one readable cell shows (what the zoom is for).
+    assert float(reads["whole"]) < 1 and reads["red_whole"]["count"] < 12 * 12, reads["red_whole"]
+    assert float(reads["again"]) == float(reads["scale"])
+
+
+NEIGHBOURS = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def neighbours(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    p = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(16):  # 16 loads a program: per-program detail that a small budget cannot keep whole
+        acc += tl.load(x_ptr + k * BLOCK + tl.arange(0, BLOCK))
+    offs = p + tl.arange(0, 2)  # BUG: program p stores out[p] and out[p + 1], which program p + 1 stores too
+    tl.store(out_ptr + offs, tl.sum(acc, axis=0) + tl.zeros((2,), dtype=tl.float32))
+
+x = torch.randn(16 * 32)
+out = torch.empty(65)
+neighbours[(64,)](x, out, BLOCK=32)
+"""
+
+
+def test_a_program_whose_detail_the_budget_dropped_says_so(tmp_path):
+    """With a 40 KiB budget the trace keeps the race's programs (all 64: program p and p + 1 both store
+    out[p + 1]) but the accesses of 1 program in `stride` only (the trace's own detail_stride, > 1). Program
+    1 is red on the map and has no ops: the page says its detail was not kept, by which sample, and
+    offers program 0, the nearest program of the race whose detail was kept (every stride's multiple is)."""
+    prog = tmp_path / "neighbours.py"
+    prog.write_text(NEIGHBOURS)
+    trace = tmp_path / "small.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--trace-budget", "40K", "--", sys.executable,
+                        str(prog)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "data-race" in p.stderr, p.stderr
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    stride = launch["detail_stride"]
+    assert stride > 1 and "finding_programs" not in launch["dropped"], launch["dropped"]
+    kept = launch["dropped"]["detail"]["programs_kept"]
+    assert kept == 64 // stride
+    race = next(i for i, f in enumerate(launch["findings"]) if f["kind"] == "data-race")
+    assert t.programs_of(1, race) == [(q, 0, 0) for q in range(64)]
+    with serving(trace) as s:
+        reads = drive(s, [{"click": "#launches li[data-launch='1']"},
+                          {"read": ["start", "#grid", "data-selected"]},
+                          {"read": ["start_notice", "#no-detail", "hidden"]},
+                          {"key": "ArrowRight"},
+                          {"read": ["grid", "#grid", "data-selected"]},
+                          {"read": ["flagged", "#grid", "data-flagged"]},
+                          {"read": ["notice_hidden", "#no-detail", "hidden"]},
+                          {"read": ["notice", "#no-detail", "text"]},
+                          {"read": ["go", "#no-detail-go", "data-pid"]},
+                          {"read_all": ["rows", "#ops tr[data-access]", "data-access"]},
+                          {"read": ["legend", "#grid-legend", "text"]},
+                          {"read": ["tensor", "#tensor-title", "text"]},
+                          {"screenshot": "view-no-detail"},
+                          {"click": "#no-detail-go"},
+                          {"read": ["after", "#grid", "data-selected"]},
+                          {"read": ["after_hidden", "#no-detail", "hidden"]},
+                          {"read_all": ["after_rows", "#ops tr[data-access]", "data-access"]}], tmp_path)
+    assert reads["start"] == "0,0,0" and reads["start_notice"] == ""  # program 0 is kept: no notice
+    assert reads["grid"] == "1,0,0" and reads["flagged"] == "0:64"
+    assert reads["notice_hidden"] is None and reads["rows"] == []
+    notice = reads["notice"]
+    assert "program (1, 0, 0) because its detail was not recorded" in notice, notice
+    assert f"1 program in {stride} only" in notice and f"{kept} of 64 programs" in notice, notice
+    assert f"finding {race + 1} (data-race)" in notice, notice
+    assert reads["go"] == "0,0,0"
+    assert "finding, detail not kept" in reads["legend"]
+    assert "not kept by the trace's budget" in reads["tensor"]
+    assert reads["after"] == "0,0,0" and reads["after_hidden"] == "" and len(reads["after_rows"]) == 17

@@ -3,8 +3,14 @@
 // Offsets outside [0, elements) are drawn past the tensor's edge (rows above or below it), so
 // out-of-bounds lanes show where they fell. Zoom with the wheel, pan by dragging, hover for a cell.
 //
+// When the whole tensor would put cells under READABLE_CELL pixels (a 4 x 4096 argument is 0.1 px a
+// cell), showing a model with marks zooms to them instead (focusMarks): the out-of-bounds lanes nearest
+// the tensor first, with the marks around them; the wheel still zooms out, fit() shows it whole.
+//
 // For tests and tools the canvas element carries what it shows: data-marked (the marked offsets as
-// "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs).
+// "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs), data-scale
+// (CSS pixels per cell), data-origin ("x,y": where the cell of row 0, column 0 is drawn; rows of
+// out-of-bounds lanes before the tensor come above it, data-above of them).
 
 export interface Mark {
   color: string;
@@ -45,6 +51,17 @@ export function runs(offsets: Iterable<number>): string {
     i = j + 1;
   }
   return out.join(",");
+}
+
+/// CSS pixels per cell under which cells are too small to see or hover one by one.
+export const READABLE_CELL = 12;
+/// The size an op's marks are zoomed to when they do not all fit at READABLE_CELL or more.
+const FOCUS_CELL = 16;
+
+/// The start of a window of `v` cells that shows cell `a` and as much of [lo, hi) as it can.
+function windowStart(lo: number, hi: number, a: number, v: number): number {
+  if (hi - lo <= v) return (lo + hi - v) / 2;
+  return Math.min(a, Math.max(a + 1 - v, lo));
 }
 
 export class Heatmap {
@@ -108,24 +125,68 @@ export class Heatmap {
     return row * this.model.width + col;
   }
 
-  /// Show `model`, fitted to the canvas.
+  /// Show `model`: fitted to the canvas, or zoomed to its marks when the fitted cells are too small.
   show(model: HeatmapModel | null) {
     this.model = model;
     const marked = model ? [...model.marks.keys()] : [];
     this.canvas.dataset.marked = runs(marked);
     this.canvas.dataset.outside = model ? runs(marked.filter((o) => o < 0 || o >= model.elements)) : "";
-    this.fit();
+    this.fit(false);
+    if (this.scale < READABLE_CELL) this.focusMarks();
   }
 
-  fit() {
+  /// The whole tensor (and the out-of-bounds rows past its edges) in the canvas.
+  fit(redraw = true) {
     const m = this.model;
     const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
-    if (!m || !w || !h) return this.draw();
-    const rows = Math.ceil(m.elements / m.width) + 2 * this.rowsAbove() + 1;
-    this.scale = Math.max(0.05, Math.min(32, (w - 8) / m.width, (h - 8) / Math.max(rows, 1)));
-    this.ox = 4;
-    this.oy = 4;
+    if (m && w && h) {
+      const rows = Math.ceil(m.elements / m.width) + 2 * this.rowsAbove() + 1;
+      this.scale = Math.max(0.05, Math.min(32, (w - 8) / m.width, (h - 8) / Math.max(rows, 1)));
+      this.ox = 4;
+      this.oy = 4;
+    }
+    if (redraw || !m || !w || !h) this.draw();
+  }
+
+  /// Zoom and pan to the marked cells: all of them when they fit at READABLE_CELL pixels or more (at most
+  /// 32), else FOCUS_CELL pixels around the out-of-bounds mark nearest the tensor (the first mark when
+  /// none is outside), with as many of the marks near it as the canvas holds. False without marks.
+  focusMarks(): boolean {
+    const m = this.model;
+    const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
+    if (!m || !m.marks.size || !w || !h) return false;
+    const above = this.rowsAbove();
+    const cellOf = (o: number): [number, number] => [((o % m.width) + m.width) % m.width, Math.floor(o / m.width) + above];
+    let before = -Infinity, past = Infinity, first = Infinity;
+    let c0 = Infinity, c1 = -Infinity, r0 = Infinity, r1 = -Infinity;
+    for (const o of m.marks.keys()) {
+      if (o < 0) before = Math.max(before, o);
+      else if (o >= m.elements) past = Math.min(past, o);
+      first = Math.min(first, o);
+      const [c, r] = cellOf(o);
+      (c0 = Math.min(c0, c)), (c1 = Math.max(c1, c + 1)), (r0 = Math.min(r0, r)), (r1 = Math.max(r1, r + 1));
+    }
+    const fits = Math.min(32, (w - 8) / (c1 - c0), (h - 8) / (r1 - r0));
+    let s = fits;
+    if (fits < READABLE_CELL) {
+      s = FOCUS_CELL;
+      const [ac, ar] = cellOf(past < Infinity ? past : before > -Infinity ? before : first);
+      const vw = (w - 8) / s, vh = (h - 8) / s;
+      (c0 = Infinity), (c1 = -Infinity), (r0 = Infinity), (r1 = -Infinity);
+      for (const o of m.marks.keys()) {
+        const [c, r] = cellOf(o);
+        if (Math.abs(c - ac) >= vw || Math.abs(r - ar) >= vh) continue;
+        (c0 = Math.min(c0, c)), (c1 = Math.max(c1, c + 1)), (r0 = Math.min(r0, r)), (r1 = Math.max(r1, r + 1));
+      }
+      c0 = windowStart(c0, c1, ac, vw);
+      r0 = windowStart(r0, r1, ar, vh);
+      (c1 = c0 + vw), (r1 = r0 + vh);
+    }
+    this.scale = s;
+    this.ox = Math.round(w / 2 - ((c0 + c1) / 2) * s);
+    this.oy = Math.round(h / 2 - ((r0 + r1) / 2) * s);
     this.draw();
+    return true;
   }
 
   draw() {
@@ -139,6 +200,9 @@ export class Heatmap {
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, p.clientWidth, p.clientHeight);
     const m = this.model;
+    c.dataset.scale = m ? String(this.scale) : "";
+    c.dataset.origin = m ? `${this.ox},${this.oy + this.rowsAbove() * this.scale}` : "";
+    c.dataset.above = m ? String(this.rowsAbove()) : "";
     if (!m) return;
     const s = this.scale, above = this.rowsAbove();
     const rows = Math.ceil(m.elements / m.width);

@@ -34,6 +34,7 @@ const state = {
   sources: new Map<number, string>(),
   ttir: new Map<number, string>(),
   shownSource: -1,
+  budget: null as number | null, // the trace's budget in bytes (GET /api/session)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -44,7 +45,7 @@ app.innerHTML = `
 <header>
   <strong>tilescope</strong><span id="file"></span>
   <span class="spacer"></span>
-  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · , . dot step</span>
+  <span class="keys" id="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · z/f zoom to op / whole tensor · , . dot step</span>
   <button id="theme" title="light / dark">◐</button>
 </header>
 <main>
@@ -59,13 +60,15 @@ app.innerHTML = `
   </aside>
   <section class="center">
     <div class="panel" id="grid-panel">
-      <h2>Programs <span id="grid-info" class="muted"></span>
+      <h2>Programs <span id="grid-info" class="muted one-line"></span>
         <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option></select></label></h2>
       <div class="grid-host"><canvas id="grid" tabindex="0"></canvas></div>
+      <div id="grid-legend" class="legend" hidden></div>
     </div>
     <div class="panel" id="ops-panel">
       <h2>Memory ops of program <span id="pid"></span> <span id="sampled" class="muted"></span></h2>
-      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th>variable</th><th>argument</th><th>seq</th><th>active / lanes</th><th>out of bounds</th></tr></thead><tbody></tbody></table></div>
+      <div id="no-detail" class="notice" hidden></div>
+      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th title="the Python variable of the op's value">var</th><th title="the kernel argument its lanes point into">arg</th><th title="the n-th execution of this op in this program (0: the first)">seq</th><th title="lanes the mask let through / lanes of the op">active</th><th title="active lanes outside their argument">out of bounds</th></tr></thead><tbody></tbody></table></div>
     </div>
     <div class="panel grow" id="tensor-panel">
       <h2><span id="tensor-title">Tensor</span> <span id="slice" class="slice" hidden></span>
@@ -90,12 +93,16 @@ app.innerHTML = `
       </div>
       <div id="legend" class="legend" hidden></div>
       <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
+        <span id="zoom" class="zoom"><button id="zoom-op" title="zoom to the elements this op touched (z)">zoom to op</button>
+          <button id="zoom-fit" title="the whole tensor (f)">whole tensor</button></span>
         <canvas id="hist" class="hist" width="240" height="58" hidden title="histogram of the values (64 bins, min to max) over the colour scale"></canvas></div>
     </div>
   </section>
   <aside class="right">
-    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted"></span></h2><div class="code" id="py"></div></div>
-    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted"></span></h2><div class="code" id="ttir"></div></div>
+    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted one-line"></span>
+      <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="py-wrap" /> wrap</label></h2><div class="code" id="py"></div></div>
+    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted one-line"></span>
+      <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="ttir-wrap" /> wrap</label></h2><div class="code" id="ttir"></div></div>
   </aside>
 </main>
 <div id="error" class="error" hidden></div>`;
@@ -103,8 +110,19 @@ app.innerHTML = `
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const heat = new Heatmap($("heat-host"));
 const tiles = { a: new Heatmap($("dot-a")), b: new Heatmap($("dot-b")), c: new Heatmap($("dot-c")), d: new Heatmap($("dot-d")) };
-const py = new CodeView($("py"), "python");
-const ttir = new CodeView($("ttir"), "ttir");
+// Long lines wrap (TTIR's are long: types and locations; at 1280 px with the assistant open a panel is
+// about 330 px wide) unless the user turns it off; the choice is kept across sessions.
+const wrapSaved = (k: string, dflt: boolean) => (localStorage.getItem(k) ?? (dflt ? "1" : "0")) === "1";
+const py = new CodeView($("py"), "python", wrapSaved("tilescope-wrap-py", true));
+const ttir = new CodeView($("ttir"), "ttir", wrapSaved("tilescope-wrap-ttir", true));
+for (const [id, view, key] of [["py-wrap", py, "tilescope-wrap-py"], ["ttir-wrap", ttir, "tilescope-wrap-ttir"]] as const) {
+  const box = $<HTMLInputElement>(id);
+  box.checked = view.wrap;
+  box.addEventListener("change", () => {
+    view.setWrap(box.checked);
+    localStorage.setItem(key, box.checked ? "1" : "0");
+  });
+}
 
 function showError(e: unknown) {
   const el = $("error");
@@ -259,12 +277,15 @@ async function selectLaunch(id: number) {
     renderProfile(launch);
     const s = programs.detail_stride;
     $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
-      s === 0 ? "none" : s === 1 ? "all" : `every ${s}th`
-    }`;
+      s === 0 ? "none" : s === 1 ? "all" : `1 in ${s}`
+    }${s === 1 ? "" : " (the trace's budget)"}`;
+    $("grid-info").title = $("grid-info").textContent;
+    renderGridLegend(s);
     if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes();
     if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
     ttir.setText(state.ttir.get(launch.kernel_id)!);
     $("ttir-file").textContent = launch.name;
+    $("ttir-file").title = launch.name;
     state.shownSource = -1;
     const first = launch.findings[0];
     if (first) await selectFinding(first);
@@ -272,6 +293,19 @@ async function selectLaunch(id: number) {
   } catch (e) {
     showError(e);
   }
+}
+
+/// The map's colours, when the budget kept the detail of some programs only (stride s: 1 in s; 0: none).
+function renderGridLegend(s: number) {
+  const host = $("grid-legend");
+  host.hidden = s === 1;
+  const item = (colour: string, text: string, title: string) =>
+    `<span class="legend-item" title="${title}"><span class="swatch" style="background:${colour}"></span>${text}</span>`;
+  host.innerHTML =
+    item("#e5484d", "finding", "a program a finding involves; its accesses are recorded") +
+    item("rgba(229,72,77,0.4)", "finding, detail not kept", "a program a finding involves whose accesses the trace's budget did not keep") +
+    (s > 0 ? item("rgba(59,130,246,0.45)", "detail kept", "a program whose accesses are recorded") : "") +
+    item("var(--cell)", "detail not kept", "a program whose accesses the trace's budget did not keep");
 }
 
 /// A finding: its first program, the op at its site, and (for two-sided races) nothing more.
@@ -336,7 +370,8 @@ function drawGrid() {
     cellOf: lay.cell,
     colour: (pid) => {
       const k = pidKey(pid);
-      if (!byBytes && programs.findings[k]) return { css: "#e5484d", flagged: true };
+      // A program named by a finding: red, pale when the budget kept no detail of it (no ops to show).
+      if (!byBytes && programs.findings[k]) return { css: sampled(l, pid) ? "#e5484d" : "rgba(229,72,77,0.4)", flagged: true };
       if (byBytes && state.bytes!.has(k)) return { css: `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`, flagged: false };
       if (!byBytes && sampled(l, pid)) return { css: "rgba(59,130,246,0.45)", flagged: false };
       return { css: empty, flagged: false };
@@ -388,7 +423,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     return;
   }
   const p = state.program;
-  $("sampled").textContent = p.sampled ? "" : "(no detail recorded for this program: the trace's budget kept a sample)";
+  $("sampled").textContent = p.sampled ? "" : "(detail not kept by the trace's budget)";
+  renderNoDetail(l, pid, p);
   const body = $("ops").querySelector("tbody")!;
   body.innerHTML = p.accesses
     .map((a, i) => {
@@ -396,7 +432,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
       const arg = argOf(a.arg);
       return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
         <td><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${esc(s.op)}</td>
-        <td>${s.line}</td><td>${esc(s.var)}</td><td>${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
+        <td>${s.line}</td><td class="text">${esc(s.var)}</td><td class="text">${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
         <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
     })
     .join("");
@@ -406,7 +442,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     dots
       .map(
         (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
-        <td>${d.line}</td><td>${esc(d.var)}</td><td>[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted">values: step by step along K</td></tr>`,
+        <td>${d.line}</td><td class="text">${esc(d.var)}</td><td class="text">[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted text">values: step by step along K</td></tr>`,
       )
       .join(""),
   );
@@ -425,6 +461,48 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     pick = state.access;
   }
   await selectAccess(p.accesses.length ? pick : -1, ttirLine);
+}
+
+/// Why a program shows no memory ops although the map may colour it for a finding: the trace's budget
+/// kept the per-program detail of a sample of programs only (docs/trace-format.md, "The budget"). Says
+/// which sample, which findings name this program, and offers the nearest program of those findings
+/// whose detail was kept.
+function renderNoDetail(l: Launch, pid: Pid, p: Program) {
+  const box = $("no-detail");
+  box.hidden = p.sampled;
+  if (p.sampled) return (box.innerHTML = "");
+  const stride = state.programs?.detail_stride ?? 0;
+  const d = (l.dropped?.detail ?? null) as { stride: number; programs_kept: number; programs: number } | null;
+  const kept = d ? `${d.programs_kept} of ${d.programs} programs` : "";
+  const sample =
+    stride === 0
+      ? "kept the accesses of no program of this launch"
+      : `kept the accesses of 1 program in ${stride} only (those whose linear id x + gx·(y + gy·z) is a multiple of ${stride}${kept ? `: ${kept}` : ""})`;
+  const mine = state.programs?.findings[pidKey(pid)] ?? [];
+  const names = mine.map((i) => `${i + 1} (${esc(l.findings[i]?.kind ?? "?")})`).join(", ");
+  // The nearest program (by linear id) that shares a finding with this one and has its detail.
+  const lin = (q: Pid) => q[0] + l.grid[0] * (q[1] + l.grid[1] * q[2]);
+  let near: Pid | null = null;
+  for (const [k, fs] of Object.entries(state.programs?.findings ?? {})) {
+    const q = k.split(",").map(Number) as Pid;
+    if (!sampled(l, q) || !fs.some((i) => mine.includes(i))) continue;
+    const dq = Math.abs(lin(q) - lin(pid)), dn = near ? Math.abs(lin(near) - lin(pid)) : Infinity;
+    if (dq < dn || (dq === dn && lin(q) < lin(near!))) near = q; // a tie: the lower id
+  }
+  const budget = state.budget === null ? "" : ` (${fmtBytes(state.budget)}; a larger --trace-budget keeps more)`;
+  box.innerHTML =
+    `No memory ops are shown for program (${pid.join(", ")}) because its detail was not recorded: the trace's budget${budget} ${sample}.` +
+    (mine.length ? ` The map colours it for finding${mine.length > 1 ? "s" : ""} ${names}, which involve${mine.length > 1 ? "" : "s"} it.` : "") +
+    (near ? ` <button id="no-detail-go" data-pid="${near.join(",")}">show program (${near.join(", ")})</button>, which has its detail, in the same finding.` : "");
+  box.dataset.stride = String(stride);
+  $("no-detail-go")?.addEventListener("click", () => selectProgram(near!));
+}
+
+function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) (n /= 1024), i++;
+  return `${i ? n.toFixed(n < 10 ? 1 : 0) : n} ${units[i]}`;
 }
 
 async function selectAccess(i: number, ttirLine?: number) {
@@ -500,6 +578,7 @@ async function selectDot(site: number) {
   await showSource(s.file, [s.line]);
   ttir.highlight([s.ttir_line]);
   $("heat-host").hidden = true;
+  $("zoom").hidden = true;
   $("dot-view").hidden = false;
   $("modes").hidden = true;
   $("tensor-title").textContent = `${s.op} [${s.dot!.join(" × ")}] in program (${state.pid.join(", ")})`;
@@ -537,6 +616,7 @@ async function showSource(file: string, lines: number[]) {
     if (state.shownSource !== -2) py.setText(`# ${file}: not in the trace`);
     state.shownSource = -2;
     $("py-file").textContent = file;
+    $("py-file").title = file;
     return;
   }
   if (state.shownSource !== src.id) {
@@ -544,6 +624,7 @@ async function showSource(file: string, lines: number[]) {
     py.setText(state.sources.get(src.id)!);
     state.shownSource = src.id;
     $("py-file").textContent = src.path;
+    $("py-file").title = src.path;
   }
   py.highlight(lines);
 }
@@ -760,6 +841,7 @@ function sliceFor(arg: Arg, first: number | undefined) {
 async function renderTensor() {
   $("slice").hidden = true;
   $("heat-host").hidden = false;
+  $("zoom").hidden = false;
   $("dot-view").hidden = true;
   $("modes").hidden = false;
   const p = state.program, l = state.launch;
@@ -767,7 +849,7 @@ async function renderTensor() {
   const arg = a ? argOf(a.arg) : undefined;
   document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) => b.classList.toggle("selected", b.dataset.mode === state.mode));
   if (!l || !a || !arg || arg.kind !== "buffer") {
-    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : p && !p.accesses.length ? "Tensor: this program has no recorded memory op" : "Tensor";
+    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : p && !p.accesses.length ? (p.sampled ? "Tensor: this program has no recorded memory op" : "Tensor: this program's accesses were not kept by the trace's budget") : "Tensor";
     heat.show(null);
     renderLegend($("legend"), false);
     heat.canvas.dataset.uninit = "";
@@ -884,6 +966,9 @@ async function renderTensor() {
   };
 }
 
+$("zoom-op").addEventListener("click", () => heat.focusMarks());
+$("zoom-fit").addEventListener("click", () => heat.fit());
+
 document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) =>
   b.addEventListener("click", () => {
     state.mode = b.dataset.mode as TensorMode;
@@ -918,6 +1003,10 @@ document.addEventListener("keydown", (e) => {
   } else if ((e.key === "," || e.key === ".") && state.dotSite >= 0) {
     state.dotStep = Math.max(0, Math.min(dotValues.length - 1, state.dotStep + (e.key === "." ? 1 : -1)));
     renderDotStep();
+  } else if (e.key === "z") {
+    heat.focusMarks();
+  } else if (e.key === "f") {
+    heat.fit();
   } else if (e.key === "a") {
     state.mode = state.mode === "all" ? "op" : "all";
     renderTensor();
@@ -973,7 +1062,10 @@ mountAssistant({
 (async () => {
   try {
     const [session, launches] = await Promise.all([api.session(), api.launches()]);
+    state.budget = session.budget;
     $("file").textContent = `${session.file} · ${session.launches} launch(es)`;
+    $("file").title = $("file").textContent;
+    $("keys").title = $("keys").textContent;
     document.title = `tilescope · ${session.file}`;
     state.launches = launches;
     renderLaunches();
