@@ -630,3 +630,83 @@ def test_a_program_whose_detail_the_budget_dropped_says_so(tmp_path):
     assert "finding, detail not kept" in reads["legend"]
     assert "not kept by the trace's budget" in reads["tensor"]
     assert reads["after"] == "0,0,0" and reads["after_hidden"] == "" and len(reads["after_rows"]) == 17
+
+
+def test_at_1280x800_with_the_assistant_open_nothing_is_cut(server, trace, tmp_path):
+    """The assistant's panel takes 360 px of 1280: the memory-ops table still fits its panel (no sideways
+    scrolling: its last column, out of bounds, is on screen), the panel titles keep to one line so the map
+    keeps its height, the code panels wrap, and the header fits."""
+    def sizes(prefix):
+        return [{"measure": [f"{prefix}_{name}", css]} for name, css in [
+            ("ops", "#ops-panel .scroll"), ("map", "#grid-panel .grid-host"), ("header", "header"),
+            ("tensor", "#tensor-panel"), ("py", "#py .cm-scroller"), ("ttir", "#ttir .cm-scroller"),
+            ("oob_th", "#ops thead th:last-child")]] + [{"read": [f"{prefix}_scale", "#grid", "data-scale"]}]
+    reads = drive(server, sizes("closed") + [{"click": "#assist-toggle"},
+                                             {"wait_selector": ["#assistant:not([hidden])"]}] + sizes("open")
+                  + [{"screenshot": "view-assistant-open"}], tmp_path)
+    for prefix in ("closed", "open"):
+        for name in ("ops", "header", "tensor", "py", "ttir"):
+            m = reads[f"{prefix}_{name}"]
+            assert m["scrollWidth"] <= m["clientWidth"], (prefix, name, m)
+        ops, th = reads[f"{prefix}_ops"], reads[f"{prefix}_oob_th"]
+        assert th["x"] + th["width"] <= ops["x"] + ops["clientWidth"] + 1, (prefix, th, ops)
+    closed, opened = reads["closed_map"], reads["open_map"]
+    assert opened["width"] >= 300 and opened["height"] >= closed["height"] - 2, (closed, opened)
+    assert float(reads["open_scale"]) >= 20  # 16 programs, 20 px or more each
+
+
+def test_ttir_lines_wrap_and_clicks_still_map_to_python(server, trace, tmp_path):
+    """TTIR lines are long (types and locations): wrapped by default, they fit the panel; unwrapped (the
+    toggle) they scroll sideways. Clicking a wrapped TTIR line still highlights its Python line."""
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    ttir_text = t.connection.execute("SELECT ttir FROM kernels WHERE id = ?", (launch["kernel"],)).fetchone()[0]
+    assert max(len(line) for line in ttir_text.splitlines()) > 100
+    load = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.load")
+    reads = drive(server, [{"read": ["wrap", "#ttir", "data-wrap"]},
+                           {"measure": ["wrapped", "#ttir .cm-scroller"]},
+                           {"click_code_line": ["ttir", load["ttir_line"]]},
+                           {"read": ["py", "#py", "data-lines"]},
+                           {"click": "#ttir-wrap"},
+                           {"read": ["unwrap", "#ttir", "data-wrap"]},
+                           {"measure": ["unwrapped", "#ttir .cm-scroller"]},
+                           {"reload": 1},  # the choice is kept
+                           {"read": ["reloaded", "#ttir", "data-wrap"]}], tmp_path)
+    assert reads["wrap"] == "1" and reads["wrapped"]["scrollWidth"] <= reads["wrapped"]["clientWidth"]
+    assert reads["py"] == str(load["line"])
+    assert reads["unwrap"] == "" and reads["unwrapped"]["scrollWidth"] > reads["unwrapped"]["clientWidth"]
+    assert reads["reloaded"] == ""
+
+
+def test_finding_links_launch_times_and_values_on_hover(server, trace, tmp_path):
+    """The findings list links each program a finding names, and a race's other access (that program, at
+    that op); launches show their time; hovering an element of the op's view names its values before and
+    after the launch (the trace's contents, read here with numpy)."""
+    import numpy as np
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    fs = launch["findings"]
+    race = next(i for i, f in enumerate(fs) if f["kind"] == "data-race")
+    other = fs[race]["other"]
+    pid = other["programs"]["first"][-1]
+    x_before, x_after = t.contents(1, 0, "before"), t.contents(1, 0, "after")
+    reads = drive(server, [
+        {"read": ["launch_text", "#launches li[data-launch='1']", "text"]},
+        {"click": f"#findings a.goto[data-finding='{race}'][data-side='1'][data-pid='{','.join(map(str, pid))}']"},
+        {"read": ["grid", "#grid", "data-selected"]},
+        {"read": ["site", "#ops tr.selected", "data-site"]},
+        {"click": "#findings li[data-finding='0']"},  # the load of x, program 15
+        # Element 1500 of x (row 15, column 0: loaded by program 15).
+        {"hover_cell": [".heatmap", 15, 0]},
+        {"read": ["hover", "#hover", "text"]},
+    ], tmp_path)
+    ms = launch["seconds"] * 1e3
+    assert (f"{ms:.1f} ms" if 1 <= ms < 1000 else "s") in reads["launch_text"], (reads["launch_text"], ms)
+    assert reads["grid"] == ",".join(map(str, pid))
+    site = next(s for s in t.sites[launch["kernel"]] if s["site"] == int(reads["site"]))
+    assert site["ttir_line"] == other["ttir"]["line"] and site["op"] == other["op"]
+    hover = reads["hover"]
+    m = re.search(r"element 1500: .* · before (\S+) · after (\S+)$", hover)
+    assert m, hover
+    assert np.isclose(float(m.group(1)), x_before[1500], rtol=1e-5)
+    assert np.isclose(float(m.group(2)), x_after[1500], rtol=1e-5)

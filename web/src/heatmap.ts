@@ -71,6 +71,9 @@ export class Heatmap {
   private ox = 0; // pan offset, pixels
   private oy = 0;
   private drag: { x: number; y: number; ox: number; oy: number } | null = null;
+  // The view show() / fit() / focusMarks() chose, redone when the canvas is resized; null once the user
+  // zoomed or panned (their view stays).
+  private auto: "show" | "fit" | "focus" | null = null;
   onHover: (offset: number | null, ev: MouseEvent) => void = () => {};
   onClick: (offset: number) => void = () => {};
 
@@ -79,7 +82,12 @@ export class Heatmap {
     this.canvas.className = "heatmap";
     this.canvas.tabIndex = 0;
     parent.appendChild(this.canvas);
-    new ResizeObserver(() => this.draw()).observe(parent);
+    new ResizeObserver(() => {
+      if (this.auto === "show") this.autoView();
+      else if (this.auto === "fit") this.fit();
+      else if (this.auto === "focus") this.focusMarks();
+      else this.draw();
+    }).observe(parent);
     this.canvas.addEventListener("wheel", (e) => {
       e.preventDefault();
       const f = e.deltaY < 0 ? 1.25 : 0.8;
@@ -88,6 +96,7 @@ export class Heatmap {
       this.ox = mx - (mx - this.ox) * f;
       this.oy = my - (my - this.oy) * f;
       this.scale = Math.min(64, Math.max(0.05, this.scale * f));
+      this.auto = null;
       this.draw();
     });
     this.canvas.addEventListener("mousedown", (e) => (this.drag = { x: e.clientX, y: e.clientY, ox: this.ox, oy: this.oy }));
@@ -102,6 +111,7 @@ export class Heatmap {
       if (this.drag) {
         this.ox = this.drag.ox + e.clientX - this.drag.x;
         this.oy = this.drag.oy + e.clientY - this.drag.y;
+        this.auto = null;
         this.draw();
       }
       this.onHover(this.offsetAt(e), e);
@@ -125,18 +135,31 @@ export class Heatmap {
     return row * this.model.width + col;
   }
 
-  /// Show `model`: fitted to the canvas, or zoomed to its marks when the fitted cells are too small.
-  show(model: HeatmapModel | null) {
+  /// Show `model`: fitted to the canvas, or zoomed to its marks when the fitted cells are too small. With
+  /// `keepView` (the same tensor in another colouring) the zoom and pan stay as they are.
+  show(model: HeatmapModel | null, keepView = false) {
+    const same = keepView && model && this.model && model.width === this.model.width && model.elements === this.model.elements;
     this.model = model;
     const marked = model ? [...model.marks.keys()] : [];
     this.canvas.dataset.marked = runs(marked);
     this.canvas.dataset.outside = model ? runs(marked.filter((o) => o < 0 || o >= model.elements)) : "";
+    if (same) return this.draw();
+    this.autoView();
+  }
+
+  private autoView() {
     this.fit(false);
-    if (this.scale < READABLE_CELL) this.focusMarks();
+    if (this.scale < READABLE_CELL && this.focusMarks()) {
+      this.auto = "show";
+      return;
+    }
+    this.auto = "show";
+    this.draw();
   }
 
   /// The whole tensor (and the out-of-bounds rows past its edges) in the canvas.
   fit(redraw = true) {
+    this.auto = "fit";
     const m = this.model;
     const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
     if (m && w && h) {
@@ -183,6 +206,7 @@ export class Heatmap {
       (c1 = c0 + vw), (r1 = r0 + vh);
     }
     this.scale = s;
+    this.auto = "focus";
     this.ox = Math.round(w / 2 - ((c0 + c1) / 2) * s);
     this.oy = Math.round(h / 2 - ((r0 + r1) / 2) * s);
     this.draw();

@@ -147,12 +147,17 @@ function renderLaunches() {
     .map(
       (l) => `<li data-launch="${l.id}" class="${state.launch?.id === l.id ? "selected" : ""}">
         <span class="name">${l.id}. ${esc(l.name)}</span>
-        <span class="muted">grid ${l.grid.join("×")}</span>
+        <span class="muted">grid ${l.grid.join("×")} · ${fmtSeconds(l.seconds)}</span>
         ${l.findings ? `<span class="badge bad">${l.findings}</span>` : `<span class="badge ok">0</span>`}
         ${l.error ? `<span class="badge bad" title="${esc(l.error)}">error</span>` : ""}</li>`,
     )
     .join("");
   ul.querySelectorAll("li").forEach((li) => li.addEventListener("click", () => selectLaunch(Number(li.dataset.launch))));
+}
+
+/// A launch's wall time on tilescope (the trace's `seconds`), in s, ms or µs.
+function fmtSeconds(t: number): string {
+  return t >= 1 ? `${t.toFixed(2)} s` : t >= 1e-3 ? `${(t * 1e3).toFixed(1)} ms` : `${Math.round(t * 1e6)} µs`;
 }
 
 function renderFindings() {
@@ -163,12 +168,22 @@ function renderFindings() {
         .map(
           (f, i) => `<li data-finding="${i}"><span class="kind">${esc(f.kind)}</span>
             <span class="muted">${esc(base(f.file))}:${f.line}</span><div class="summary">${esc(f.summary)}</div>
+            ${findingLinks(f, i)}
             ${f.hint ? `<div class="hint">${esc(f.hint)}</div>` : ""}</li>`,
         )
         .join("")
     : `<li class="muted">no findings in this launch</li>`;
   ul.querySelectorAll("li[data-finding]").forEach((li) =>
     li.addEventListener("click", () => selectFinding(state.launch!.findings[Number((li as HTMLElement).dataset.finding)])),
+  );
+  // A program link: that program and the op of its side (a race's other access: `other`).
+  ul.querySelectorAll<HTMLElement>("a.goto").forEach((a) =>
+    a.addEventListener("click", (e) => {
+      e.stopPropagation();
+      const f = state.launch!.findings[Number(a.dataset.finding)];
+      const pid = a.dataset.pid!.split(",").map(Number) as Pid;
+      selectProgram(pid, a.dataset.side === "1" && f.other ? f.other.ttir.line : f.ttir.line);
+    }),
   );
 }
 
@@ -309,6 +324,21 @@ function renderGridLegend(s: number) {
 }
 
 /// A finding: its first program, the op at its site, and (for two-sided races) nothing more.
+/// The programs a finding names (its first few), each a link to that program at the finding's op; for a
+/// race also those of its other access, at that op.
+function findingLinks(f: Finding, i: number): string {
+  const link = (p: Pid, side: number) =>
+    `<a class="goto" data-finding="${i}" data-side="${side}" data-pid="${p.join(",")}" title="select this program and the op">(${p.join(", ")})</a>`;
+  const more = (n: number, shown: number) => (n > shown ? ` <span class="muted">+${n - shown} more</span>` : "");
+  let out = `<div class="programs">programs ${f.programs.first.map((p) => link(p, 0)).join(" ")}${more(f.programs.count, f.programs.first.length)}`;
+  if (f.other)
+    out += `<br />other access (${esc(f.other.op)}, line ${f.other.line}): ${f.other.programs.first.map((p) => link(p, 1)).join(" ")}${more(
+      f.other.programs.count,
+      f.other.programs.first.length,
+    )}`;
+  return out + "</div>";
+}
+
 async function selectFinding(f: Finding) {
   const pid = f.programs.first[0] ?? [0, 0, 0];
   await selectProgram(pid, f.ttir.line);
@@ -442,7 +472,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     dots
       .map(
         (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
-        <td>${d.line}</td><td class="text">${esc(d.var)}</td><td class="text">[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted text">values: step by step along K</td></tr>`,
+        <td>${d.line}</td><td class="text">${esc(d.var)}</td><td colspan="4" class="muted text">M × N × K ${d.dot!.join(" × ")}: values step by step along K</td></tr>`,
       )
       .join(""),
   );
@@ -579,6 +609,8 @@ async function selectDot(site: number) {
   ttir.highlight([s.ttir_line]);
   $("heat-host").hidden = true;
   $("zoom").hidden = true;
+  $("legend").hidden = true;
+  $("hist").hidden = true;
   $("dot-view").hidden = false;
   $("modes").hidden = true;
   $("tensor-title").textContent = `${s.op} [${s.dot!.join(" × ")}] in program (${state.pid.join(", ")})`;
@@ -838,6 +870,29 @@ function sliceFor(arg: Arg, first: number | undefined) {
   };
 }
 
+let lastView = "";
+const loadingContents = new Set<string>();
+
+/// Element o's values before and after the launch, for the hover of the op and count views: " · before
+/// X · after Y". The contents are fetched on the first hover of an argument (not with every op: they may
+/// be large), and named once they are here.
+function phaseValues(arg: Arg, dtype: string, o: number): string {
+  let out = "";
+  for (const phase of ["before", "after"] as const) {
+    const key = `${state.launch!.id}/${arg.index}/${phase}`;
+    if (!state.contents.has(key)) {
+      if (!loadingContents.has(key)) {
+        loadingContents.add(key);
+        contentsOf(arg, phase).finally(() => loadingContents.delete(key));
+      }
+      continue;
+    }
+    const v = state.contents.get(key);
+    if (v && o < v.byteLength / elemBytes(dtype)) out += ` · ${phase} ${formatValue(valueAt(v, dtype, o))}`;
+  }
+  return out;
+}
+
 async function renderTensor() {
   $("slice").hidden = true;
   $("heat-host").hidden = false;
@@ -937,7 +992,10 @@ async function renderTensor() {
     memOf = sl.memOf;
     if (outside) $("tensor-title").textContent += ` · ${outside} out-of-bounds element(s) of this op, outside every slice`;
   }
-  heat.show(model);
+  // The same op's tensor in another mode keeps the zoom and pan the user had (or the op's focus).
+  const viewKey = `${l.id}/${pidKey(state.pid)}/${state.access}/${model.width}/${model.elements}/${JSON.stringify(state.slice?.idx ?? null)}`;
+  heat.show(model, viewKey === lastView);
+  lastView = viewKey;
   heat.canvas.dataset.uninit = state.mode === "op" ? runs(uninit) : "";
   renderLegend($("legend"), state.mode === "op");
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
@@ -951,6 +1009,7 @@ async function renderTensor() {
     else if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
     if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
+    else if (o >= 0 && o < elements) text += phaseValues(arg, dtype, o);
     $("hover").textContent = text;
   };
   heat.onClick = async (ci) => {

@@ -16,7 +16,9 @@
 // scroll sizes: {x, y, width, height, clientWidth, clientHeight, scrollWidth, scrollHeight}), {"pixels":
 // [NAME, CSS, "#rrggbb"]} (a canvas's drawn pixels of that colour, each channel within 3: {count, box:
 // [x0, y0, x1, y1] in CSS pixels from its corner, or null, run: the median length in CSS pixels of the
-// horizontal runs of them}).
+// horizontal runs of them}), {"hover": [CSS, X, Y]} (the mouse to X, Y CSS pixels from the element's
+// corner; once more when the requests it started are answered), {"hover_cell": [CSS, ROW, COL]} (the same,
+// at the middle of a heatmap's cell, from its data-origin and data-scale).
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -81,6 +83,22 @@ try {
       const box = await page.locator(css).first().boundingBox();
       await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
       for (let i = 0; i < (times ?? 1); i++) await page.mouse.wheel(0, dy);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    } else if (step.hover || step.hover_cell) {
+      let [css, x, y] = step.hover ?? step.hover_cell;
+      if (step.hover_cell) {
+        await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        const [ox, oy, s] = await page.evaluate((c) => {
+          const e = document.querySelector(c);
+          return [...e.dataset.origin.split(",").map(Number), Number(e.dataset.scale)];
+        }, css);
+        [x, y] = [ox + (y + 0.5) * s, oy + (x + 0.5) * s]; // ROW, COL given as x, y
+      }
+      const box = await page.locator(css).first().boundingBox();
+      await page.mouse.move(box.x + x, box.y + y);
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.mouse.move(box.x + x + 0.25, box.y + y);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     } else if (step.measure) {
       const [name, css] = step.measure;
