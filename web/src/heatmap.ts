@@ -56,7 +56,7 @@ export function runs(offsets: Iterable<number>): string {
 /// CSS pixels per cell under which cells are too small to see or hover one by one.
 export const READABLE_CELL = 12;
 /// The size an op's marks are zoomed to when they do not all fit at READABLE_CELL or more.
-const FOCUS_CELL = 16;
+const FOCUS_CELL = 14;
 
 /// The start of a window of `v` cells that shows cell `a` and as much of [lo, hi) as it can.
 function windowStart(lo: number, hi: number, a: number, v: number): number {
