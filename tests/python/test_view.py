@@ -542,12 +542,16 @@ def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
                           {"read": ["scale", ".heatmap", "data-scale"]},
                           {"pixels": ["red", ".heatmap", OOB_RED]},
                           {"pixels": ["blue", ".heatmap", LOAD_BLUE]},
+                          {"read": ["in_view", ".heatmap", "data-in-view"]},
+                          {"read": ["zoom_info", "#zoom-info", "text"]},
                           {"screenshot": "view-wide-zoomed"},
                           {"wheel": [".heatmap", 100, 3]},
                           {"read": ["wheeled", ".heatmap", "data-scale"]},
                           {"key": "f"},
                           {"read": ["whole", ".heatmap", "data-scale"]},
                           {"pixels": ["red_whole", ".heatmap", OOB_RED]},
+                          {"read": ["in_view_whole", ".heatmap", "data-in-view"]},
+                          {"read": ["zoom_info_whole", "#zoom-info", "text"]},
                           {"key": "z"},
                           {"read": ["again", ".heatmap", "data-scale"]}], tmp_path)
     pid = int(reads["grid"].split(",")[0])
@@ -562,6 +566,10 @@ def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
     # Whole, a cell is a tenth of a pixel: less red than one readable cell shows (what the zoom is for).
     assert float(reads["whole"]) < 1 and reads["red_whole"]["count"] < 12 * 12, reads["red_whole"]
     assert float(reads["again"]) == float(reads["scale"])
+    # 320 marked cells (5 rows of 64); zoomed, the page says how many are on screen; whole, all of them.
+    in_view = int(reads["in_view"])
+    assert 0 < in_view < 320 and reads["zoom_info"] == f"{in_view} of 320 marked in view"
+    assert reads["in_view_whole"] == "320" and reads["zoom_info_whole"] == ""
 
 
 NEIGHBOURS = """

@@ -10,7 +10,8 @@
 // For tests and tools the canvas element carries what it shows: data-marked (the marked offsets as
 // "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs), data-scale
 // (CSS pixels per cell), data-origin ("x,y": where the cell of row 0, column 0 is drawn; rows of
-// out-of-bounds lanes before the tensor come above it, data-above of them).
+// out-of-bounds lanes before the tensor come above it, data-above of them), data-in-view (how many marked
+// cells are on screen).
 
 export interface Mark {
   color: string;
@@ -76,6 +77,8 @@ export class Heatmap {
   private auto: "show" | "fit" | "focus" | null = null;
   onHover: (offset: number | null, ev: MouseEvent) => void = () => {};
   onClick: (offset: number) => void = () => {};
+  /// After each drawing: how many of the marked cells are on screen, of how many.
+  onView: (inView: number, marked: number) => void = () => {};
 
   constructor(parent: HTMLElement) {
     this.canvas = document.createElement("canvas");
@@ -227,7 +230,7 @@ export class Heatmap {
     c.dataset.scale = m ? String(this.scale) : "";
     c.dataset.origin = m ? `${this.ox},${this.oy + this.rowsAbove() * this.scale}` : "";
     c.dataset.above = m ? String(this.rowsAbove()) : "";
-    if (!m) return;
+    if (!m) return this.onView(0, 0);
     const s = this.scale, above = this.rowsAbove();
     const rows = Math.ceil(m.elements / m.width);
     // Visible cell range only: large tensors draw in time proportional to the view.
@@ -263,11 +266,16 @@ export class Heatmap {
       g.putImageData(img, Math.floor(x0 * dpr), Math.floor(y0 * dpr));
       g.setTransform(dpr, 0, 0, dpr, 0, 0);
     }
+    let inView = 0;
     for (const [o, mark] of m.marks) {
       const r = Math.floor(o / m.width), col = ((o % m.width) + m.width) % m.width;
+      const x = this.ox + col * s, y = this.oy + (r + above) * s;
       g.fillStyle = o < 0 || o >= m.elements ? "#e5484d" : mark.color;
-      g.fillRect(this.ox + col * s, this.oy + (r + above) * s, Math.max(s, 1), Math.max(s, 1));
+      g.fillRect(x, y, Math.max(s, 1), Math.max(s, 1));
+      if (x + s > 0 && x < p.clientWidth && y + s > 0 && y < p.clientHeight) inView++;
     }
+    c.dataset.inView = String(inView);
+    this.onView(inView, m.marks.size);
     // The tensor's edge.
     g.strokeStyle = style.getPropertyValue("--fg").trim() || "#000";
     g.lineWidth = 1;

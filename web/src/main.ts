@@ -79,7 +79,8 @@ app.innerHTML = `
           <button data-mode="after" title="values after the launch">after</button>
           <a id="npy" class="button" hidden download title="the argument's values as a .npy file">.npy</a>
         </span></h2>
-      <div class="heat-host" id="heat-host"></div>
+      <div class="heat-host" id="heat-host"><span id="zoom" class="zoom"><span id="zoom-info" class="muted"></span><button id="zoom-op" title="zoom to the elements this op touched (z)">zoom to op</button>
+          <button id="zoom-fit" title="the whole tensor (f)">whole tensor</button></span></div>
       <div id="dot-view" class="dot-view" hidden>
         <div class="dot-controls"><button id="dot-prev" title="previous step along K (,)">◀</button>
           <input id="dot-step" type="range" min="0" value="0" /><button id="dot-next" title="next step along K (.)">▶</button>
@@ -93,8 +94,6 @@ app.innerHTML = `
       </div>
       <div id="legend" class="legend" hidden></div>
       <div class="under-map"><div id="hover" class="hover muted">hover an element</div>
-        <span id="zoom" class="zoom"><button id="zoom-op" title="zoom to the elements this op touched (z)">zoom to op</button>
-          <button id="zoom-fit" title="the whole tensor (f)">whole tensor</button></span>
         <canvas id="hist" class="hist" width="240" height="58" hidden title="histogram of the values (64 bins, min to max) over the colour scale"></canvas></div>
     </div>
   </section>
@@ -608,7 +607,6 @@ async function selectDot(site: number) {
   await showSource(s.file, [s.line]);
   ttir.highlight([s.ttir_line]);
   $("heat-host").hidden = true;
-  $("zoom").hidden = true;
   $("legend").hidden = true;
   $("hist").hidden = true;
   $("dot-view").hidden = false;
@@ -896,7 +894,6 @@ function phaseValues(arg: Arg, dtype: string, o: number): string {
 async function renderTensor() {
   $("slice").hidden = true;
   $("heat-host").hidden = false;
-  $("zoom").hidden = false;
   $("dot-view").hidden = true;
   $("modes").hidden = false;
   const p = state.program, l = state.launch;
@@ -1025,6 +1022,10 @@ async function renderTensor() {
   };
 }
 
+// Whether the op's marked elements are all on screen: "64 of 320 marked in view" when some are not.
+heat.onView = (inView, marked) => {
+  $("zoom-info").textContent = marked && inView < marked ? `${inView} of ${marked} marked in view` : "";
+};
 $("zoom-op").addEventListener("click", () => heat.focusMarks());
 $("zoom-fit").addEventListener("click", () => heat.fit());
 
