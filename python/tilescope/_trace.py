@@ -68,6 +68,18 @@ class Trace:
             keep &= fp["side"] == side
         return sorted({tuple(int(v) for v in p) for p in fp["pid"][keep]})
 
+    def program_ns(self, launch: int):
+        """Every program's wall time on tilescope in nanoseconds, as a numpy int64 array by linear id
+        x + gx * (y + gy * z) (the table program_times); None when the trace has none for the launch (the
+        budget dropped it, the grid had more than 2^22 programs, or an older tilescope wrote the trace)."""
+        import numpy as np
+
+        if not self.connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'program_times'").fetchone():
+            return None
+        row = self.connection.execute("SELECT ns FROM program_times WHERE launch = ?", (launch,)).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype="<i8").astype(np.int64)
+
     def element_counts(self, launch: int, arg: int):
         """(loads, stores) per element of argument `arg` of launch `launch`, over all programs."""
         import numpy as np

@@ -103,6 +103,10 @@ def test_every_launch_of_every_process_is_recorded(traced):
     assert t.launches[0]["started"] <= t.launches[0]["ended"]
     assert t.sources[prog] == open(prog).read()
     assert t.launches[0]["dropped"] == {} and t.launches[0]["detail_stride"] == 1
+    # Every program's wall time, by linear id: GRID programs, each of which ran.
+    for launch in t.launches:
+        ns = t.program_ns(launch["id"])
+        assert ns is not None and len(ns) == GRID and (ns > 0).all(), (launch["id"], ns)
 
 
 def test_accesses_of_a_masked_vector_add(traced):
@@ -248,6 +252,8 @@ def test_budget_drops_inputs_and_replay_says_so(tmp_path):
                        str(prog), "--child"], tmp_path)
     t = tilescope.load_trace(tmp_path / "zero.tstrace")
     assert t.meta["budget"] == "0" and t.launches[0]["detail_stride"] == 0 and len(t.launches) == 2
+    # Nor the programs' times (8 bytes a program: GRID of them).
+    assert t.program_ns(1) is None and t.launches[0]["dropped"]["program_times"] >= 8 * GRID
     p = tilescope_cli(["sanitize", "--trace", "neg.tstrace", "--trace-budget", "-5", "--", "true"], tmp_path)
     assert p.returncode == 2 and "'-5' is not a size" in p.stderr, p.stderr
     p = tilescope_cli(["sanitize", "--trace", str(tmp_path), "--", "true"], tmp_path)

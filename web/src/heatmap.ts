@@ -55,7 +55,7 @@ export function runs(offsets: Iterable<number>): string {
 }
 
 /// CSS pixels per cell under which cells are too small to see or hover one by one.
-export const READABLE_CELL = 12;
+export const READABLE_CELL = 8;
 /// The size an op's marks are zoomed to when they do not all fit at READABLE_CELL or more.
 const FOCUS_CELL = 14;
 

@@ -18,6 +18,7 @@ const state = {
   launch: null as Launch | null,
   programs: null as Programs | null,
   bytes: null as Map<string, number> | null, // per program, fetched when the map is coloured by bytes
+  times: undefined as number[] | null | undefined, // ns by linear id, fetched for colouring by time (null: none)
   pid: [0, 0, 0] as Pid,
   program: null as Program | null,
   access: -1, // index into program.accesses
@@ -61,7 +62,7 @@ app.innerHTML = `
   <section class="center">
     <div class="panel" id="grid-panel">
       <h2>Programs <span id="grid-info" class="muted one-line"></span>
-        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option></select></label></h2>
+        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option><option value="time">time</option></select></label></h2>
       <div class="grid-host"><canvas id="grid" tabindex="0"></canvas></div>
       <div id="grid-legend" class="legend" hidden></div>
     </div>
@@ -285,6 +286,7 @@ async function selectLaunch(id: number) {
     state.launch = launch;
     state.programs = programs;
     state.bytes = null;
+    state.times = undefined;
     state.access = -1;
     renderLaunches();
     renderFindings();
@@ -294,8 +296,9 @@ async function selectLaunch(id: number) {
       s === 0 ? "none" : s === 1 ? "all" : `1 in ${s}`
     }${s === 1 ? "" : " (the trace's budget)"}`;
     $("grid-info").title = $("grid-info").textContent;
-    renderGridLegend(s);
+    renderGridLegend(s, ($("color-by") as HTMLSelectElement).value);
     if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes();
+    if (($("color-by") as HTMLSelectElement).value === "time") await loadTimes();
     if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
     ttir.setText(state.ttir.get(launch.kernel_id)!);
     $("ttir-file").textContent = launch.name;
@@ -309,12 +312,22 @@ async function selectLaunch(id: number) {
   }
 }
 
-/// The map's colours, when the budget kept the detail of some programs only (stride s: 1 in s; 0: none).
-function renderGridLegend(s: number) {
+/// The map's colours: by time, its scale (maxNs: the longest program; null: the trace has no times);
+/// by findings, when the budget kept the detail of some programs only (stride s: 1 in s; 0: none).
+function renderGridLegend(s: number, by: string, maxNs?: number | null) {
   const host = $("grid-legend");
-  host.hidden = s === 1;
   const item = (colour: string, text: string, title: string) =>
     `<span class="legend-item" title="${title}"><span class="swatch" style="background:${colour}"></span>${text}</span>`;
+  if (by === "time") {
+    host.hidden = maxNs === undefined;
+    host.innerHTML =
+      maxNs === null || maxNs === undefined
+        ? "this trace has no program times (dropped by its budget, or written by an older tilescope)"
+        : item("rgba(245,158,11,0.1)", "0", "no time") +
+          item("rgba(245,158,11,1)", `${fmtSeconds(maxNs / 1e9)}: the longest program`, "wall time of each program on tilescope (CPU), not a GPU's");
+    return;
+  }
+  host.hidden = s === 1 || by !== "findings";
   host.innerHTML =
     item("#e5484d", "finding", "a program a finding involves; its accesses are recorded") +
     item("rgba(229,72,77,0.4)", "finding, detail not kept", "a program a finding involves whose accesses the trace's budget did not keep") +
@@ -379,19 +392,37 @@ async function loadBytes() {
   state.bytes = new Map((r.programs ?? []).map((p) => [pidKey(p.pid), p.bytes]));
 }
 
+async function loadTimes() {
+  const l = state.launch;
+  if (!l || state.times !== undefined) return;
+  const r = await api.programs(l.id, false, true);
+  if (state.launch?.id === l.id) state.times = r.times_ns ?? null;
+}
+
 const gridMap = new GridMap($<HTMLCanvasElement>("grid"));
 
 function drawGrid() {
   const l = state.launch;
   if (!l || !state.programs) return gridMap.clear();
   const lay = gridLayout(l);
-  const byBytes = ($("color-by") as HTMLSelectElement).value === "bytes" && state.bytes;
-  const maxBytes = byBytes ? Math.max(1, ...state.bytes!.values()) : 1;
+  const by = ($("color-by") as HTMLSelectElement).value;
+  const byBytes = by === "bytes" && state.bytes;
+  let maxBytes = 1;
+  if (byBytes) for (const b of state.bytes!.values()) maxBytes = Math.max(maxBytes, b);
+  // By time: orange, darker for longer, from the trace's per-program wall times.
+  const times = by === "time" ? state.times : undefined;
+  const byTime = !!times;
+  let maxTime = 1, hottest = -1;
+  if (times) times.forEach((t, i) => t > maxTime && ((maxTime = t), (hottest = i)));
+  const linear = (p: Pid) => p[0] + l.grid[0] * (p[1] + l.grid[1] * p[2]);
+  const grid = $("grid");
+  grid.dataset.hottest = byTime ? String(hottest) : "";
+  renderGridLegend(state.programs.detail_stride, by, byTime ? maxTime : by === "time" ? null : undefined);
   const css = getComputedStyle(document.documentElement);
   const empty = css.getPropertyValue("--cell").trim();
   const programs = state.programs;
   gridMap.draw({
-    key: `${l.id}|${byBytes ? "bytes" : "findings"}|${empty}|${css.getPropertyValue("--fg").trim()}`,
+    key: `${l.id}|${byBytes ? "bytes" : byTime ? "time" : "findings"}|${empty}|${css.getPropertyValue("--fg").trim()}`,
     cols: lay.cols,
     rows: lay.rows,
     grid: l.grid,
@@ -400,6 +431,7 @@ function drawGrid() {
     colour: (pid) => {
       const k = pidKey(pid);
       // A program named by a finding: red, pale when the budget kept no detail of it (no ops to show).
+      if (byTime) return { css: `rgba(245,158,11,${0.1 + (0.9 * (times![linear(pid)] ?? 0)) / maxTime})`, flagged: false };
       if (!byBytes && programs.findings[k]) return { css: sampled(l, pid) ? "#e5484d" : "rgba(229,72,77,0.4)", flagged: true };
       if (byBytes && state.bytes!.has(k)) return { css: `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`, flagged: false };
       if (!byBytes && sampled(l, pid)) return { css: "rgba(59,130,246,0.45)", flagged: false };
@@ -421,6 +453,7 @@ $<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
 });
 $("color-by").addEventListener("change", async () => {
   if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes().catch(showError);
+  if (($("color-by") as HTMLSelectElement).value === "time") await loadTimes().catch(showError);
   drawGrid();
 });
 new ResizeObserver(drawGrid).observe($("grid").parentElement!);
@@ -441,7 +474,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
   if (!l) return;
   state.pid = pid;
   drawGrid();
-  $("pid").textContent = `(${pid.join(", ")})`;
+  const ns = state.times?.[pid[0] + l.grid[0] * (pid[1] + l.grid[1] * pid[2])];
+  $("pid").textContent = `(${pid.join(", ")})${ns !== undefined ? ` · ${fmtSeconds(ns / 1e9)}` : ""}`;
   const generation = ++state.generation;
   try {
     const program = await api.program(l.id, pid);

@@ -5,7 +5,7 @@
 //   node web/tests/drive.mjs SCRIPT.json   ->   stdout: JSON {"reads": {...}, "console_errors": [...]}
 //
 // SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
-// STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
+// STEP one of {"click": CSS}, {"click_at": [CSS, X, Y]} (X, Y CSS pixels from its corner), {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
 // {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE, MS?]} (until the
 // attribute equals VALUE; 10 s unless MS), {"wait_selector": [CSS, MS?]} (until CSS matches), {"reload": 1}
 // (the page again, until it is ready), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"read_all":
@@ -39,6 +39,7 @@ try {
   await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
   for (const step of script.steps) {
     if (step.click) await page.click(step.click);
+    else if (step.click_at) await page.click(step.click_at[0], { position: { x: step.click_at[1], y: step.click_at[2] } });
     else if (step.click_text) await page.locator(step.click_text[0], { hasText: step.click_text[1] }).first().click();
     else if (step.click_code_line) {
       const [panel, line] = step.click_code_line;
