@@ -33,6 +33,10 @@ class Trace:
     sites: dict = field(default_factory=dict)  # kernel id -> list of site dicts, by site index
     findings: list = field(default_factory=list)  # every launch's findings (report JSON), with "launch"
     accesses: dict = field(default_factory=dict)  # column -> numpy array; "runs", "oob_runs": lists of (k, 2) arrays
+    # Every program of every race and uninitialized-read finding (the table finding_programs): column ->
+    # numpy array (launch, finding, side, pid (n x 3), seq); "runs": a list of (k, 2) arrays. Empty for a
+    # trace written before the table existed, and for a launch whose dropped["finding_programs"] is set.
+    finding_programs: dict = field(default_factory=dict)
     loops: dict = field(default_factory=dict)  # column -> numpy array
     site_stats: dict = field(default_factory=dict)  # column -> numpy array
     sources: dict = field(default_factory=dict)  # path -> text (the latest recorded content)
@@ -51,6 +55,30 @@ class Trace:
         if len(runs) == 0:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([np.arange(s, s + n, dtype=np.int64) for s, n in runs])
+
+    def programs_of(self, launch: int, finding: int, side: int | None = None) -> list:
+        """The programs, as sorted (x, y, z) tuples, that finding `finding` (an index into launch `launch`'s
+        findings) involves, from finding_programs: every program, where the finding's JSON names only its
+        first five. `side` 0 or 1 keeps one side of a race (0: the finding's op, 1: its other access). Only
+        races and uninitialized reads record them: an empty list for other kinds, and when the budget
+        dropped the table (the launch's dropped["finding_programs"])."""
+        fp = self.finding_programs
+        keep = (fp["launch"] == launch) & (fp["finding"] == finding)
+        if side is not None:
+            keep &= fp["side"] == side
+        return sorted({tuple(int(v) for v in p) for p in fp["pid"][keep]})
+
+    def program_ns(self, launch: int):
+        """Every program's wall time on tilescope in nanoseconds, as a numpy int64 array by linear id
+        x + gx * (y + gy * z) (the table program_times); None when the trace has none for the launch (the
+        budget dropped it, the grid had more than 2^22 programs, or an older tilescope wrote the trace)."""
+        import numpy as np
+
+        if not self.connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'program_times'").fetchone():
+            return None
+        row = self.connection.execute("SELECT ns FROM program_times WHERE launch = ?", (launch,)).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype="<i8").astype(np.int64)
 
     def element_counts(self, launch: int, arg: int):
         """(loads, stores) per element of argument `arg` of launch `launch`, over all programs."""
@@ -188,6 +216,15 @@ def load_trace(path) -> Trace:
                                      axis=1) if rows else np.zeros((0, 3), dtype=np.int64)
         t.accesses["runs"] = [np.frombuffer(r[-2], dtype="<i8").reshape(-1, 2) for r in rows]
         t.accesses["oob_runs"] = [np.frombuffer(r[-1], dtype="<i8").reshape(-1, 2) for r in rows]
+        fcols = ("launch", "finding", "side", "pid_x", "pid_y", "pid_z", "seq")
+        has_fp = con.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'finding_programs'").fetchone()
+        rows = con.execute(f"SELECT {', '.join(fcols)}, runs FROM finding_programs ORDER BY launch, finding, side, "
+                           "pid_z, pid_y, pid_x, seq").fetchall() if has_fp else []
+        t.finding_programs = _columns(np, fcols, [r[:-1] for r in rows])
+        xyz = [t.finding_programs.pop(c) for c in ("pid_x", "pid_y", "pid_z")]
+        t.finding_programs["pid"] = np.stack(xyz, axis=1) if rows else np.zeros((0, 3), dtype=np.int64)
+        t.finding_programs["runs"] = [np.frombuffer(r[-1], dtype="<i8").reshape(-1, 2) for r in rows]
         lcols = ("launch", "site", "pid_x", "pid_y", "pid_z", "executions", "trips")
         t.loops = _columns(np, lcols, con.execute(f"SELECT {', '.join(lcols)} FROM loops ORDER BY rowid").fetchall())
         scols2 = ("launch", "site", "executions", "lanes", "active", "oob", "bytes")

@@ -85,8 +85,10 @@ std::vector<server::Route> routes(const trace::Query& q) {
        }},
       {"GET", "/api/launches/{launch}/programs",
        [&q](const Request& r) {
-         return answer(
-             [&] { return Response::json(q.programs(id_of(r, "launch"), r.text("bytes") == "1")); });
+         return answer([&] {
+           return Response::json(
+               q.programs(id_of(r, "launch"), r.text("bytes") == "1", r.text("time") == "1"));
+         });
        }},
       {"GET", "/api/launches/{launch}/programs/{x}/{y}/{z}",
        [&q](const Request& r) {

@@ -43,6 +43,8 @@ struct Query::Impl {
   explicit Impl(const std::string& path) : reader(path), db(path, /*write=*/false) {
     Stmt t(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'finding_programs'");
     finding_programs = t.step();  // traces written before it was added have none
+    Stmt u(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'program_times'");
+    program_times = u.step();
   }
   // First: its checks (format, version, integrity) and their messages come before any query. Also
   // what replays read (values), under its own lock: a replay does not hold up the queries.
@@ -52,6 +54,7 @@ struct Query::Impl {
   std::mutex replay_mu;
   std::vector<std::pair<std::string, json>> recent;  // the latest values answers, newest last
   bool finding_programs = false;                     // the trace has the table
+  bool program_times = false;                        // the trace has the table
 
   void require_launch(int64_t id) {
     Stmt s(db, "SELECT 1 FROM launches WHERE id = ?");
@@ -189,7 +192,7 @@ json Query::launch(int64_t id) const {
   return out;
 }
 
-json Query::programs(int64_t launch, bool with_bytes) const {
+json Query::programs(int64_t launch, bool with_bytes, bool with_times) const {
   std::lock_guard<std::mutex> g(impl_->mu);
   const Db& db = impl_->db;
   Stmt l(db, "SELECT detail_stride, findings, record FROM launches WHERE id = ?");
@@ -268,6 +271,23 @@ json Query::programs(int64_t launch, bool with_bytes) const {
     v = ids;
   }
   out["findings"] = by_pid;
+  if (with_times) {
+    json times = nullptr;
+    if (impl_->program_times) {
+      Stmt t(db, "SELECT ns FROM program_times WHERE launch = ?");
+      t.bind(1, launch);
+      if (t.step()) {
+        const std::span<const std::byte> b = t.bytes(0);
+        times = json::array();
+        for (size_t i = 0; i + 8 <= b.size(); i += 8) {
+          int64_t v = 0;
+          std::memcpy(&v, b.data() + i, 8);  // little-endian, as written (docs/trace-format.md)
+          times.push_back(v);
+        }
+      }
+    }
+    out["times_ns"] = times;
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <limits>
 #include <map>
 
@@ -125,6 +126,8 @@ std::vector<int64_t> ElementCounts::rle() {
 // Recorder
 
 struct Recorder::Program {
+  std::chrono::steady_clock::time_point start;
+  int64_t linear = 0;
   std::unique_ptr<ProgramDetail> detail;  // null: not in the sample (no detail kept)
   std::vector<SiteStats> stats;           // by site
   std::vector<int64_t> seq;               // executions so far, by site
@@ -158,6 +161,7 @@ Recorder::Recorder(const ir::Module& module, int64_t detail_cap)
 exec::Subscription Recorder::on_launch_begin(const exec::LaunchContext& ctx) {
   grid_ = ctx.grid;
   programs_ = ctx.programs;
+  ns_.assign(programs_ <= kMaxTimedPrograms ? static_cast<size_t>(programs_) : 0, 0);
   arg_of_buffer_.assign(ctx.memory->buffers().size(), -1);
   stored_ = std::make_unique<std::atomic<bool>[]>(ctx.memory->buffers().size());
   buffer_host_.clear();
@@ -198,6 +202,8 @@ void* Recorder::on_program_begin(exec::ProgramId pid) {
   p->loads.resize(counts_->size());
   p->stores.resize(counts_->size());
   const int64_t linear = pid[0] + grid_[0] * (pid[1] + grid_[1] * pid[2]);
+  p->linear = linear;
+  p->start = std::chrono::steady_clock::now();
   if (!none_ && linear % stride_.load(std::memory_order_relaxed) == 0) {
     p->detail = std::make_unique<ProgramDetail>();
     p->detail->linear = linear;
@@ -362,6 +368,10 @@ void Recorder::on_op_begin(const exec::OpEvent& e, void* state) {
 
 void Recorder::on_program_end(exec::ProgramId pid, void* state) {
   std::unique_ptr<Program> p(static_cast<Program*>(state));
+  if (p->linear >= 0 && p->linear < static_cast<int64_t>(ns_.size()))
+    ns_[static_cast<size_t>(p->linear)] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - p->start)
+            .count();
   for (size_t a = 0; a < p->loads.size(); ++a) {
     (*counts_)[a].loads.add(p->loads[a]);
     (*counts_)[a].stores.add(p->stores[a]);

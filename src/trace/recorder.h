@@ -119,6 +119,11 @@ class Recorder : public exec::Observer {
   int64_t stride() const { return none_ ? 0 : stride_.load(); }
   int64_t detail_bytes() const { return kept_bytes_; }
   int64_t programs() const { return programs_; }
+  /// Per program, by linear id x + gx * (y + gy * z): nanoseconds of wall time from its start to its end
+  /// on a worker thread (steady clock; a program that waited on others, e.g. on a lock built with
+  /// atomics, counts its wait). Empty for a grid of more than kMaxTimedPrograms programs.
+  const std::vector<int64_t>& program_ns() const { return ns_; }
+  static constexpr int64_t kMaxTimedPrograms = int64_t{1} << 22;
   /// Whether a store or atomic lane of the launch landed in a buffer whose host memory overlaps
   /// [host, host + bytes).
   bool stored_into(const std::byte* host, uint64_t bytes) const;
@@ -148,6 +153,7 @@ class Recorder : public exec::Observer {
   std::vector<std::pair<uintptr_t, uint64_t>> buffer_host_;  // per memory buffer id: host start, bytes
   std::array<int64_t, 3> grid_{1, 1, 1};
   int64_t programs_ = 0;
+  std::vector<int64_t> ns_;  // by linear program id; each program writes only its own element
 
   std::mutex mu_;
   int64_t cap_;

@@ -68,6 +68,7 @@ CREATE TABLE IF NOT EXISTS finding_programs(launch INTEGER NOT NULL, finding INT
   side INTEGER NOT NULL, pid_x INTEGER NOT NULL, pid_y INTEGER NOT NULL, pid_z INTEGER NOT NULL,
   seq INTEGER NOT NULL, runs BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS finding_programs_program ON finding_programs(launch, pid_x, pid_y, pid_z);
+CREATE TABLE IF NOT EXISTS program_times(launch INTEGER PRIMARY KEY, ns BLOB NOT NULL);
 )sql";
 
 std::string fnv1a(std::string_view s) {
@@ -533,6 +534,20 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
                 .bind(7, e.seq)
                 .blob(8, e.runs.data(), e.runs.size() * 8)
                 .run();
+        more += need;
+      }
+    }
+
+    // Every program's wall time (Recorder::program_ns), when it fits what is left.
+    if (const std::vector<int64_t>& ns = recorder->program_ns(); !ns.empty()) {
+      const int64_t need = row_bytes(ns.size());
+      if (used + more + need > budget) {
+        dropped["program_times"] = need;
+      } else {
+        Stmt(db, "INSERT INTO program_times(launch, ns) VALUES (?, ?)")
+            .bind(1, id)
+            .blob(2, ns.data(), ns.size() * 8)
+            .run();
         more += need;
       }
     }

@@ -103,6 +103,10 @@ def test_every_launch_of_every_process_is_recorded(traced):
     assert t.launches[0]["started"] <= t.launches[0]["ended"]
     assert t.sources[prog] == open(prog).read()
     assert t.launches[0]["dropped"] == {} and t.launches[0]["detail_stride"] == 1
+    # Every program's wall time, by linear id: GRID programs, each of which ran.
+    for launch in t.launches:
+        ns = t.program_ns(launch["id"])
+        assert ns is not None and len(ns) == GRID and (ns > 0).all(), (launch["id"], ns)
 
 
 def test_accesses_of_a_masked_vector_add(traced):
@@ -249,6 +253,8 @@ def test_budget_drops_inputs_and_replay_says_so(tmp_path):
                        str(prog), "--child"], tmp_path)
     t = tilescope.load_trace(tmp_path / "zero.tstrace")
     assert t.meta["budget"] == "0" and t.launches[0]["detail_stride"] == 0 and len(t.launches) == 2
+    # Nor the programs' times (8 bytes a program: GRID of them).
+    assert t.program_ns(1) is None and t.launches[0]["dropped"]["program_times"] >= 8 * GRID
     p = tilescope_cli(["sanitize", "--trace", "neg.tstrace", "--trace-budget", "-5", "--", "true"], tmp_path)
     assert p.returncode == 2 and "'-5' is not a size" in p.stderr, p.stderr
     p = tilescope_cli(["sanitize", "--trace", str(tmp_path), "--", "true"], tmp_path)
@@ -431,3 +437,61 @@ def test_launches_of_a_process_that_leaves_through_os_exit(tmp_path, traced_run)
         assert ("no findings (2 launch(es) in 2 process(es); 1 process(es) ended without reporting at exit"
                 in p.stderr), p.stderr
         assert "--trace counts them" in p.stderr, p.stderr
+
+
+RACY = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def racy(out_ptr, copy_ptr):
+    p = tl.program_id(0)
+    dst = tl.where(p % 3 == 0, 0, p)  # programs 0, 3 and 6 all store out[0]; the others out[p]
+    tl.store(out_ptr + dst, p.to(tl.float32))  # MARK-store
+    if p == 7:
+        tl.store(copy_ptr, tl.load(out_ptr + 2))  # MARK-load: program 2 stores out[2]
+
+
+out = torch.zeros(8)
+copy = torch.zeros(1)
+racy[(8,)](out, copy)
+"""
+
+
+def test_finding_programs_of_races(tmp_path):
+    """load_trace's finding_programs: every program of each race, from the kernel above: programs 0, 3
+    and 6 store the same element (a store-store race among exactly those three), and program 7 loads the
+    element program 2 stores (a load-store race between 7 and 2, each on the side of its own op). No
+    other program conflicts with another: the others store distinct elements."""
+    prog = tmp_path / "racy.py"
+    prog.write_text(RACY)
+    p = tilescope_cli(["trace", "--color", "never", "-o", "run.tstrace", "--", sys.executable, str(prog)], tmp_path)
+    assert p.returncode == 1 and "data-race" in p.stderr, p.stderr
+    t = tilescope.load_trace(tmp_path / "run.tstrace")
+    launch = t.launches[0]
+    assert launch["dropped"] == {}
+    fs = launch["findings"]
+    store_line, load_line = line_of("MARK-store", RACY), line_of("MARK-load", RACY)
+    races = [i for i, f in enumerate(fs) if f["kind"] == "data-race"]
+    both = {i: {f["line"], (f.get("other") or {}).get("line")} for i, f in ((i, fs[i]) for i in races)}
+    ww = [i for i in races if both[i] == {store_line}]
+    rw = [i for i in races if both[i] == {store_line, load_line}]
+    assert len(ww) == 1 and len(rw) == 1, fs
+    assert t.programs_of(1, ww[0]) == [(0, 0, 0), (3, 0, 0), (6, 0, 0)]
+    load_side = 0 if fs[rw[0]]["op"] == "tt.load" else 1
+    assert t.programs_of(1, rw[0], side=load_side) == [(7, 0, 0)]
+    assert t.programs_of(1, rw[0], side=1 - load_side) == [(2, 0, 0)]
+    assert t.programs_of(1, rw[0]) == [(2, 0, 0), (7, 0, 0)]
+    # The columns: one row per (finding, side, program); races record no execution and no elements.
+    fp = t.finding_programs
+    n = len(fp["finding"])
+    assert fp["pid"].shape == (n, 3) and len(fp["runs"]) == n and set(fp["launch"]) == {1}
+    assert set(fp["finding"]) <= set(races) and set(fp["seq"]) == {-1}
+    assert all(len(r) == 0 for r in fp["runs"])
+    # The same rows as the table itself (sqlite3).
+    con = sqlite3.connect(f"file:{tmp_path / 'run.tstrace'}?mode=ro", uri=True)
+    rows = sorted(con.execute("SELECT finding, side, pid_x, pid_y, pid_z FROM finding_programs").fetchall())
+    con.close()
+    assert rows == sorted(zip(fp["finding"].tolist(), fp["side"].tolist(), *fp["pid"].T.tolist()))

@@ -501,3 +501,268 @@ def test_elements_read_before_written_are_marked(tmp_path):
     assert reads["grid"] == "6,0,0" and reads["p6"] == runs_of(want[6])
     assert reads["marked"] == runs_of(range(48, 56))  # the load touched the row; one element uninitialized
     assert "read before written" in reads["legend"]
+
+
+
+WIDE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def column_sum(x_ptr, out_ptr, n_rows, n_cols, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.arange(0, 8)
+    mask = rows[:, None] <= n_rows  # BUG: should be <; row n_rows is past the end of x
+    x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(x, axis=0))
+
+x = torch.randn(4, 4096)
+out = torch.empty(4096)
+column_sum[(4096 // 64,)](x, out, 4, 4096, BLOCK_N=64)
+"""
+
+LOAD_BLUE, OOB_RED = "#3b82f6", "#e5484d"  # web/src/marks.ts: the colours the legend names
+
+
+def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
+    """A 4 x 4096 argument fitted whole is 0.1 pixel a cell. The finding's op, program p's load of columns
+    64 p .. 64 p + 63 of rows 0..4 (row 4 past the end of x: elements 16384 + those columns), is shown
+    zoomed: the red out-of-bounds cells and the blue loaded cells, measured in the canvas's own pixels,
+    are at least 8 CSS pixels wide (web/src/heatmap.ts READABLE_CELL); the wheel and `f` still zoom out, `z`
+    back in."""
+    prog = tmp_path / "wide.py"
+    prog.write_text(WIDE)
+    trace = tmp_path / "wide.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and "out-of-bounds-load" in p.stderr, p.stderr
+    with serving(trace) as s:
+        reads = drive(s, [{"click": "#findings li[data-finding='0']"},
+                          {"read": ["grid", "#grid", "data-selected"]},
+                          {"read": ["marked", ".heatmap", "data-marked"]},
+                          {"read": ["outside", ".heatmap", "data-outside"]},
+                          {"read": ["scale", ".heatmap", "data-scale"]},
+                          {"pixels": ["red", ".heatmap", OOB_RED]},
+                          {"pixels": ["blue", ".heatmap", LOAD_BLUE]},
+                          {"read": ["in_view", ".heatmap", "data-in-view"]},
+                          {"read": ["zoom_info", "#zoom-info", "text"]},
+                          {"screenshot": "view-wide-zoomed"},
+                          {"wheel": [".heatmap", 100, 3]},
+                          {"read": ["wheeled", ".heatmap", "data-scale"]},
+                          {"key": "f"},
+                          {"read": ["whole", ".heatmap", "data-scale"]},
+                          {"pixels": ["red_whole", ".heatmap", OOB_RED]},
+                          {"read": ["in_view_whole", ".heatmap", "data-in-view"]},
+                          {"read": ["zoom_info_whole", "#zoom-info", "text"]},
+                          {"key": "z"},
+                          {"read": ["again", ".heatmap", "data-scale"]}], tmp_path)
+    pid = int(reads["grid"].split(",")[0])
+    cols = range(64 * pid, 64 * pid + 64)
+    assert reads["outside"] == runs_of(16384 + c for c in cols)
+    assert reads["marked"] == runs_of([r * 4096 + c for r in range(5) for c in cols])
+    assert float(reads["scale"]) >= 8
+    red, blue = reads["red"], reads["blue"]
+    assert red["box"] and red["box"][2] - red["box"][0] >= 8 and red["box"][3] - red["box"][1] >= 8, red
+    # Many loaded cells, each 6+ px of blue wide between the grid's lines.
+    assert blue["count"] >= 10 * 8 * 8 and blue["run"] >= 6, blue
+    assert float(reads["wheeled"]) < float(reads["scale"])
+    # Whole, a cell is a tenth of a pixel: less red than one readable cell shows (what the zoom is for).
+    assert float(reads["whole"]) < 1 and reads["red_whole"]["count"] < 8 * 8, reads["red_whole"]
+    assert float(reads["again"]) == float(reads["scale"])
+    # 320 marked cells (5 rows of 64); zoomed, the page says how many are on screen; whole, all of them.
+    in_view = int(reads["in_view"])
+    assert 0 < in_view < 320 and reads["zoom_info"] == f"{in_view} of 320 marked in view"
+    assert reads["in_view_whole"] == "320" and reads["zoom_info_whole"] == ""
+
+
+NEIGHBOURS = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def neighbours(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    p = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in range(16):  # 16 loads a program: per-program detail that a small budget cannot keep whole
+        acc += tl.load(x_ptr + k * BLOCK + tl.arange(0, BLOCK))
+    offs = p + tl.arange(0, 2)  # BUG: program p stores out[p] and out[p + 1], which program p + 1 stores too
+    tl.store(out_ptr + offs, tl.sum(acc, axis=0) + tl.zeros((2,), dtype=tl.float32))
+
+x = torch.randn(16 * 32)
+out = torch.empty(65)
+neighbours[(64,)](x, out, BLOCK=32)
+"""
+
+
+def test_a_program_whose_detail_the_budget_dropped_says_so(tmp_path):
+    """With a 40 KiB budget the trace keeps the race's programs (all 64: program p and p + 1 both store
+    out[p + 1]) but the accesses of 1 program in `stride` only (the trace's own detail_stride, > 1). Program
+    1 is red on the map and has no ops: the page says its detail was not kept, by which sample, and
+    offers program 0, the nearest program of the race whose detail was kept (every stride's multiple is)."""
+    prog = tmp_path / "neighbours.py"
+    prog.write_text(NEIGHBOURS)
+    trace = tmp_path / "small.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--trace-budget", "40K", "--", sys.executable,
+                        str(prog)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "data-race" in p.stderr, p.stderr
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    stride = launch["detail_stride"]
+    assert stride > 1 and "finding_programs" not in launch["dropped"], launch["dropped"]
+    kept = launch["dropped"]["detail"]["programs_kept"]
+    assert kept == 64 // stride
+    race = next(i for i, f in enumerate(launch["findings"]) if f["kind"] == "data-race")
+    assert t.programs_of(1, race) == [(q, 0, 0) for q in range(64)]
+    with serving(trace) as s:
+        reads = drive(s, [{"click": "#launches li[data-launch='1']"},
+                          {"read": ["start", "#grid", "data-selected"]},
+                          {"read": ["start_notice", "#no-detail", "hidden"]},
+                          {"key": "ArrowRight"},
+                          {"read": ["grid", "#grid", "data-selected"]},
+                          {"read": ["flagged", "#grid", "data-flagged"]},
+                          {"read": ["notice_hidden", "#no-detail", "hidden"]},
+                          {"read": ["notice", "#no-detail", "text"]},
+                          {"read": ["go", "#no-detail-go", "data-pid"]},
+                          {"read_all": ["rows", "#ops tr[data-access]", "data-access"]},
+                          {"read": ["legend", "#grid-legend", "text"]},
+                          {"read": ["tensor", "#tensor-title", "text"]},
+                          {"screenshot": "view-no-detail"},
+                          {"click": "#no-detail-go"},
+                          {"read": ["after", "#grid", "data-selected"]},
+                          {"read": ["after_hidden", "#no-detail", "hidden"]},
+                          {"read_all": ["after_rows", "#ops tr[data-access]", "data-access"]}], tmp_path)
+    assert reads["start"] == "0,0,0" and reads["start_notice"] == ""  # program 0 is kept: no notice
+    assert reads["grid"] == "1,0,0" and reads["flagged"] == "0:64"
+    assert reads["notice_hidden"] is None and reads["rows"] == []
+    notice = reads["notice"]
+    assert "program (1, 0, 0) because its detail was not recorded" in notice, notice
+    assert f"1 program in {stride} only" in notice and f"{kept} of 64 programs" in notice, notice
+    assert f"finding {race + 1} (data-race)" in notice, notice
+    assert reads["go"] == "0,0,0"
+    assert "finding, detail not kept" in reads["legend"]
+    assert "not kept by the trace's budget" in reads["tensor"]
+    assert reads["after"] == "0,0,0" and reads["after_hidden"] == "" and len(reads["after_rows"]) == 17
+
+
+def test_at_1280x800_with_the_assistant_open_nothing_is_cut(server, trace, tmp_path):
+    """The assistant's panel takes 360 px of 1280: the memory-ops table still fits its panel (no sideways
+    scrolling: its last column, out of bounds, is on screen), the panel titles keep to one line so the map
+    keeps its height, the code panels wrap, and the header fits."""
+    def sizes(prefix):
+        return [{"measure": [f"{prefix}_{name}", css]} for name, css in [
+            ("ops", "#ops-panel .scroll"), ("map", "#grid-panel .grid-host"), ("header", "header"),
+            ("tensor", "#tensor-panel"), ("py", "#py .cm-scroller"), ("ttir", "#ttir .cm-scroller"),
+            ("oob_th", "#ops thead th:last-child")]] + [{"read": [f"{prefix}_scale", "#grid", "data-scale"]}]
+    reads = drive(server, sizes("closed") + [{"click": "#assist-toggle"},
+                                             {"wait_selector": ["#assistant:not([hidden])"]}] + sizes("open")
+                  + [{"screenshot": "view-assistant-open"}], tmp_path)
+    for prefix in ("closed", "open"):
+        for name in ("ops", "header", "tensor", "py", "ttir"):
+            m = reads[f"{prefix}_{name}"]
+            assert m["scrollWidth"] <= m["clientWidth"], (prefix, name, m)
+        ops, th = reads[f"{prefix}_ops"], reads[f"{prefix}_oob_th"]
+        assert th["x"] + th["width"] <= ops["x"] + ops["clientWidth"] + 1, (prefix, th, ops)
+    closed, opened = reads["closed_map"], reads["open_map"]
+    assert opened["width"] >= 300 and opened["height"] >= closed["height"] - 2, (closed, opened)
+    assert float(reads["open_scale"]) >= 20  # 16 programs, 20 px or more each
+
+
+def test_ttir_lines_wrap_and_clicks_still_map_to_python(server, trace, tmp_path):
+    """TTIR lines are long (types and locations): wrapped by default, they fit the panel; unwrapped (the
+    toggle) they scroll sideways. Clicking a wrapped TTIR line still highlights its Python line."""
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    ttir_text = t.connection.execute("SELECT ttir FROM kernels WHERE id = ?", (launch["kernel"],)).fetchone()[0]
+    assert max(len(line) for line in ttir_text.splitlines()) > 100
+    load = next(s for s in t.sites[launch["kernel"]] if s["op"] == "tt.load")
+    reads = drive(server, [{"read": ["wrap", "#ttir", "data-wrap"]},
+                           {"measure": ["wrapped", "#ttir .cm-scroller"]},
+                           {"click_code_line": ["ttir", load["ttir_line"]]},
+                           {"read": ["py", "#py", "data-lines"]},
+                           {"click": "#ttir-wrap"},
+                           {"read": ["unwrap", "#ttir", "data-wrap"]},
+                           {"measure": ["unwrapped", "#ttir .cm-scroller"]},
+                           {"reload": 1},  # the choice is kept
+                           {"read": ["reloaded", "#ttir", "data-wrap"]}], tmp_path)
+    assert reads["wrap"] == "1" and reads["wrapped"]["scrollWidth"] <= reads["wrapped"]["clientWidth"]
+    assert reads["py"] == str(load["line"])
+    assert reads["unwrap"] == "" and reads["unwrapped"]["scrollWidth"] > reads["unwrapped"]["clientWidth"]
+    assert reads["reloaded"] == ""
+
+
+def test_finding_links_launch_times_and_values_on_hover(server, trace, tmp_path):
+    """The findings list links each program a finding names, and a race's other access (that program, at
+    that op); launches show their time; hovering an element of the op's view names its values before and
+    after the launch (the trace's contents, read here with numpy)."""
+    import numpy as np
+    t = tilescope.load_trace(trace)
+    launch = t.launches[0]
+    fs = launch["findings"]
+    race = next(i for i, f in enumerate(fs) if f["kind"] == "data-race")
+    other = fs[race]["other"]
+    pid = other["programs"]["first"][-1]
+    x_before, x_after = t.contents(1, 0, "before"), t.contents(1, 0, "after")
+    reads = drive(server, [
+        {"read": ["launch_text", "#launches li[data-launch='1']", "text"]},
+        {"click": f"#findings a.goto[data-finding='{race}'][data-side='1'][data-pid='{','.join(map(str, pid))}']"},
+        {"read": ["grid", "#grid", "data-selected"]},
+        {"read": ["site", "#ops tr.selected", "data-site"]},
+        {"click": "#findings li[data-finding='0']"},  # the load of x, program 15
+        # Element 1500 of x (row 15, column 0: loaded by program 15).
+        {"hover_cell": [".heatmap", 15, 0]},
+        {"read": ["hover", "#hover", "text"]},
+    ], tmp_path)
+    ms = launch["seconds"] * 1e3
+    assert (f"{ms:.1f} ms" if 1 <= ms < 1000 else "s") in reads["launch_text"], (reads["launch_text"], ms)
+    assert reads["grid"] == ",".join(map(str, pid))
+    site = next(s for s in t.sites[launch["kernel"]] if s["site"] == int(reads["site"]))
+    assert site["ttir_line"] == other["ttir"]["line"] and site["op"] == other["op"]
+    hover = reads["hover"]
+    m = re.search(r"element 1500: .* · before (\S+) · after (\S+)$", hover)
+    assert m, hover
+    assert np.isclose(float(m.group(1)), x_before[1500], rtol=1e-5)
+    assert np.isclose(float(m.group(2)), x_after[1500], rtol=1e-5)
+
+
+UNEVEN = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def uneven(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    p = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    n = tl.where(p == 5, 4000, 1)  # program 5 runs the loop 4000 times, the others once
+    for k in range(0, n):
+        acc += tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(out_ptr + p * BLOCK + tl.arange(0, BLOCK), acc)
+
+x = torch.randn(1024)
+out = torch.empty(8 * 1024)
+uneven[(8,)](x, out, BLOCK=1024)
+"""
+
+
+def test_the_map_coloured_by_time(tmp_path):
+    """Program 5 of `uneven` runs its loop 4000 times, the other seven once: in the trace's program times
+    it is the longest, and the map coloured by time names it the hottest; the selected program's time is
+    beside its number."""
+    prog = tmp_path / "uneven.py"
+    prog.write_text(UNEVEN)
+    trace = tmp_path / "uneven.tstrace"
+    subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], check=True,
+                   capture_output=True, timeout=300)
+    t = tilescope.load_trace(trace)
+    ns = t.program_ns(1)
+    assert ns is not None and len(ns) == 8 and (ns > 0).all(), ns
+    assert int(ns.argmax()) == 5, ns
+    with serving(trace) as s:
+        assert api(s, "/api/launches/1/programs?time=1")["times_ns"] == ns.tolist()
+        reads = drive(s, [{"select": ["#color-by", "time"]},
+                          {"read": ["hottest", "#grid", "data-hottest"]},
+                          {"read": ["legend", "#grid-legend", "text"]},
+                          {"click_at": ["#grid", 8, 8]},  # the map's first cell
+                          {"read": ["selected", "#grid", "data-selected"]},
+                          {"read": ["pid", "#pid", "text"]},
+                          {"screenshot": "view-time"}], tmp_path)
+    assert reads["hottest"] == "5"
+    assert "the longest program" in reads["legend"]
+    x = int(reads["selected"].split(",")[0])
+    assert re.fullmatch(rf"\({x}, 0, 0\) · [0-9.]+ (s|ms|µs)", reads["pid"]), reads["pid"]

@@ -98,6 +98,8 @@ export interface Programs {
   findings: Record<string, number[]>;
   /// Only with ?bytes=1.
   programs?: { pid: Pid; accesses: number; bytes: number }[];
+  /// Only with ?time=1: every program's wall time (ns) by linear id, null when the trace has none.
+  times_ns?: number[] | null;
 }
 
 export interface Access {
@@ -189,7 +191,8 @@ export const api = {
   session: () => get<Session>("/api/session"),
   launches: () => get<LaunchSummary[]>("/api/launches"),
   launch: (id: number) => get<Launch>(`/api/launches/${id}`),
-  programs: (id: number, bytes = false) => get<Programs>(`/api/launches/${id}/programs${bytes ? "?bytes=1" : ""}`),
+  programs: (id: number, bytes = false, time = false) =>
+    get<Programs>(`/api/launches/${id}/programs${bytes ? "?bytes=1" : time ? "?time=1" : ""}`),
   program: (id: number, p: Pid) => get<Program>(`/api/launches/${id}/programs/${p[0]}/${p[1]}/${p[2]}`),
   counts: (id: number, arg: number) => get<Counts>(`/api/launches/${id}/args/${arg}/counts`),
   element: (id: number, arg: number, e: number) =>

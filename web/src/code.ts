@@ -1,9 +1,10 @@
 // A read-only code view (CodeMirror 6) whose highlighted lines the app sets, and which reports clicks
-// on a line. The panel element carries data-lines (the highlighted line numbers, comma-separated) for
-// tests and tools.
+// on a line. Long lines wrap (CodeMirror's lineWrapping) or scroll sideways, as setWrap says. The panel
+// element carries data-lines (the highlighted line numbers, comma-separated) and data-wrap ("1" when
+// lines wrap) for tests and tools.
 import { python } from "@codemirror/lang-python";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
-import { EditorState, RangeSetBuilder, StateEffect, StateField, type Extension } from "@codemirror/state";
+import { Compartment, EditorState, RangeSetBuilder, StateEffect, StateField, type Extension } from "@codemirror/state";
 import { Decoration, EditorView, lineNumbers, type DecorationSet } from "@codemirror/view";
 import { tags } from "@lezer/highlight";
 
@@ -34,11 +35,13 @@ const style = HighlightStyle.define([
 
 export class CodeView {
   private view: EditorView;
+  private wrapping = new Compartment();
   onLineClick: (line: number) => void = () => {};
 
-  constructor(private panel: HTMLElement, language: "python" | "ttir") {
+  constructor(private panel: HTMLElement, language: "python" | "ttir", wrap = false) {
     const ext: Extension[] = [
       lineNumbers(),
+      this.wrapping.of(wrap ? EditorView.lineWrapping : []),
       EditorState.readOnly.of(true),
       EditorView.editable.of(false),
       highlighted,
@@ -52,6 +55,17 @@ export class CodeView {
     ];
     if (language === "python") ext.push(python());
     this.view = new EditorView({ state: EditorState.create({ doc: "", extensions: ext }), parent: panel });
+    panel.dataset.wrap = wrap ? "1" : "";
+  }
+
+  get wrap(): boolean {
+    return this.panel.dataset.wrap === "1";
+  }
+
+  /// Wrap long lines at the panel's width (true) or let them scroll sideways.
+  setWrap(on: boolean) {
+    this.view.dispatch({ effects: this.wrapping.reconfigure(on ? EditorView.lineWrapping : []) });
+    this.panel.dataset.wrap = on ? "1" : "";
   }
 
   setText(text: string) {

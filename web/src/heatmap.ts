@@ -3,8 +3,15 @@
 // Offsets outside [0, elements) are drawn past the tensor's edge (rows above or below it), so
 // out-of-bounds lanes show where they fell. Zoom with the wheel, pan by dragging, hover for a cell.
 //
+// When the whole tensor would put cells under READABLE_CELL pixels (a 4 x 4096 argument is 0.1 px a
+// cell), showing a model with marks zooms to them instead (focusMarks): the out-of-bounds lanes nearest
+// the tensor first, with the marks around them; the wheel still zooms out, fit() shows it whole.
+//
 // For tests and tools the canvas element carries what it shows: data-marked (the marked offsets as
-// "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs).
+// "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs), data-scale
+// (CSS pixels per cell), data-origin ("x,y": where the cell of row 0, column 0 is drawn; rows of
+// out-of-bounds lanes before the tensor come above it, data-above of them), data-in-view (how many marked
+// cells are on screen).
 
 export interface Mark {
   color: string;
@@ -47,6 +54,17 @@ export function runs(offsets: Iterable<number>): string {
   return out.join(",");
 }
 
+/// CSS pixels per cell under which cells are too small to see or hover one by one.
+export const READABLE_CELL = 8;
+/// The size an op's marks are zoomed to when they do not all fit at READABLE_CELL or more.
+const FOCUS_CELL = 14;
+
+/// The start of a window of `v` cells that shows cell `a` and as much of [lo, hi) as it can.
+function windowStart(lo: number, hi: number, a: number, v: number): number {
+  if (hi - lo <= v) return (lo + hi - v) / 2;
+  return Math.min(a, Math.max(a + 1 - v, lo));
+}
+
 export class Heatmap {
   readonly canvas: HTMLCanvasElement;
   private model: HeatmapModel | null = null;
@@ -54,15 +72,25 @@ export class Heatmap {
   private ox = 0; // pan offset, pixels
   private oy = 0;
   private drag: { x: number; y: number; ox: number; oy: number } | null = null;
+  // The view show() / fit() / focusMarks() chose, redone when the canvas is resized; null once the user
+  // zoomed or panned (their view stays).
+  private auto: "show" | "fit" | "focus" | null = null;
   onHover: (offset: number | null, ev: MouseEvent) => void = () => {};
   onClick: (offset: number) => void = () => {};
+  /// After each drawing: how many of the marked cells are on screen, of how many.
+  onView: (inView: number, marked: number) => void = () => {};
 
   constructor(parent: HTMLElement) {
     this.canvas = document.createElement("canvas");
     this.canvas.className = "heatmap";
     this.canvas.tabIndex = 0;
     parent.appendChild(this.canvas);
-    new ResizeObserver(() => this.draw()).observe(parent);
+    new ResizeObserver(() => {
+      if (this.auto === "show") this.autoView();
+      else if (this.auto === "fit") this.fit();
+      else if (this.auto === "focus") this.focusMarks();
+      else this.draw();
+    }).observe(parent);
     this.canvas.addEventListener("wheel", (e) => {
       e.preventDefault();
       const f = e.deltaY < 0 ? 1.25 : 0.8;
@@ -71,6 +99,7 @@ export class Heatmap {
       this.ox = mx - (mx - this.ox) * f;
       this.oy = my - (my - this.oy) * f;
       this.scale = Math.min(64, Math.max(0.05, this.scale * f));
+      this.auto = null;
       this.draw();
     });
     this.canvas.addEventListener("mousedown", (e) => (this.drag = { x: e.clientX, y: e.clientY, ox: this.ox, oy: this.oy }));
@@ -85,6 +114,7 @@ export class Heatmap {
       if (this.drag) {
         this.ox = this.drag.ox + e.clientX - this.drag.x;
         this.oy = this.drag.oy + e.clientY - this.drag.y;
+        this.auto = null;
         this.draw();
       }
       this.onHover(this.offsetAt(e), e);
@@ -108,24 +138,82 @@ export class Heatmap {
     return row * this.model.width + col;
   }
 
-  /// Show `model`, fitted to the canvas.
-  show(model: HeatmapModel | null) {
+  /// Show `model`: fitted to the canvas, or zoomed to its marks when the fitted cells are too small. With
+  /// `keepView` (the same tensor in another colouring) the zoom and pan stay as they are.
+  show(model: HeatmapModel | null, keepView = false) {
+    const same = keepView && model && this.model && model.width === this.model.width && model.elements === this.model.elements;
     this.model = model;
     const marked = model ? [...model.marks.keys()] : [];
     this.canvas.dataset.marked = runs(marked);
     this.canvas.dataset.outside = model ? runs(marked.filter((o) => o < 0 || o >= model.elements)) : "";
-    this.fit();
+    if (same) return this.draw();
+    this.autoView();
   }
 
-  fit() {
+  private autoView() {
+    this.fit(false);
+    if (this.scale < READABLE_CELL && this.focusMarks()) {
+      this.auto = "show";
+      return;
+    }
+    this.auto = "show";
+    this.draw();
+  }
+
+  /// The whole tensor (and the out-of-bounds rows past its edges) in the canvas.
+  fit(redraw = true) {
+    this.auto = "fit";
     const m = this.model;
     const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
-    if (!m || !w || !h) return this.draw();
-    const rows = Math.ceil(m.elements / m.width) + 2 * this.rowsAbove() + 1;
-    this.scale = Math.max(0.05, Math.min(32, (w - 8) / m.width, (h - 8) / Math.max(rows, 1)));
-    this.ox = 4;
-    this.oy = 4;
+    if (m && w && h) {
+      const rows = Math.ceil(m.elements / m.width) + 2 * this.rowsAbove() + 1;
+      this.scale = Math.max(0.05, Math.min(32, (w - 8) / m.width, (h - 8) / Math.max(rows, 1)));
+      this.ox = 4;
+      this.oy = 4;
+    }
+    if (redraw || !m || !w || !h) this.draw();
+  }
+
+  /// Zoom and pan to the marked cells: all of them when they fit at READABLE_CELL pixels or more (at most
+  /// 32), else FOCUS_CELL pixels around the out-of-bounds mark nearest the tensor (the first mark when
+  /// none is outside), with as many of the marks near it as the canvas holds. False without marks.
+  focusMarks(): boolean {
+    const m = this.model;
+    const w = this.canvas.parentElement!.clientWidth, h = this.canvas.parentElement!.clientHeight;
+    if (!m || !m.marks.size || !w || !h) return false;
+    const above = this.rowsAbove();
+    const cellOf = (o: number): [number, number] => [((o % m.width) + m.width) % m.width, Math.floor(o / m.width) + above];
+    let before = -Infinity, past = Infinity, first = Infinity;
+    let c0 = Infinity, c1 = -Infinity, r0 = Infinity, r1 = -Infinity;
+    for (const o of m.marks.keys()) {
+      if (o < 0) before = Math.max(before, o);
+      else if (o >= m.elements) past = Math.min(past, o);
+      first = Math.min(first, o);
+      const [c, r] = cellOf(o);
+      (c0 = Math.min(c0, c)), (c1 = Math.max(c1, c + 1)), (r0 = Math.min(r0, r)), (r1 = Math.max(r1, r + 1));
+    }
+    const fits = Math.min(32, (w - 8) / (c1 - c0), (h - 8) / (r1 - r0));
+    let s = fits;
+    if (fits < READABLE_CELL) {
+      s = FOCUS_CELL;
+      const [ac, ar] = cellOf(past < Infinity ? past : before > -Infinity ? before : first);
+      const vw = (w - 8) / s, vh = (h - 8) / s;
+      (c0 = Infinity), (c1 = -Infinity), (r0 = Infinity), (r1 = -Infinity);
+      for (const o of m.marks.keys()) {
+        const [c, r] = cellOf(o);
+        if (Math.abs(c - ac) >= vw || Math.abs(r - ar) >= vh) continue;
+        (c0 = Math.min(c0, c)), (c1 = Math.max(c1, c + 1)), (r0 = Math.min(r0, r)), (r1 = Math.max(r1, r + 1));
+      }
+      c0 = windowStart(c0, c1, ac, vw);
+      r0 = windowStart(r0, r1, ar, vh);
+      (c1 = c0 + vw), (r1 = r0 + vh);
+    }
+    this.scale = s;
+    this.auto = "focus";
+    this.ox = Math.round(w / 2 - ((c0 + c1) / 2) * s);
+    this.oy = Math.round(h / 2 - ((r0 + r1) / 2) * s);
     this.draw();
+    return true;
   }
 
   draw() {
@@ -139,7 +227,10 @@ export class Heatmap {
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, p.clientWidth, p.clientHeight);
     const m = this.model;
-    if (!m) return;
+    c.dataset.scale = m ? String(this.scale) : "";
+    c.dataset.origin = m ? `${this.ox},${this.oy + this.rowsAbove() * this.scale}` : "";
+    c.dataset.above = m ? String(this.rowsAbove()) : "";
+    if (!m) return this.onView(0, 0);
     const s = this.scale, above = this.rowsAbove();
     const rows = Math.ceil(m.elements / m.width);
     // Visible cell range only: large tensors draw in time proportional to the view.
@@ -175,11 +266,16 @@ export class Heatmap {
       g.putImageData(img, Math.floor(x0 * dpr), Math.floor(y0 * dpr));
       g.setTransform(dpr, 0, 0, dpr, 0, 0);
     }
+    let inView = 0;
     for (const [o, mark] of m.marks) {
       const r = Math.floor(o / m.width), col = ((o % m.width) + m.width) % m.width;
+      const x = this.ox + col * s, y = this.oy + (r + above) * s;
       g.fillStyle = o < 0 || o >= m.elements ? "#e5484d" : mark.color;
-      g.fillRect(this.ox + col * s, this.oy + (r + above) * s, Math.max(s, 1), Math.max(s, 1));
+      g.fillRect(x, y, Math.max(s, 1), Math.max(s, 1));
+      if (x + s > 0 && x < p.clientWidth && y + s > 0 && y < p.clientHeight) inView++;
     }
+    c.dataset.inView = String(inView);
+    this.onView(inView, m.marks.size);
     // The tensor's edge.
     g.strokeStyle = style.getPropertyValue("--fg").trim() || "#000";
     g.lineWidth = 1;

@@ -18,6 +18,7 @@ const state = {
   launch: null as Launch | null,
   programs: null as Programs | null,
   bytes: null as Map<string, number> | null, // per program, fetched when the map is coloured by bytes
+  times: undefined as number[] | null | undefined, // ns by linear id, fetched for colouring by time (null: none)
   pid: [0, 0, 0] as Pid,
   program: null as Program | null,
   access: -1, // index into program.accesses
@@ -34,6 +35,7 @@ const state = {
   sources: new Map<number, string>(),
   ttir: new Map<number, string>(),
   shownSource: -1,
+  budget: null as number | null, // the trace's budget in bytes (GET /api/session)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -44,7 +46,7 @@ app.innerHTML = `
 <header>
   <strong>tilescope</strong><span id="file"></span>
   <span class="spacer"></span>
-  <span class="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · , . dot step</span>
+  <span class="keys" id="keys">keys: ←↑→↓ program · j/k op · [ ] launch · a all programs · z/f zoom to op / whole tensor · , . dot step</span>
   <button id="theme" title="light / dark">◐</button>
 </header>
 <main>
@@ -59,13 +61,15 @@ app.innerHTML = `
   </aside>
   <section class="center">
     <div class="panel" id="grid-panel">
-      <h2>Programs <span id="grid-info" class="muted"></span>
-        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option></select></label></h2>
+      <h2>Programs <span id="grid-info" class="muted one-line"></span>
+        <label class="right-of">colour by <select id="color-by"><option value="findings">findings</option><option value="bytes">bytes</option><option value="time">time</option></select></label></h2>
       <div class="grid-host"><canvas id="grid" tabindex="0"></canvas></div>
+      <div id="grid-legend" class="legend" hidden></div>
     </div>
     <div class="panel" id="ops-panel">
       <h2>Memory ops of program <span id="pid"></span> <span id="sampled" class="muted"></span></h2>
-      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th>variable</th><th>argument</th><th>seq</th><th>active / lanes</th><th>out of bounds</th></tr></thead><tbody></tbody></table></div>
+      <div id="no-detail" class="notice" hidden></div>
+      <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th title="the Python variable of the op's value">var</th><th title="the kernel argument its lanes point into">arg</th><th title="the n-th execution of this op in this program (0: the first)">seq</th><th title="lanes the mask let through / lanes of the op">active</th><th title="active lanes outside their argument">out of bounds</th></tr></thead><tbody></tbody></table></div>
     </div>
     <div class="panel grow" id="tensor-panel">
       <h2><span id="tensor-title">Tensor</span> <span id="slice" class="slice" hidden></span>
@@ -76,7 +80,8 @@ app.innerHTML = `
           <button data-mode="after" title="values after the launch">after</button>
           <a id="npy" class="button" hidden download title="the argument's values as a .npy file">.npy</a>
         </span></h2>
-      <div class="heat-host" id="heat-host"></div>
+      <div class="heat-host" id="heat-host"><span id="zoom" class="zoom"><span id="zoom-info" class="muted"></span><button id="zoom-op" title="zoom to the elements this op touched (z)">zoom to op</button>
+          <button id="zoom-fit" title="the whole tensor (f)">whole tensor</button></span></div>
       <div id="dot-view" class="dot-view" hidden>
         <div class="dot-controls"><button id="dot-prev" title="previous step along K (,)">◀</button>
           <input id="dot-step" type="range" min="0" value="0" /><button id="dot-next" title="next step along K (.)">▶</button>
@@ -94,8 +99,10 @@ app.innerHTML = `
     </div>
   </section>
   <aside class="right">
-    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted"></span></h2><div class="code" id="py"></div></div>
-    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted"></span></h2><div class="code" id="ttir"></div></div>
+    <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted one-line"></span>
+      <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="py-wrap" /> wrap</label></h2><div class="code" id="py"></div></div>
+    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted one-line"></span>
+      <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="ttir-wrap" /> wrap</label></h2><div class="code" id="ttir"></div></div>
   </aside>
 </main>
 <div id="error" class="error" hidden></div>`;
@@ -103,8 +110,19 @@ app.innerHTML = `
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const heat = new Heatmap($("heat-host"));
 const tiles = { a: new Heatmap($("dot-a")), b: new Heatmap($("dot-b")), c: new Heatmap($("dot-c")), d: new Heatmap($("dot-d")) };
-const py = new CodeView($("py"), "python");
-const ttir = new CodeView($("ttir"), "ttir");
+// Long lines wrap (TTIR's are long: types and locations; at 1280 px with the assistant open a panel is
+// about 330 px wide) unless the user turns it off; the choice is kept across sessions.
+const wrapSaved = (k: string, dflt: boolean) => (localStorage.getItem(k) ?? (dflt ? "1" : "0")) === "1";
+const py = new CodeView($("py"), "python", wrapSaved("tilescope-wrap-py", true));
+const ttir = new CodeView($("ttir"), "ttir", wrapSaved("tilescope-wrap-ttir", true));
+for (const [id, view, key] of [["py-wrap", py, "tilescope-wrap-py"], ["ttir-wrap", ttir, "tilescope-wrap-ttir"]] as const) {
+  const box = $<HTMLInputElement>(id);
+  box.checked = view.wrap;
+  box.addEventListener("change", () => {
+    view.setWrap(box.checked);
+    localStorage.setItem(key, box.checked ? "1" : "0");
+  });
+}
 
 function showError(e: unknown) {
   const el = $("error");
@@ -129,12 +147,17 @@ function renderLaunches() {
     .map(
       (l) => `<li data-launch="${l.id}" class="${state.launch?.id === l.id ? "selected" : ""}">
         <span class="name">${l.id}. ${esc(l.name)}</span>
-        <span class="muted">grid ${l.grid.join("×")}</span>
+        <span class="muted">grid ${l.grid.join("×")} · ${fmtSeconds(l.seconds)}</span>
         ${l.findings ? `<span class="badge bad">${l.findings}</span>` : `<span class="badge ok">0</span>`}
         ${l.error ? `<span class="badge bad" title="${esc(l.error)}">error</span>` : ""}</li>`,
     )
     .join("");
   ul.querySelectorAll("li").forEach((li) => li.addEventListener("click", () => selectLaunch(Number(li.dataset.launch))));
+}
+
+/// A launch's wall time on tilescope (the trace's `seconds`), in s, ms or µs.
+function fmtSeconds(t: number): string {
+  return t >= 1 ? `${t.toFixed(2)} s` : t >= 1e-3 ? `${(t * 1e3).toFixed(1)} ms` : `${Math.round(t * 1e6)} µs`;
 }
 
 function renderFindings() {
@@ -145,12 +168,22 @@ function renderFindings() {
         .map(
           (f, i) => `<li data-finding="${i}"><span class="kind">${esc(f.kind)}</span>
             <span class="muted">${esc(base(f.file))}:${f.line}</span><div class="summary">${esc(f.summary)}</div>
+            ${findingLinks(f, i)}
             ${f.hint ? `<div class="hint">${esc(f.hint)}</div>` : ""}</li>`,
         )
         .join("")
     : `<li class="muted">no findings in this launch</li>`;
   ul.querySelectorAll("li[data-finding]").forEach((li) =>
     li.addEventListener("click", () => selectFinding(state.launch!.findings[Number((li as HTMLElement).dataset.finding)])),
+  );
+  // A program link: that program and the op of its side (a race's other access: `other`).
+  ul.querySelectorAll<HTMLElement>("a.goto").forEach((a) =>
+    a.addEventListener("click", (e) => {
+      e.stopPropagation();
+      const f = state.launch!.findings[Number(a.dataset.finding)];
+      const pid = a.dataset.pid!.split(",").map(Number) as Pid;
+      selectProgram(pid, a.dataset.side === "1" && f.other ? f.other.ttir.line : f.ttir.line);
+    }),
   );
 }
 
@@ -253,18 +286,23 @@ async function selectLaunch(id: number) {
     state.launch = launch;
     state.programs = programs;
     state.bytes = null;
+    state.times = undefined;
     state.access = -1;
     renderLaunches();
     renderFindings();
     renderProfile(launch);
     const s = programs.detail_stride;
     $("grid-info").textContent = `grid ${launch.grid.join(" × ")}, ${launch.programs} programs; detail recorded for ${
-      s === 0 ? "none" : s === 1 ? "all" : `every ${s}th`
-    }`;
+      s === 0 ? "none" : s === 1 ? "all" : `1 in ${s}`
+    }${s === 1 ? "" : " (the trace's budget)"}`;
+    $("grid-info").title = $("grid-info").textContent;
+    renderGridLegend(s, ($("color-by") as HTMLSelectElement).value);
     if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes();
+    if (($("color-by") as HTMLSelectElement).value === "time") await loadTimes();
     if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
     ttir.setText(state.ttir.get(launch.kernel_id)!);
     $("ttir-file").textContent = launch.name;
+    $("ttir-file").title = launch.name;
     state.shownSource = -1;
     const first = launch.findings[0];
     if (first) await selectFinding(first);
@@ -274,7 +312,45 @@ async function selectLaunch(id: number) {
   }
 }
 
+/// The map's colours: by time, its scale (maxNs: the longest program; null: the trace has no times);
+/// by findings, when the budget kept the detail of some programs only (stride s: 1 in s; 0: none).
+function renderGridLegend(s: number, by: string, maxNs?: number | null) {
+  const host = $("grid-legend");
+  const item = (colour: string, text: string, title: string) =>
+    `<span class="legend-item" title="${title}"><span class="swatch" style="background:${colour}"></span>${text}</span>`;
+  if (by === "time") {
+    host.hidden = maxNs === undefined;
+    host.innerHTML =
+      maxNs === null || maxNs === undefined
+        ? "this trace has no program times (dropped by its budget, or written by an older tilescope)"
+        : item("rgba(245,158,11,0.1)", "0", "no time") +
+          item("rgba(245,158,11,1)", `${fmtSeconds(maxNs / 1e9)}: the longest program`, "wall time of each program on tilescope (CPU), not a GPU's");
+    return;
+  }
+  host.hidden = s === 1 || by !== "findings";
+  host.innerHTML =
+    item("#e5484d", "finding", "a program a finding involves; its accesses are recorded") +
+    item("rgba(229,72,77,0.4)", "finding, detail not kept", "a program a finding involves whose accesses the trace's budget did not keep") +
+    (s > 0 ? item("rgba(59,130,246,0.45)", "detail kept", "a program whose accesses are recorded") : "") +
+    item("var(--cell)", "detail not kept", "a program whose accesses the trace's budget did not keep");
+}
+
 /// A finding: its first program, the op at its site, and (for two-sided races) nothing more.
+/// The programs a finding names (its first few), each a link to that program at the finding's op; for a
+/// race also those of its other access, at that op.
+function findingLinks(f: Finding, i: number): string {
+  const link = (p: Pid, side: number) =>
+    `<a class="goto" data-finding="${i}" data-side="${side}" data-pid="${p.join(",")}" title="select this program and the op">(${p.join(", ")})</a>`;
+  const more = (n: number, shown: number) => (n > shown ? ` <span class="muted">+${n - shown} more</span>` : "");
+  let out = `<div class="programs">programs ${f.programs.first.map((p) => link(p, 0)).join(" ")}${more(f.programs.count, f.programs.first.length)}`;
+  if (f.other)
+    out += `<br />other access (${esc(f.other.op)}, line ${f.other.line}): ${f.other.programs.first.map((p) => link(p, 1)).join(" ")}${more(
+      f.other.programs.count,
+      f.other.programs.first.length,
+    )}`;
+  return out + "</div>";
+}
+
 async function selectFinding(f: Finding) {
   const pid = f.programs.first[0] ?? [0, 0, 0];
   await selectProgram(pid, f.ttir.line);
@@ -316,19 +392,37 @@ async function loadBytes() {
   state.bytes = new Map((r.programs ?? []).map((p) => [pidKey(p.pid), p.bytes]));
 }
 
+async function loadTimes() {
+  const l = state.launch;
+  if (!l || state.times !== undefined) return;
+  const r = await api.programs(l.id, false, true);
+  if (state.launch?.id === l.id) state.times = r.times_ns ?? null;
+}
+
 const gridMap = new GridMap($<HTMLCanvasElement>("grid"));
 
 function drawGrid() {
   const l = state.launch;
   if (!l || !state.programs) return gridMap.clear();
   const lay = gridLayout(l);
-  const byBytes = ($("color-by") as HTMLSelectElement).value === "bytes" && state.bytes;
-  const maxBytes = byBytes ? Math.max(1, ...state.bytes!.values()) : 1;
+  const by = ($("color-by") as HTMLSelectElement).value;
+  const byBytes = by === "bytes" && state.bytes;
+  let maxBytes = 1;
+  if (byBytes) for (const b of state.bytes!.values()) maxBytes = Math.max(maxBytes, b);
+  // By time: orange, darker for longer, from the trace's per-program wall times.
+  const times = by === "time" ? state.times : undefined;
+  const byTime = !!times;
+  let maxTime = 1, hottest = -1;
+  if (times) times.forEach((t, i) => t > maxTime && ((maxTime = t), (hottest = i)));
+  const linear = (p: Pid) => p[0] + l.grid[0] * (p[1] + l.grid[1] * p[2]);
+  const grid = $("grid");
+  grid.dataset.hottest = byTime ? String(hottest) : "";
+  renderGridLegend(state.programs.detail_stride, by, byTime ? maxTime : by === "time" ? null : undefined);
   const css = getComputedStyle(document.documentElement);
   const empty = css.getPropertyValue("--cell").trim();
   const programs = state.programs;
   gridMap.draw({
-    key: `${l.id}|${byBytes ? "bytes" : "findings"}|${empty}|${css.getPropertyValue("--fg").trim()}`,
+    key: `${l.id}|${byBytes ? "bytes" : byTime ? "time" : "findings"}|${empty}|${css.getPropertyValue("--fg").trim()}`,
     cols: lay.cols,
     rows: lay.rows,
     grid: l.grid,
@@ -336,7 +430,9 @@ function drawGrid() {
     cellOf: lay.cell,
     colour: (pid) => {
       const k = pidKey(pid);
-      if (!byBytes && programs.findings[k]) return { css: "#e5484d", flagged: true };
+      // A program named by a finding: red, pale when the budget kept no detail of it (no ops to show).
+      if (byTime) return { css: `rgba(245,158,11,${0.1 + (0.9 * (times![linear(pid)] ?? 0)) / maxTime})`, flagged: false };
+      if (!byBytes && programs.findings[k]) return { css: sampled(l, pid) ? "#e5484d" : "rgba(229,72,77,0.4)", flagged: true };
       if (byBytes && state.bytes!.has(k)) return { css: `rgba(59,130,246,${0.15 + (0.85 * state.bytes!.get(k)!) / maxBytes})`, flagged: false };
       if (!byBytes && sampled(l, pid)) return { css: "rgba(59,130,246,0.45)", flagged: false };
       return { css: empty, flagged: false };
@@ -357,6 +453,7 @@ $<HTMLCanvasElement>("grid").addEventListener("click", (e) => {
 });
 $("color-by").addEventListener("change", async () => {
   if (($("color-by") as HTMLSelectElement).value === "bytes") await loadBytes().catch(showError);
+  if (($("color-by") as HTMLSelectElement).value === "time") await loadTimes().catch(showError);
   drawGrid();
 });
 new ResizeObserver(drawGrid).observe($("grid").parentElement!);
@@ -377,7 +474,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
   if (!l) return;
   state.pid = pid;
   drawGrid();
-  $("pid").textContent = `(${pid.join(", ")})`;
+  const ns = state.times?.[pid[0] + l.grid[0] * (pid[1] + l.grid[1] * pid[2])];
+  $("pid").textContent = `(${pid.join(", ")})${ns !== undefined ? ` · ${fmtSeconds(ns / 1e9)}` : ""}`;
   const generation = ++state.generation;
   try {
     const program = await api.program(l.id, pid);
@@ -388,7 +486,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     return;
   }
   const p = state.program;
-  $("sampled").textContent = p.sampled ? "" : "(no detail recorded for this program: the trace's budget kept a sample)";
+  $("sampled").textContent = p.sampled ? "" : "(detail not kept by the trace's budget)";
+  renderNoDetail(l, pid, p);
   const body = $("ops").querySelector("tbody")!;
   body.innerHTML = p.accesses
     .map((a, i) => {
@@ -396,7 +495,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
       const arg = argOf(a.arg);
       return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
         <td><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${esc(s.op)}</td>
-        <td>${s.line}</td><td>${esc(s.var)}</td><td>${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
+        <td>${s.line}</td><td class="text">${esc(s.var)}</td><td class="text">${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
         <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
     })
     .join("");
@@ -406,7 +505,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     dots
       .map(
         (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
-        <td>${d.line}</td><td>${esc(d.var)}</td><td>[${d.dot!.join(" × ")}] (M × N × K)</td><td>all</td><td colspan="2" class="muted">values: step by step along K</td></tr>`,
+        <td>${d.line}</td><td class="text">${esc(d.var)}</td><td colspan="4" class="muted text">M × N × K ${d.dot!.join(" × ")}: values step by step along K</td></tr>`,
       )
       .join(""),
   );
@@ -425,6 +524,48 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     pick = state.access;
   }
   await selectAccess(p.accesses.length ? pick : -1, ttirLine);
+}
+
+/// Why a program shows no memory ops although the map may colour it for a finding: the trace's budget
+/// kept the per-program detail of a sample of programs only (docs/trace-format.md, "The budget"). Says
+/// which sample, which findings name this program, and offers the nearest program of those findings
+/// whose detail was kept.
+function renderNoDetail(l: Launch, pid: Pid, p: Program) {
+  const box = $("no-detail");
+  box.hidden = p.sampled;
+  if (p.sampled) return (box.innerHTML = "");
+  const stride = state.programs?.detail_stride ?? 0;
+  const d = (l.dropped?.detail ?? null) as { stride: number; programs_kept: number; programs: number } | null;
+  const kept = d ? `${d.programs_kept} of ${d.programs} programs` : "";
+  const sample =
+    stride === 0
+      ? "kept the accesses of no program of this launch"
+      : `kept the accesses of 1 program in ${stride} only (those whose linear id x + gx·(y + gy·z) is a multiple of ${stride}${kept ? `: ${kept}` : ""})`;
+  const mine = state.programs?.findings[pidKey(pid)] ?? [];
+  const names = mine.map((i) => `${i + 1} (${esc(l.findings[i]?.kind ?? "?")})`).join(", ");
+  // The nearest program (by linear id) that shares a finding with this one and has its detail.
+  const lin = (q: Pid) => q[0] + l.grid[0] * (q[1] + l.grid[1] * q[2]);
+  let near: Pid | null = null;
+  for (const [k, fs] of Object.entries(state.programs?.findings ?? {})) {
+    const q = k.split(",").map(Number) as Pid;
+    if (!sampled(l, q) || !fs.some((i) => mine.includes(i))) continue;
+    const dq = Math.abs(lin(q) - lin(pid)), dn = near ? Math.abs(lin(near) - lin(pid)) : Infinity;
+    if (dq < dn || (dq === dn && lin(q) < lin(near!))) near = q; // a tie: the lower id
+  }
+  const budget = state.budget === null ? "" : ` (${fmtBytes(state.budget)}; a larger --trace-budget keeps more)`;
+  box.innerHTML =
+    `No memory ops are shown for program (${pid.join(", ")}) because its detail was not recorded: the trace's budget${budget} ${sample}.` +
+    (mine.length ? ` The map colours it for finding${mine.length > 1 ? "s" : ""} ${names}, which involve${mine.length > 1 ? "" : "s"} it.` : "") +
+    (near ? ` <button id="no-detail-go" data-pid="${near.join(",")}">show program (${near.join(", ")})</button>, which has its detail, in the same finding.` : "");
+  box.dataset.stride = String(stride);
+  $("no-detail-go")?.addEventListener("click", () => selectProgram(near!));
+}
+
+function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) (n /= 1024), i++;
+  return `${i ? n.toFixed(n < 10 ? 1 : 0) : n} ${units[i]}`;
 }
 
 async function selectAccess(i: number, ttirLine?: number) {
@@ -500,6 +641,8 @@ async function selectDot(site: number) {
   await showSource(s.file, [s.line]);
   ttir.highlight([s.ttir_line]);
   $("heat-host").hidden = true;
+  $("legend").hidden = true;
+  $("hist").hidden = true;
   $("dot-view").hidden = false;
   $("modes").hidden = true;
   $("tensor-title").textContent = `${s.op} [${s.dot!.join(" × ")}] in program (${state.pid.join(", ")})`;
@@ -537,6 +680,7 @@ async function showSource(file: string, lines: number[]) {
     if (state.shownSource !== -2) py.setText(`# ${file}: not in the trace`);
     state.shownSource = -2;
     $("py-file").textContent = file;
+    $("py-file").title = file;
     return;
   }
   if (state.shownSource !== src.id) {
@@ -544,6 +688,7 @@ async function showSource(file: string, lines: number[]) {
     py.setText(state.sources.get(src.id)!);
     state.shownSource = src.id;
     $("py-file").textContent = src.path;
+    $("py-file").title = src.path;
   }
   py.highlight(lines);
 }
@@ -757,6 +902,29 @@ function sliceFor(arg: Arg, first: number | undefined) {
   };
 }
 
+let lastView = "";
+const loadingContents = new Set<string>();
+
+/// Element o's values before and after the launch, for the hover of the op and count views: " · before
+/// X · after Y". The contents are fetched on the first hover of an argument (not with every op: they may
+/// be large), and named once they are here.
+function phaseValues(arg: Arg, dtype: string, o: number): string {
+  let out = "";
+  for (const phase of ["before", "after"] as const) {
+    const key = `${state.launch!.id}/${arg.index}/${phase}`;
+    if (!state.contents.has(key)) {
+      if (!loadingContents.has(key)) {
+        loadingContents.add(key);
+        contentsOf(arg, phase).finally(() => loadingContents.delete(key));
+      }
+      continue;
+    }
+    const v = state.contents.get(key);
+    if (v && o < v.byteLength / elemBytes(dtype)) out += ` · ${phase} ${formatValue(valueAt(v, dtype, o))}`;
+  }
+  return out;
+}
+
 async function renderTensor() {
   $("slice").hidden = true;
   $("heat-host").hidden = false;
@@ -767,7 +935,7 @@ async function renderTensor() {
   const arg = a ? argOf(a.arg) : undefined;
   document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) => b.classList.toggle("selected", b.dataset.mode === state.mode));
   if (!l || !a || !arg || arg.kind !== "buffer") {
-    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : p && !p.accesses.length ? "Tensor: this program has no recorded memory op" : "Tensor";
+    $("tensor-title").textContent = a ? "this op's lanes are in no argument" : p && !p.accesses.length ? (p.sampled ? "Tensor: this program has no recorded memory op" : "Tensor: this program's accesses were not kept by the trace's budget") : "Tensor";
     heat.show(null);
     renderLegend($("legend"), false);
     heat.canvas.dataset.uninit = "";
@@ -855,7 +1023,10 @@ async function renderTensor() {
     memOf = sl.memOf;
     if (outside) $("tensor-title").textContent += ` · ${outside} out-of-bounds element(s) of this op, outside every slice`;
   }
-  heat.show(model);
+  // The same op's tensor in another mode keeps the zoom and pan the user had (or the op's focus).
+  const viewKey = `${l.id}/${pidKey(state.pid)}/${state.access}/${model.width}/${model.elements}/${JSON.stringify(state.slice?.idx ?? null)}`;
+  heat.show(model, viewKey === lastView);
+  lastView = viewKey;
   heat.canvas.dataset.uninit = state.mode === "op" ? runs(uninit) : "";
   renderLegend($("legend"), state.mode === "op");
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
@@ -869,6 +1040,7 @@ async function renderTensor() {
     else if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
     if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;
+    else if (o >= 0 && o < elements) text += phaseValues(arg, dtype, o);
     $("hover").textContent = text;
   };
   heat.onClick = async (ci) => {
@@ -883,6 +1055,13 @@ async function renderTensor() {
     }
   };
 }
+
+// Whether the op's marked elements are all on screen: "64 of 320 marked in view" when some are not.
+heat.onView = (inView, marked) => {
+  $("zoom-info").textContent = marked && inView < marked ? `${inView} of ${marked} marked in view` : "";
+};
+$("zoom-op").addEventListener("click", () => heat.focusMarks());
+$("zoom-fit").addEventListener("click", () => heat.fit());
 
 document.querySelectorAll<HTMLButtonElement>("#modes button").forEach((b) =>
   b.addEventListener("click", () => {
@@ -918,6 +1097,10 @@ document.addEventListener("keydown", (e) => {
   } else if ((e.key === "," || e.key === ".") && state.dotSite >= 0) {
     state.dotStep = Math.max(0, Math.min(dotValues.length - 1, state.dotStep + (e.key === "." ? 1 : -1)));
     renderDotStep();
+  } else if (e.key === "z") {
+    heat.focusMarks();
+  } else if (e.key === "f") {
+    heat.fit();
   } else if (e.key === "a") {
     state.mode = state.mode === "all" ? "op" : "all";
     renderTensor();
@@ -973,7 +1156,10 @@ mountAssistant({
 (async () => {
   try {
     const [session, launches] = await Promise.all([api.session(), api.launches()]);
+    state.budget = session.budget;
     $("file").textContent = `${session.file} · ${session.launches} launch(es)`;
+    $("file").title = $("file").textContent;
+    $("keys").title = $("keys").textContent;
     document.title = `tilescope · ${session.file}`;
     state.launches = launches;
     renderLaunches();

@@ -5,13 +5,20 @@
 //   node web/tests/drive.mjs SCRIPT.json   ->   stdout: JSON {"reads": {...}, "console_errors": [...]}
 //
 // SCRIPT: {"url": "...", "screenshots": DIR, "width": 1280, "height": 800, "steps": [STEP, ...]} with
-// STEP one of {"click": CSS}, {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
+// STEP one of {"click": CSS}, {"click_at": [CSS, X, Y]} (X, Y CSS pixels from its corner), {"click_text": [CSS, TEXT]} (the first CSS match containing TEXT),
 // {"click_code_line": [PANEL_ID, LINE]}, {"key": KEY}, {"wait_for": [CSS, ATTR, VALUE, MS?]} (until the
 // attribute equals VALUE; 10 s unless MS), {"wait_selector": [CSS, MS?]} (until CSS matches), {"reload": 1}
 // (the page again, until it is ready), {"read": [NAME, CSS, ATTR]} (ATTR "text": the text), {"read_all":
 // [NAME, CSS, ATTR]} (of every match, a list, at once), {"select": [CSS,
 // VALUE]}, {"fill": [CSS, VALUE]} (then a change event), {"download": [CSS,
-// PATH]} (click, save the download there), {"screenshot": NAME}.
+// PATH]} (click, save the download there), {"screenshot": NAME}, {"wheel": [CSS, DELTA_Y, TIMES]} (the mouse
+// over the element's centre, then TIMES wheel turns), {"measure": [NAME, CSS]} (the element's box and
+// scroll sizes: {x, y, width, height, clientWidth, clientHeight, scrollWidth, scrollHeight}), {"pixels":
+// [NAME, CSS, "#rrggbb"]} (a canvas's drawn pixels of that colour, each channel within 3: {count, box:
+// [x0, y0, x1, y1] in CSS pixels from its corner, or null, run: the median length in CSS pixels of the
+// horizontal runs of them}), {"hover": [CSS, X, Y]} (the mouse to X, Y CSS pixels from the element's
+// corner; once more when the requests it started are answered), {"hover_cell": [CSS, ROW, COL]} (the same,
+// at the middle of a heatmap's cell, from its data-origin and data-scale).
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -32,6 +39,7 @@ try {
   await page.waitForSelector("body[data-ready='1']", { timeout: 15000 });
   for (const step of script.steps) {
     if (step.click) await page.click(step.click);
+    else if (step.click_at) await page.click(step.click_at[0], { position: { x: step.click_at[1], y: step.click_at[2] } });
     else if (step.click_text) await page.locator(step.click_text[0], { hasText: step.click_text[1] }).first().click();
     else if (step.click_code_line) {
       const [panel, line] = step.click_code_line;
@@ -71,6 +79,66 @@ try {
       const [css, path] = step.download;
       const [d] = await Promise.all([page.waitForEvent("download"), page.click(css)]);
       await d.saveAs(path);
+    } else if (step.wheel) {
+      const [css, dy, times] = step.wheel;
+      const box = await page.locator(css).first().boundingBox();
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      for (let i = 0; i < (times ?? 1); i++) await page.mouse.wheel(0, dy);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    } else if (step.hover || step.hover_cell) {
+      let [css, x, y] = step.hover ?? step.hover_cell;
+      if (step.hover_cell) {
+        await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+        await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+        const [ox, oy, s] = await page.evaluate((c) => {
+          const e = document.querySelector(c);
+          return [...e.dataset.origin.split(",").map(Number), Number(e.dataset.scale)];
+        }, css);
+        [x, y] = [ox + (y + 0.5) * s, oy + (x + 0.5) * s]; // ROW, COL given as x, y
+      }
+      const box = await page.locator(css).first().boundingBox();
+      await page.mouse.move(box.x + x, box.y + y);
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.mouse.move(box.x + x + 0.25, box.y + y);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    } else if (step.measure) {
+      const [name, css] = step.measure;
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      out.reads[name] = await page.evaluate((c) => {
+        const e = document.querySelector(c);
+        if (!e) return null;
+        const r = e.getBoundingClientRect();
+        return { x: r.x, y: r.y, width: r.width, height: r.height, clientWidth: e.clientWidth,
+                 clientHeight: e.clientHeight, scrollWidth: e.scrollWidth, scrollHeight: e.scrollHeight };
+      }, css);
+    } else if (step.pixels) {
+      const [name, css, hex] = step.pixels;
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      out.reads[name] = await page.evaluate(([c, h]) => {
+        const canvas = document.querySelector(c);
+        const want = [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
+        const { width, height } = canvas;
+        const px = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+        const dpr = width / canvas.getBoundingClientRect().width;
+        let count = 0, x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+        const runs = [];
+        for (let y = 0; y < height; y++) {
+          let run = 0;
+          for (let x = 0; x <= width; x++) {
+            const k = 4 * (y * width + x);
+            const hit = x < width && px[k + 3] === 255 && want.every((v, i) => Math.abs(px[k + i] - v) <= 3);
+            if (hit) {
+              count++, run++;
+              x0 = Math.min(x0, x), y0 = Math.min(y0, y), x1 = Math.max(x1, x + 1), y1 = Math.max(y1, y + 1);
+            } else if (run) runs.push(run), (run = 0);
+          }
+        }
+        runs.sort((a, b) => a - b);
+        return { count: count / (dpr * dpr), box: count ? [x0 / dpr, y0 / dpr, x1 / dpr, y1 / dpr] : null,
+                 run: runs.length ? runs[runs.length >> 1] / dpr : 0 };
+      }, [css, hex]);
     } else if (step.screenshot) await page.screenshot({ path: join(script.screenshots, `${step.screenshot}.png`) });
   }
 } finally {

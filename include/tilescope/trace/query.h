@@ -35,8 +35,10 @@ class Query {
   /// {"detail_stride": the sample of programs with recorded detail (docs/trace-format.md: those whose
   /// linear id is a multiple of it; 0: none), "findings": per program id of a finding ("x,y,z"), the
   /// finding indexes that name it}; with_bytes also "programs": [{"pid", "accesses", "bytes"}] for the
-  /// programs with detail (this decodes every recorded access of the launch).
-  nlohmann::json programs(int64_t launch, bool with_bytes = false) const;
+  /// programs with detail (this decodes every recorded access of the launch); with_times also
+  /// "times_ns": every program's wall time in nanoseconds by linear id x + gx * (y + gy * z), or null
+  /// when the trace has none for the launch (dropped by the budget, a grid too large, an older trace).
+  nlohmann::json programs(int64_t launch, bool with_bytes = false, bool with_times = false) const;
   /// Program `pid`'s recorded accesses and loops: {"sampled": bool, "accesses": [{"site", "seq",
   /// "arg", "kind", "lanes", "active", "oob", "runs": [[first, count], ...] (in-bounds element
   /// offsets), "oob_runs" (out-of-bounds ones)}], "loops": [{"site",
