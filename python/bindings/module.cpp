@@ -12,6 +12,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "tilescope/ir/diag.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
+#include "tilescope/nki/nki.h"
 #include "tilescope/report/profile.h"
 #include "tilescope/report/report.h"
 #include "tilescope/trace/trace.h"
@@ -222,6 +224,170 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   return out;
 }
 
+// ------------------------------------------------------------------------------------------------
+// NKI (tilescope/nki/nki.h): python/tilescope/nki specializes the kernel (its Python runs once per
+// program) and hands each operation over; the instructions run here.
+
+ir::PyLoc py_loc(const std::string& file, int line, int col) {
+  ir::PyLoc l;
+  l.file = file;
+  l.line = line;
+  l.col = col;
+  return l;
+}
+
+/// One argument of an NKI operation: None, a View, a number (bools and ints too), a name, or a list of
+/// numbers (nested lists are flattened: iota's [[step, num], ...]).
+nki::Value nki_value(const nb::handle& h, const std::string& key) {
+  if (h.is_none()) return std::monostate{};
+  if (nb::isinstance<nki::View>(h)) return nb::cast<nki::View>(h);
+  if (nb::isinstance<nb::bool_>(h)) return nb::cast<bool>(h) ? 1.0 : 0.0;
+  if (nb::isinstance<nb::int_>(h) || nb::isinstance<nb::float_>(h)) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<nb::list>(h) || nb::isinstance<nb::tuple>(h)) {
+    std::vector<double> out;
+    std::function<void(const nb::handle&)> flat = [&](const nb::handle& x) {
+      if (nb::isinstance<nb::list>(x) || nb::isinstance<nb::tuple>(x)) {
+        for (nb::handle y : x) flat(y);
+      } else if (nb::isinstance<nb::int_>(x) || nb::isinstance<nb::float_>(x) ||
+                 nb::isinstance<nb::bool_>(x)) {
+        out.push_back(nb::cast<double>(x));
+      } else {
+        throw Error(fmt::format("argument '{}': a list of numbers is needed, not one holding {}", key,
+                                std::string(nb::str(x.type()).c_str())));
+      }
+    };
+    flat(h);
+    return out;
+  }
+  throw Error(fmt::format("argument '{}': {} is not a tile, a number or an operator", key,
+                          std::string(nb::str(h.type()).c_str())));
+}
+
+nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
+  launch::RunOptions opts;
+  nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
+  if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
+  for (const auto& r : requests) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_string())
+      throw Error(fmt::format("analyses: {} is not a [name, options] pair", r.dump()));
+    opts.analyses.push_back({r[0].get<std::string>(), r[1]});
+  }
+  InterruptGuard interrupt;
+  opts.cancel = interrupt.cancel();
+  launch::RunResult res;
+  try {
+    nb::gil_scoped_release nogil;
+    res = k.run(opts);
+  } catch (const exec::Interrupted&) {
+    interrupt.hand_back();
+    throw nb::python_error();
+  }
+  {
+    std::lock_guard<std::mutex> g(g_findings_mu);
+    g_findings.insert(g_findings.end(), res.findings.begin(), res.findings.end());
+  }
+  nb::dict out;
+  out["findings"] = report::to_json(res.findings).dump();
+  out["programs"] = res.stats.programs;
+  out["statistics"] = res.statistics.dump();
+  out["reports"] = res.reports.dump();
+  out["seconds"] = res.seconds;
+  return out;
+}
+
+void bind_nki(nb::module_& m) {
+  nb::class_<nki::View>(m, "NkiView",
+                        "An access pattern: elements of one tensor of an NKI kernel (nki/nki.h).")
+      .def(nb::init<>())
+      .def(
+          "__init__",
+          [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape,
+             std::vector<int64_t> strides) {
+            new (v) nki::View{tensor, offset, std::move(shape), std::move(strides)};
+          },
+          nb::arg("tensor"), nb::arg("offset"), nb::arg("shape"), nb::arg("strides"))
+      .def_rw("tensor", &nki::View::tensor)
+      .def_rw("offset", &nki::View::offset)
+      .def_rw("shape", &nki::View::shape)
+      .def_rw("strides", &nki::View::strides);
+  nb::class_<nki::Kernel>(m, "NkiKernel",
+                          "One launch of an NKI kernel: its tensors and its programs' instructions.")
+      .def(
+          "__init__",
+          [](nki::Kernel* k, const std::string& name, const std::string& target, int64_t programs) {
+            new (k) nki::Kernel(name, nki::target(target), programs);
+          },
+          nb::arg("name"), nb::arg("target"), nb::arg("programs"))
+      .def(
+          "add_argument",
+          [](nki::Kernel& k, const std::string& name, const std::string& dtype, uintptr_t data_ptr,
+             uint64_t nbytes, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+            return k.add_argument(name, nki::dtype(dtype), reinterpret_cast<std::byte*>(data_ptr), nbytes,
+                                  std::move(shape), std::move(strides));
+          },
+          nb::arg("name"), nb::arg("dtype"), nb::arg("data_ptr"), nb::arg("nbytes"), nb::arg("shape"),
+          nb::arg("strides"),
+          "An HBM array the kernel reads or writes (zero-copy: it must stay alive until run()); the tensor "
+          "id.")
+      .def(
+          "allocate",
+          [](nki::Kernel& k, int program, const std::string& name, const std::string& space,
+             const std::string& dtype, std::vector<int64_t> shape, const std::string& file, int line,
+             int col) {
+            const nki::Space s = space == "psum"   ? nki::Space::psum
+                                 : space == "sbuf" ? nki::Space::sbuf
+                                                   : nki::Space::hbm;
+            return k.allocate(program, name, s, nki::dtype(dtype), std::move(shape), py_loc(file, line, col));
+          },
+          nb::arg("program"), nb::arg("name"), nb::arg("space"), nb::arg("dtype"), nb::arg("shape"),
+          nb::arg("file") = "", nb::arg("line") = 0, nb::arg("col") = 0,
+          "An SBUF or PSUM tensor of `program`, allocated at file:line; the tensor id.")
+      .def(
+          "append",
+          [](nki::Kernel& k, int program, const std::string& op, const nb::dict& args,
+             const std::string& file, int line, int col) {
+            nki::Args a;
+            for (auto [key, value] : args) {
+              const std::string name = nb::cast<std::string>(key);
+              a.emplace(name, nki_value(value, name));
+            }
+            k.append(program, op, a, py_loc(file, line, col));
+          },
+          nb::arg("program"), nb::arg("op"), nb::arg("args"), nb::arg("file") = "", nb::arg("line") = 0,
+          nb::arg("col") = 0,
+          "Check operation `op` of `program` with `args` (name -> None, NkiView, number, operator name or "
+          "list "
+          "of numbers), called from file:line, and append it. TilescopeError for a broken constraint.")
+      .def("run", &nki_run, nb::arg("analyses") = "[]",
+           "Run every program under `analyses` (JSON [name, options] pairs). Returns {findings (JSON), "
+           "programs, "
+           "statistics, reports, seconds}.")
+      .def_prop_ro("programs", &nki::Kernel::programs);
+  m.def(
+      "nki_ops",
+      [] {
+        std::vector<std::string> v;
+        for (auto s : nki::Kernel::ops()) v.emplace_back(s);
+        return v;
+      },
+      "The NKI operations tilescope runs.");
+  m.def(
+      "nki_target",
+      [](const std::string& name) {
+        const nki::Target& t = nki::target(name);
+        nb::dict d;
+        d["name"] = std::string(t.name);
+        d["nc_version"] = t.nc_version;
+        d["partitions"] = t.partitions;
+        d["sbuf_bytes"] = t.sbuf_bytes;
+        d["psum_bytes"] = t.psum_bytes;
+        d["psum_banks"] = t.psum_banks;
+        return d;
+      },
+      nb::arg("name"), "The NKI target `name` (trn1, trn2, trn3): partitions and bytes per partition.");
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -363,4 +529,5 @@ NB_MODULE(_native, m) {
     std::lock_guard<std::mutex> g(g_findings_mu);
     g_findings.clear();
   });
+  bind_nki(m);
 }

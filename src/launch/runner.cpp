@@ -74,15 +74,31 @@ class TextSink : public exec::Observer {
 
 }  // namespace
 
+Analyses::Analyses(const ir::Module& module, const RunOptions& options) : options_(options) {
+  for (const AnalysisRequest& a : options.analyses)
+    made_.push_back(analysis::find_analysis(a.name).make(module, a.options));
+  if (options.evidence)
+    for (auto& a : made_) a->keep_evidence();
+  for (auto& a : made_) observers_.push_back(a.get());
+  observers_.insert(observers_.end(), options.observers.begin(), options.observers.end());
+}
+
+Analyses::~Analyses() = default;
+
+void Analyses::collect(const analysis::LaunchInfo& info, RunResult& r) {
+  for (size_t i = 0; i < made_.size(); ++i) {
+    made_[i]->collect(info, r.findings);
+    r.statistics[options_.analyses[i].name] = made_[i]->statistics();
+    if (nlohmann::json rep = made_[i]->report(); !rep.is_null())
+      r.reports[options_.analyses[i].name] = std::move(rep);
+  }
+}
+
 struct Runner {
   static RunResult run(Kernel& k, const LaunchRecord& rec, const RunOptions& o) {
     const ir::Function& fn = k.function(rec.kernel);
     exec::check_grid(rec.grid);
-    std::vector<std::unique_ptr<analysis::Analysis>> made;
-    for (const AnalysisRequest& a : o.analyses)
-      made.push_back(analysis::find_analysis(a.name).make(k.module_, a.options));
-    if (o.evidence)
-      for (auto& a : made) a->keep_evidence();
+    Analyses analyses(k.module_, o);
     RunResult r;
     TextSink text(r, o.print);
     exec::LaunchOptions lo;
@@ -91,8 +107,7 @@ struct Runner {
     lo.cancel = o.cancel;
     lo.max_steps = o.max_steps;
     lo.max_memory = o.max_memory;
-    for (auto& a : made) lo.observers.push_back(a.get());
-    lo.observers.insert(lo.observers.end(), o.observers.begin(), o.observers.end());
+    lo.observers = analyses.observers();
     lo.observers.push_back(&text);
     std::lock_guard<std::mutex> g(k.mu_);
     exec::Memory memory;
@@ -100,13 +115,7 @@ struct Runner {
     auto t0 = std::chrono::steady_clock::now();
     r.stats = k.engine_->launch(fn.name, args, memory, lo);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const analysis::LaunchInfo info{rec.kernel.empty() ? fn.name : rec.kernel, rec.stack};
-    for (size_t i = 0; i < made.size(); ++i) {
-      made[i]->collect(info, r.findings);
-      r.statistics[o.analyses[i].name] = made[i]->statistics();
-      if (nlohmann::json rep = made[i]->report(); !rep.is_null())
-        r.reports[o.analyses[i].name] = std::move(rep);
-    }
+    analyses.collect({rec.kernel.empty() ? fn.name : rec.kernel, rec.stack}, r);
     return r;
   }
 };

@@ -77,6 +77,27 @@ struct RunResult {
   double seconds = 0;                                    // wall time of the grid
 };
 
+/// The analyses of a launch: made from the registry for `module` as `options` asks (with evidence when
+/// asked), told what happens through observers(), and collected into a RunResult after the launch. The
+/// one analysis lifecycle of every front door that runs programs: run_launch for TTIR, nki::Kernel::run
+/// for NKI kernels. Throws tilescope::Error for an unknown analysis or bad options.
+class Analyses {
+ public:
+  Analyses(const ir::Module& module, const RunOptions& options);
+  ~Analyses();
+  Analyses(const Analyses&) = delete;
+  Analyses& operator=(const Analyses&) = delete;
+  /// The analyses, then options.observers, in call order.
+  const std::vector<exec::Observer*>& observers() const { return observers_; }
+  /// After the launch: every analysis's findings (request order), statistics and reports into `r`.
+  void collect(const analysis::LaunchInfo& info, RunResult& r);
+
+ private:
+  const RunOptions& options_;
+  std::vector<std::unique_ptr<analysis::Analysis>> made_;
+  std::vector<exec::Observer*> observers_;
+};
+
 /// Run `record` (its TTIR from the cache). Throws tilescope::Error for a bad record, TTIR or launch.
 RunResult run_launch(const LaunchRecord& record, const RunOptions& options);
 /// Run `record` on `kernel` (record.ttir may be empty: the kernel's text is used).

@@ -1,0 +1,410 @@
+"""The NKI front end: `nki.jit` kernels specialized in Python, run in C++ (tilescope/nki/nki.h).
+
+The NKI compiler specializes a kernel by running its Python code: loops and `if`s are Python's,
+`nl.program_id()` is a compile-time integer, and only `nki.isa` calls become instructions (NKI language
+guide, "compilation model"). tilescope does the same: the kernel's Python runs once per SPMD program,
+each operation is checked in C++ when it is called (a broken constraint raises `NkiError` at the
+kernel's line) and appended to that program, and then every program runs on tilescope's engine under the
+sanitizer, the race detector and the uninitialized-memory analysis. HBM tensors are the caller's arrays
+(numpy or torch CPU, zero-copy); kernel outputs (`nl.ndarray(..., buffer=nl.shared_hbm)`) are returned as
+arrays of the caller's kind.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PKG = os.path.dirname(_HERE)
+
+
+class NkiError(Exception):
+    """An NKI kernel broke a documented constraint, or tilescope cannot run it (the message names the
+    kernel's file and line, the op, the argument and the rule)."""
+
+
+_current = threading.local()
+
+
+def current() -> "_Trace":
+    t = getattr(_current, "trace", None)
+    if t is None:
+        raise NkiError("this nki.language / nki.isa call is only valid inside an @nki.jit kernel being called")
+    return t
+
+
+def user_location() -> tuple[str, int, int]:
+    """(file, line, column) of the innermost frame outside tilescope's own package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        f = frame.f_code.co_filename
+        if not os.path.abspath(f).startswith(_PKG + os.sep):
+            col = 0
+            try:  # Python 3.11+: the column of the call
+                pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+                col = (pos[2] or 0) + 1
+            except Exception:
+                pass
+            return f, frame.f_lineno, col
+        frame = frame.f_back
+    return "", 0, 0
+
+
+def native_call(fn, *args, **kwargs):
+    """Calls into the native module, turning its errors into NkiError (with the location it names)."""
+    from .. import _native
+
+    try:
+        return fn(*args, **kwargs)
+    except _native.TilescopeError as e:
+        raise NkiError(str(e)) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Dtypes: NKI's are strings in Beta 2 (nl.bfloat16 == "bfloat16").
+
+_NUMPY_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "int8": "int8",
+                "int16": "int16", "int32": "int32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+                "bool": "bool_", "bool_": "bool_", "float8_e4m3": "float8_e4m3", "float8_e4m3fn": "float8_e4m3fn",
+                "float8_e5m2": "float8_e5m2", "int64": "int64", "float64": "float64", "tfloat32": "tfloat32"}
+
+
+def dtype_name(dt) -> str:
+    """NKI's name of a dtype given as an NKI string, a numpy / ml_dtypes dtype or a torch dtype."""
+    if isinstance(dt, str):
+        n = dt
+    else:
+        n = str(dt)
+        if n.startswith("torch."):
+            n = n[len("torch."):]
+        elif not isinstance(dt, type):
+            n = getattr(dt, "name", n)
+        else:
+            import numpy as np
+            n = np.dtype(dt).name
+    n = {"float": "float32", "half": "float16", "float8_e4m3fnuz": "float8_e4m3"}.get(n, n)
+    if n not in _NUMPY_NAMES:
+        raise NkiError(f"unsupported NKI dtype {dt!r}")
+    return _NUMPY_NAMES[n]
+
+
+def numpy_dtype(name: str):
+    import numpy as np
+
+    if name in ("bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, {"float8_e4m3": "float8_e4m3fn"}.get(name, name)))
+    if name == "tfloat32":
+        return np.dtype("float32")
+    return np.dtype(name)
+
+
+# ------------------------------------------------------------------------------------------------
+# Tensors and access patterns
+
+
+class ds:
+    """nl.ds(start, size): a dynamic slice of `size` elements from `start` (nki.language.ds)."""
+
+    def __init__(self, start, size):
+        self.start, self.size = int(start), int(size)
+
+    def __repr__(self):
+        return f"ds({self.start}, {self.size})"
+
+
+class Tensor:
+    """An NKI tensor or a tile of one: `shape`, `dtype` (NKI's name), `buffer` (nl.sbuf, nl.psum,
+    nl.shared_hbm, ...) and an access pattern into its tensor. Indexing with ints, slices (step >= 1),
+    `nl.ds` and `...` gives tiles; an int index drops its dimension."""
+
+    def __init__(self, trace, tid, dtype, buffer, offset, shape, strides, name=""):
+        self._trace, self._tid, self.dtype, self.buffer = trace, tid, dtype, buffer
+        self._offset, self.shape, self._strides, self.name = offset, tuple(shape), tuple(strides), name
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"<nki tensor {self.name or '?'} {self.dtype}[{', '.join(map(str, self.shape))}] in {self.buffer}>"
+
+    def _view(self):
+        from .. import _native
+
+        return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides))
+
+    def __getitem__(self, index):
+        if not isinstance(index, tuple):
+            index = (index,)
+        if any(i is Ellipsis for i in index):
+            k = index.index(Ellipsis)
+            fill = len(self.shape) - (len(index) - 1)
+            index = index[:k] + (slice(None),) * fill + index[k + 1:]
+        if len(index) > len(self.shape):
+            raise NkiError(f"{len(index)} indices for a tensor of {len(self.shape)} dimensions ({self!r})")
+        offset, shape, strides = self._offset, [], []
+        for d, i in enumerate(index):
+            n, s = self.shape[d], self._strides[d]
+            if isinstance(i, ds):
+                start, size, step = i.start, i.size, 1
+            elif isinstance(i, slice):
+                start, stop, step = i.start, i.stop, 1 if i.step is None else i.step
+                if step < 1:
+                    raise NkiError(f"dimension {d}: a slice step must be positive, not {step}")
+                start = 0 if start is None else int(start)
+                stop = n if stop is None else int(stop)
+                if start < 0:
+                    start += n
+                if stop < 0:
+                    stop += n
+                size = max(0, -(-(stop - start) // step))
+            else:
+                try:
+                    j = int(i)
+                except TypeError:
+                    raise NkiError(f"dimension {d}: cannot index with {i!r} (ints, slices, nl.ds)") from None
+                if j < 0:
+                    j += n
+                if not 0 <= j < n:
+                    raise NkiError(f"dimension {d}: index {int(i)} is outside 0..{n - 1} of {self!r}")
+                offset += j * s
+                continue
+            if start < 0 or start + (size - 1) * step >= n and size > 0:
+                raise NkiError(f"dimension {d}: elements {start}..{start + (size - 1) * step} are outside "
+                               f"0..{n - 1} of {self!r}")
+            offset += start * s
+            shape.append(size)
+            strides.append(s * step)
+        for d in range(len(index), len(self.shape)):
+            shape.append(self.shape[d])
+            strides.append(self._strides[d])
+        return Tensor(self._trace, self._tid, self.dtype, self.buffer, offset, shape, strides, self.name)
+
+    def reshape(self, shape):
+        """The same elements with another shape (row-major); the tile must be contiguous."""
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        n = 1
+        for s in shape:
+            n *= s
+        m = 1
+        for s in self.shape:
+            m *= s
+        if n != m:
+            raise NkiError(f"cannot reshape {self!r} ({m} elements) to {shape} ({n} elements)")
+        expect = 1
+        for s, st in zip(reversed(self.shape), reversed(self._strides)):
+            if s != 1 and st != expect:
+                raise NkiError(f"reshape of a tile that is not contiguous ({self!r})")
+            expect *= s
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        return Tensor(self._trace, self._tid, self.dtype, self.buffer, self._offset, shape, strides[::-1], self.name)
+
+
+# ------------------------------------------------------------------------------------------------
+# The specialization of one call
+
+
+class _Trace:
+    """One call of a kernel: its native launch, the program being specialized, its HBM outputs."""
+
+    def __init__(self, name, target, programs):
+        from .. import _native
+
+        self.native = native_call(_native.NkiKernel, name, target, programs)
+        self.target = target
+        self.program = 0
+        self.programs = programs
+        self.outputs = []       # (tensor, array) of shared-HBM outputs, in allocation order
+        self.hbm_seen = 0       # this program's shared-HBM allocations so far
+        self.keep = []          # arrays that must outlive the run
+        self.names = {}
+
+    def add_array(self, name, array):
+        """An HBM tensor over the caller's numpy array or torch CPU tensor."""
+        import numpy as np
+
+        if hasattr(array, "data_ptr") and hasattr(array, "element_size"):  # torch
+            if getattr(array, "device", None) is not None and str(array.device) != "cpu":
+                raise NkiError(f"argument '{name}' is on {array.device}; tilescope runs NKI kernels on CPU tensors")
+            dt = dtype_name(array.dtype)
+            ptr, esize = array.data_ptr(), array.element_size()
+            shape, strides = list(array.shape), list(array.stride())
+        else:
+            array = np.asarray(array)
+            dt = dtype_name(array.dtype)
+            esize = array.dtype.itemsize
+            ptr = array.__array_interface__["data"][0]
+            shape = list(array.shape)
+            strides = [s // esize for s in array.strides]
+        if any(s < 0 for s in strides):
+            raise NkiError(f"argument '{name}' has negative strides; pass a contiguous copy")
+        nbytes = esize * (1 + sum((n - 1) * s for n, s in zip(shape, strides))) if all(shape) else 0
+        tid = native_call(self.native.add_argument, name, dt, ptr, nbytes, shape, strides)
+        self.keep.append(array)
+        return Tensor(self, tid, dt, "shared_hbm", 0, shape, strides, name)
+
+    def allocate(self, shape, dtype, buffer, name=None, zero=False):
+        shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+        dt = dtype_name(dtype)
+        file, line, col = user_location()
+        if buffer in ("shared_hbm", "hbm", "private_hbm"):
+            # Outputs: the k-th shared-HBM allocation of every program is one tensor (the grid's programs
+            # share it, as names link shared_hbm tensors on the device).
+            k = self.hbm_seen
+            self.hbm_seen += 1
+            if k < len(self.outputs):
+                t, _ = self.outputs[k]
+                if t.shape != shape or t.dtype != dt:
+                    raise NkiError(f"{file}:{line}: program {self.program} allocates HBM tensor #{k} as {dt}{list(shape)}, "
+                                   f"program 0 as {t.dtype}{list(t.shape)}")
+                return t
+            import numpy as np
+
+            arr = (np.zeros if zero else np.empty)(shape, dtype=numpy_dtype(dt))
+            t = self.add_array(name or f"out{k}", arr)
+            t.buffer = buffer
+            self.outputs.append((t, arr))
+            return t
+        space = {"sbuf": "sbuf", "psum": "psum"}.get(buffer)
+        if space is None:
+            raise NkiError(f"{file}:{line}: unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm)")
+        n = self.names.get(name or "t", 0)
+        self.names[name or "t"] = n + 1
+        label = name or f"{space}_{line}"
+        tid = native_call(self.native.allocate, self.program, label, space, dt, list(shape), file, line, col)
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        t = Tensor(self, tid, dt, space, 0, shape, strides[::-1], label)
+        if zero:
+            append("memset", dst=t, value=0)
+        return t
+
+
+def append(op: str, /, **args) -> None:
+    """Appends operation `op` of nki.isa (or nki.language's load / store) to the current program."""
+    t = current()
+    file, line, col = user_location()
+    if "mask" in args and args["mask"] is None:
+        del args["mask"]
+    native = {}
+    for k, v in args.items():
+        if isinstance(v, Tensor):
+            v = v._view()
+        elif callable(v) and hasattr(v, "nki_name"):
+            v = v.nki_name
+        elif hasattr(v, "value") and type(v).__module__.startswith("tilescope.nki"):  # an enum member
+            v = v.name
+        native[k] = v
+    native_call(t.native.append, t.program, op, native, file, line, col)
+
+
+# ------------------------------------------------------------------------------------------------
+# @nki.jit
+
+
+class Kernel:
+    """An `@nki.jit` kernel. `kernel(*args)` runs it on one program; `kernel[n](*args)` on an SPMD grid
+    of n programs (Beta 2 grids are one-dimensional). Arguments: numpy arrays or torch CPU tensors (HBM
+    tensors, written in place when the kernel stores into them) and Python values. Returns what the
+    kernel returns, its HBM outputs as arrays of the arguments' kind."""
+
+    def __init__(self, fn, target=None, **options):
+        self.fn = fn
+        self.target = target
+        self.options = options
+        functools.update_wrapper(self, fn)
+
+    def __getitem__(self, grid):
+        if isinstance(grid, tuple):
+            if len(grid) != 1:
+                raise NkiError(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}")
+            grid = grid[0]
+        n = int(grid)
+        if n < 1:
+            raise NkiError(f"kernel '{self.fn.__name__}': the grid needs at least one program, not {n}")
+        return functools.partial(self._call, n)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(1, *args, **kwargs)
+
+    def _call(self, programs, *args, **kwargs):
+        from .. import _state
+
+        target = self.target or os.environ.get("TILESCOPE_NKI_TARGET") or \
+            os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or "trn2"
+        trace = _Trace(self.fn.__name__, target, programs)
+        sig = inspect.signature(self.fn)
+        bound = sig.bind(*args, **kwargs)
+        torch_out = False
+        call = {}
+        for name, value in bound.arguments.items():
+            if _is_array(value):
+                torch_out |= hasattr(value, "data_ptr")
+                call[name] = trace.add_array(name, value)
+            else:
+                call[name] = value
+        results = None
+        previous = getattr(_current, "trace", None)
+        _current.trace = trace
+        try:
+            for p in range(programs):
+                trace.program, trace.hbm_seen = p, 0
+                r = self.fn(**call)
+                if p == 0:
+                    results = r
+        finally:
+            _current.trace = previous
+        res = trace.native.run(_state.analyses_json())
+        _state.record(res["findings"], self.fn.__name__, _launch_stack(), res["reports"])
+        return _outputs(results, trace, torch_out)
+
+
+def _launch_stack():
+    from .._capture import launch_stack
+
+    try:
+        return launch_stack()
+    except Exception:
+        return []
+
+
+def _is_array(v) -> bool:
+    if hasattr(v, "data_ptr") and hasattr(v, "element_size"):
+        return True
+    return type(v).__module__ == "numpy" and hasattr(v, "__array_interface__")
+
+
+def _outputs(r, trace, torch_out):
+    if isinstance(r, Tensor):
+        for t, arr in trace.outputs:
+            if t._tid == r._tid:
+                if torch_out:
+                    import torch
+
+                    if arr.dtype.name in ("bfloat16",):
+                        return torch.from_numpy(arr.view("uint16")).view(torch.bfloat16)
+                    return torch.from_numpy(arr)
+                return arr
+        raise NkiError(f"the kernel returned {r!r}; a kernel returns HBM tensors it allocated (nl.shared_hbm)")
+    if isinstance(r, (tuple, list)):
+        return type(r)(_outputs(x, trace, torch_out) for x in r)
+    return r
+
+
+def jit(func=None, *, mode=None, platform_target=None, **kwargs):
+    """nki.jit: `@nki.jit`, `@nki.jit()` or `nki.jit(fn)`. `platform_target` (trn1, trn2, trn3; NKI
+    0.2.0's keyword) or TILESCOPE_NKI_TARGET / NEURON_PLATFORM_TARGET_OVERRIDE select the target
+    (default trn2). `mode` is accepted and ignored, as NKI 0.3.0 does."""
+    if func is None:
+        return lambda f: Kernel(f, target=platform_target, **kwargs)
+    return Kernel(func, target=platform_target, **kwargs)

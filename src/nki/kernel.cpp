@@ -1,0 +1,433 @@
+// nki::Kernel: tensors, checked instructions, and running the programs under the analyses (nki.h).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "machine.h"
+#include "tilescope/ir/ops.h"
+#include "tilescope/ir/verify.h"
+
+namespace tilescope::nki {
+
+int64_t View::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> element_indexes(const View& v) {
+  std::vector<int64_t> out(static_cast<size_t>(std::max<int64_t>(v.numel(), 0)));
+  if (out.empty()) return out;
+  const size_t rank = v.shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t at = v.offset;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = at;
+    for (size_t d = rank; d-- > 0;) {  // odometer, innermost dimension first
+      if (++idx[d] < v.shape[d]) {
+        at += v.strides[d];
+        break;
+      }
+      at -= v.strides[d] * (v.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+void verify_nothing(ir::Verifier&, const ir::Op&) {}  // instructions are checked when appended
+
+/// The op registry's row for nki op `name` ("nki.isa.tensor_tensor"), registered once: NKI
+/// instructions read and write memory through their operands' access patterns.
+const ir::OpDef& op_def(std::string_view name) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> g(mu);
+  if (const ir::OpDef* d = ir::find_op(name)) return *d;
+  ir::OpDef def{};
+  def.name = name;
+  def.syntax = ir::Syntax::SameType;
+  def.verify = verify_nothing;
+  def.effects = ir::effect::read | ir::effect::write;
+  def.taint = ir::Taint::none;
+  return ir::register_op(def);
+}
+
+}  // namespace
+
+Kernel::Impl::~Impl() {
+  for (Storage& s : tensors)
+    if (s.tracked) analysis::Definedness::process().forget(s.tracked);
+}
+
+const ir::Op* Kernel::Impl::site(std::string_view op_name, const ir::PyLoc& at) {
+  const std::string full = std::string(op_name.find('.') == std::string_view::npos ? "nki.isa." : "") +
+                           std::string(op_name);
+  const std::string key = fmt::format("{}@{}:{}:{}", full, at.file, at.line, at.col);
+  if (auto it = sites.find(key); it != sites.end()) return it->second;
+  auto op = std::make_unique<ir::Op>();
+  op->def = &op_def(full);
+  op->name = std::string(op->def->name);
+  op->loc = at;
+  op->parent = fn->body.blocks[0].get();
+  op->pos = {static_cast<int>(fn->body.blocks[0]->ops.size()) + 1, 1};
+  const ir::Op* p = op.get();
+  fn->body.blocks[0]->ops.push_back(std::move(op));
+  sites.emplace(key, p);
+  return p;
+}
+
+void Kernel::Impl::fail(const std::string& message) const {
+  const std::string where = loc.known() ? loc.str() + ": " : std::string();
+  throw Error(fmt::format("{}{}: {}", where, op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op)
+                                                                                      : std::string(op),
+                          message));
+}
+
+Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
+
+std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, bool required) {
+  auto it = args.find(key);
+  if (it == args.end() || std::holds_alternative<std::monostate>(it->second)) {
+    if (required) fail(fmt::format("argument '{}' is required", key));
+    return std::nullopt;
+  }
+  const View* v = std::get_if<View>(&it->second);
+  if (!v) fail(fmt::format("argument '{}' must be a tensor (a tile of SBUF, PSUM or HBM)", key));
+  if (v->tensor < 0 || v->tensor >= static_cast<int>(tensors.size()))
+    fail(fmt::format("argument '{}' names no tensor of this kernel", key));
+  if (v->shape.size() != v->strides.size())
+    fail(fmt::format("argument '{}': {} sizes but {} strides", key, v->shape.size(), v->strides.size()));
+  const Storage& s = tensors[static_cast<size_t>(v->tensor)];
+  // Every element in bounds (the compiler rejects an out-of-range access pattern).
+  int64_t lo = v->offset, hi = v->offset;
+  for (size_t d = 0; d < v->shape.size(); ++d) {
+    if (v->shape[d] < 0) fail(fmt::format("argument '{}': a negative size", key));
+    if (v->shape[d] == 0) {
+      lo = hi = v->offset;
+      break;
+    }
+    const int64_t span = v->strides[d] * (v->shape[d] - 1);
+    (span < 0 ? lo : hi) += span;
+  }
+  const int64_t n = static_cast<int64_t>(s.bytes / static_cast<uint64_t>(s.info.dtype.bytes()));
+  if (v->numel() > 0 && (lo < 0 || hi >= n))
+    fail(fmt::format("argument '{}': the access pattern reaches element {} of '{}', which has {} elements ({})",
+                     key, lo < 0 ? lo : hi, s.info.name, n, fmt::join(s.info.shape, "x")));
+  return *v;
+}
+
+double Kernel::Impl::number(const Args& args, std::string_view key, std::optional<double> fallback) {
+  auto it = args.find(key);
+  if (it == args.end() || std::holds_alternative<std::monostate>(it->second)) {
+    if (!fallback) fail(fmt::format("argument '{}' is required", key));
+    return *fallback;
+  }
+  const double* d = std::get_if<double>(&it->second);
+  if (!d) fail(fmt::format("argument '{}' must be a number", key));
+  return *d;
+}
+
+std::string Kernel::Impl::name_arg(const Args& args, std::string_view key, std::optional<std::string> fallback) {
+  auto it = args.find(key);
+  if (it == args.end() || std::holds_alternative<std::monostate>(it->second)) {
+    if (!fallback) fail(fmt::format("argument '{}' is required", key));
+    return *fallback;
+  }
+  const std::string* s = std::get_if<std::string>(&it->second);
+  if (!s) fail(fmt::format("argument '{}' must be an operator or a name (e.g. nl.add)", key));
+  return *s;
+}
+
+Space Kernel::Impl::space(const View& v, std::string_view key, std::initializer_list<Space> allowed) {
+  const Space s = storage(v).info.space;
+  if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+    std::vector<std::string_view> names;
+    for (Space a : allowed) names.push_back(space_name(a));
+    fail(fmt::format("argument '{}' is in {}, but this op takes it only from {}", key, space_name(s),
+                     fmt::join(names, " or ")));
+  }
+  return s;
+}
+
+std::pair<int64_t, int64_t> Kernel::Impl::tile(const View& v, std::string_view key) {
+  if (v.shape.empty()) return {1, 1};
+  const int64_t p = v.shape[0];
+  if (storage(v).info.space != Space::hbm && p > target->partitions)
+    fail(fmt::format("argument '{}' spans {} partitions; the partition dimension (dim 0) holds at most {}", key,
+                     p, target->partitions));
+  int64_t f = 1;
+  for (size_t d = 1; d < v.shape.size(); ++d) f *= v.shape[d];
+  return {p, f};
+}
+
+// ------------------------------------------------------------------------------------------------
+// Kernel
+
+Kernel::Kernel(std::string name, const Target& target, int64_t programs) : impl_(std::make_unique<Impl>()) {
+  if (programs < 1) throw Error(fmt::format("kernel '{}': the grid needs at least one program, not {}", name, programs));
+  impl_->name = std::move(name);
+  impl_->target = &target;
+  impl_->programs = programs;
+  impl_->code.resize(static_cast<size_t>(programs));
+  impl_->module.filename = impl_->name + ".nki";
+  auto fn = std::make_unique<ir::Function>();
+  fn->name = impl_->name;
+  fn->body.blocks.push_back(std::make_unique<ir::Block>());
+  fn->body.blocks[0]->parent = &fn->body;
+  impl_->fn = fn.get();
+  impl_->module.functions.push_back(std::move(fn));
+}
+
+Kernel::~Kernel() = default;
+
+const Target& Kernel::target() const { return *impl_->target; }
+int64_t Kernel::programs() const { return impl_->programs; }
+const TensorInfo& Kernel::tensor(int id) const { return impl_->tensors.at(static_cast<size_t>(id)).info; }
+
+int Kernel::add_argument(std::string name, const DType& dtype, std::byte* host, uint64_t bytes,
+                         std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  Storage s;
+  s.info.name = name;
+  s.info.space = Space::hbm;
+  s.info.dtype = dtype;
+  s.info.shape = shape;
+  s.bytes = bytes;
+  exec::Buffer b;
+  b.name = std::move(name);
+  b.dtype = dtype.elem;
+  b.host = host;
+  b.bytes = bytes;
+  b.shape = std::move(shape);
+  b.strides = std::move(strides);
+  s.buffer = impl_->memory.add(std::move(b));
+  // The kernel's own argument: a value of its function, as a TTIR kernel's pointer argument is.
+  auto v = std::make_unique<ir::Value>();
+  v->name = s.info.name;
+  v->type = impl_->module.ptr(impl_->module.scalar(dtype.elem));
+  v->index = static_cast<int>(impl_->fn->body.blocks[0]->args.size());
+  v->block = impl_->fn->body.blocks[0].get();
+  impl_->fn->body.blocks[0]->args.push_back(std::move(v));
+  impl_->tensors.push_back(std::move(s));
+  return static_cast<int>(impl_->tensors.size()) - 1;
+}
+
+int Kernel::allocate(int program, std::string name, Space space, const DType& dtype, std::vector<int64_t> shape,
+                     const ir::PyLoc& loc) {
+  Impl& k = *impl_;
+  k.op = space == Space::psum ? "nki.language.ndarray(buffer=nl.psum)" : "nki.language.ndarray(buffer=nl.sbuf)";
+  k.loc = loc;
+  if (program < 0 || program >= k.programs)
+    k.fail(fmt::format("program {} is outside the grid of {}", program, k.programs));
+  if (space == Space::hbm) k.fail("HBM tensors are the kernel's arguments and outputs, not on-chip allocations");
+  if (shape.empty()) k.fail("an on-chip tensor needs a partition dimension (a shape of at least one dimension)");
+  for (int64_t d : shape)
+    if (d <= 0) k.fail(fmt::format("shape ({}) has a size that is not positive", fmt::join(shape, ", ")));
+  if (shape[0] > k.target->partitions)
+    k.fail(fmt::format("shape ({}): the partition dimension (dim 0) is {}, more than the {} partitions of {}",
+                       fmt::join(shape, ", "), shape[0], k.target->partitions, k.target->name));
+  int64_t per_partition = dtype.bytes();
+  for (size_t d = 1; d < shape.size(); ++d) per_partition *= shape[d];
+  const int64_t capacity = space == Space::psum ? k.target->psum_bytes : k.target->sbuf_bytes;
+  if (per_partition > capacity)
+    k.fail(fmt::format("shape ({}) of {} takes {} bytes per partition; {} holds {} bytes per partition on {}",
+                       fmt::join(shape, ", "), dtype.name, per_partition, space_name(space), capacity,
+                       k.target->name));
+  Storage s;
+  s.info = {std::move(name), space, dtype, shape, program, loc};
+  s.bytes = static_cast<uint64_t>(per_partition * shape[0]);
+  s.owned = std::make_unique<std::byte[]>(s.bytes);
+  // Undefined until written: the uninit analysis reports reads of it, naming this line.
+  s.tracked = analysis::Definedness::process().track(
+      s.owned.get(), s.bytes,
+      {fmt::format("nl.ndarray(buffer=nl.{})", space_name(space)), loc.file, loc.line},
+      ir::is_float(dtype.elem) ? analysis::Sentinel::float_nan : analysis::Sentinel::int_bytes);
+  exec::Buffer b;
+  b.name = s.info.name;
+  b.dtype = dtype.elem;
+  b.host = s.owned.get();
+  b.bytes = s.bytes;
+  b.shape = shape;
+  b.strides.assign(shape.size(), 1);
+  for (size_t d = shape.size() - 1; d > 0; --d) b.strides[d - 1] = b.strides[d] * shape[d];
+  s.buffer = k.memory.add(std::move(b));
+  k.tensors.push_back(std::move(s));
+  return static_cast<int>(k.tensors.size()) - 1;
+}
+
+void Kernel::append(int program, std::string_view op, const Args& args, const ir::PyLoc& loc) {
+  Impl& k = *impl_;
+  k.op = op;
+  k.loc = loc;
+  if (k.ran) k.fail("the kernel has already run");
+  if (program < 0 || program >= k.programs)
+    k.fail(fmt::format("program {} is outside the grid of {}", program, k.programs));
+  for (const auto& [key, value] : args)
+    if (key == "mask" && !std::holds_alternative<std::monostate>(value))
+      k.fail("the mask parameter is not supported (NKI Beta 2 removed masks; slice the tiles instead)");
+  const OpSpec* spec = nullptr;
+  for (const OpSpec& s : op_table())
+    if (s.name == op) spec = &s;
+  if (!spec) k.fail("not an operation tilescope knows (see the README's table of supported NKI ops)");
+  std::function<void(Exec&)> run = spec->check(k, program, args);
+  k.code[static_cast<size_t>(program)].push_back({k.site(op, loc), std::move(run)});
+}
+
+std::vector<std::string_view> Kernel::ops() {
+  std::vector<std::string_view> out;
+  for (const OpSpec& s : op_table()) out.push_back(s.name);
+  return out;
+}
+
+launch::RunResult Kernel::run(const launch::RunOptions& options) {
+  Impl& k = *impl_;
+  if (k.ran) throw Error(fmt::format("kernel '{}' has already run", k.name));
+  k.ran = true;
+  launch::Analyses analyses(k.module, options);
+  const std::vector<exec::Observer*>& observers = analyses.observers();
+  std::atomic<bool> stop{false};
+  exec::LaunchContext ctx(stop);
+  ctx.module = &k.module;
+  ctx.kernel = k.fn;
+  ctx.grid = {k.programs, 1, 1};
+  ctx.programs = k.programs;
+  ctx.memory = &k.memory;
+  ctx.threads = 1;
+  {
+    size_t a = 0;
+    for (const Storage& s : k.tensors)
+      if (s.info.program < 0 && a < k.fn->body.blocks[0]->args.size())
+        ctx.args.push_back({k.fn->body.blocks[0]->args[a++].get(), &k.memory.buffer(s.buffer),
+                            k.memory.vaddr(s.buffer)});
+  }
+  std::vector<unsigned> kinds;
+  for (exec::Observer* o : observers) kinds.push_back(o->on_launch_begin(ctx).kinds);
+  launch::RunResult r;
+  exec::LaunchStats stats;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    for (int64_t p = 0; p < k.programs && !ctx.stop_requested(); ++p) {
+      if (options.cancel && options.cancel->load()) throw exec::Interrupted("interrupted");
+      const exec::ProgramId pid{static_cast<int32_t>(p), 0, 0};
+      std::vector<void*> states(observers.size(), nullptr);
+      for (size_t i = 0; i < observers.size(); ++i)
+        if (kinds[i] & exec::kProgram) states[i] = observers[i]->on_program_begin(pid);
+      Exec ex(k, pid, observers, kinds, states);
+      for (const Instr& in : k.code[static_cast<size_t>(p)]) {
+        ex.site = in.site;
+        in.run(ex);
+      }
+      for (size_t i = 0; i < observers.size(); ++i)
+        if (kinds[i] & exec::kProgram) observers[i]->on_program_end(pid, states[i]);
+      ++stats.programs;
+    }
+  } catch (...) {
+    for (exec::Observer* o : observers) o->on_launch_end(ctx, stats);
+    throw;
+  }
+  stats.stopped = ctx.stop_requested();
+  for (exec::Observer* o : observers) o->on_launch_end(ctx, stats);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.stats = stats;
+  analyses.collect({k.name, {}}, r);
+  return r;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Exec
+
+std::vector<uint64_t> Exec::addresses(const View& v) const {
+  const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
+  const uint64_t base = k_.memory.vaddr(s.buffer);
+  const auto eb = static_cast<uint64_t>(s.info.dtype.bytes());
+  std::vector<int64_t> idx = element_indexes(v);
+  std::vector<uint64_t> out(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) out[i] = base + static_cast<uint64_t>(idx[i]) * eb;
+  return out;
+}
+
+void Exec::event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs) {
+  if (addrs.empty()) return;
+  std::vector<uint8_t> mask(addrs.size(), 1);
+  const exec::AccessEvent e{kind,
+                            site,
+                            pid_,
+                            static_cast<int64_t>(addrs.size()),
+                            addrs.data(),
+                            mask.data(),
+                            k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype.bytes(),
+                            0,
+                            &k_.memory};
+  for (size_t i = 0; i < observers_.size(); ++i)
+    if (kinds_[i] & exec::kAccess) observers_[i]->on_access(e, states_[i]);
+}
+
+std::vector<uint64_t> Exec::read_bits(const View& v) {
+  const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
+  const std::vector<uint64_t> addrs = addresses(v);
+  const int eb = s.info.dtype.bytes();
+  std::vector<uint64_t> out(addrs.size(), 0);
+  for (size_t i = 0; i < addrs.size(); ++i) std::memcpy(&out[i], k_.memory.host(addrs[i]), static_cast<size_t>(eb));
+  event(exec::AccessKind::load, v, addrs);
+  return out;
+}
+
+float Exec::to_float(const DType& t, uint64_t bits) {
+  if (t.is_float()) return static_cast<float>(ir::float_from_bits(t.elem, bits));
+  const int b = 8 * t.bytes();
+  if (t.is_unsigned || t.elem == ir::Elem::i1) return static_cast<float>(bits);
+  const uint64_t sign = uint64_t{1} << (b - 1);
+  const int64_t v = b == 64 ? static_cast<int64_t>(bits) : static_cast<int64_t>((bits ^ sign) - sign);
+  return static_cast<float>(v);
+}
+
+uint64_t Exec::from_float(const DType& t, float f) {
+  if (t.tf32) {  // 10 mantissa bits, round to nearest even (the low 13 bits of the float32 cleared)
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) <= 0x7f800000u) x = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
+    return x;
+  }
+  if (t.is_float()) return ir::float_to_bits_f32(t.elem, f);
+  // Integers: round to nearest even, saturate at the type's range, NaN -> 0 (the engines' fp32 ->
+  // integer conversion on write).
+  const int b = 8 * t.bytes();
+  if (std::isnan(f)) return 0;
+  const double r = std::nearbyint(static_cast<double>(f));
+  if (t.elem == ir::Elem::i1) return r != 0;
+  const double lo = t.is_unsigned ? 0 : -std::ldexp(1.0, b - 1);
+  const double hi = t.is_unsigned ? std::ldexp(1.0, b) - 1 : std::ldexp(1.0, b - 1) - 1;
+  const double c = std::clamp(r, lo, hi);
+  const uint64_t mask = b == 64 ? ~uint64_t{0} : (uint64_t{1} << b) - 1;
+  return static_cast<uint64_t>(static_cast<int64_t>(c)) & mask;
+}
+
+std::vector<float> Exec::read(const View& v) {
+  const DType& t = k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype;
+  std::vector<uint64_t> bits = read_bits(v);
+  std::vector<float> out(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = to_float(t, bits[i]);
+  return out;
+}
+
+void Exec::write_bits(const View& v, std::span<const uint64_t> bits) {
+  const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
+  const std::vector<uint64_t> addrs = addresses(v);
+  const int eb = s.info.dtype.bytes();
+  for (size_t i = 0; i < addrs.size() && i < bits.size(); ++i)
+    std::memcpy(k_.memory.host(addrs[i]), &bits[i], static_cast<size_t>(eb));
+  event(exec::AccessKind::store, v, addrs);
+}
+
+void Exec::write(const View& v, std::span<const float> values) {
+  const DType& t = k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype;
+  std::vector<uint64_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = from_float(t, values[i]);
+  write_bits(v, bits);
+}
+
+}  // namespace tilescope::nki

@@ -1,0 +1,124 @@
+// The NKI machine (private to src/nki): a kernel's tensors, its programs' instructions, the sites the
+// analyses see, and the running program's view of memory.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tilescope/analysis/uninit.h"
+#include "tilescope/exec/events.h"
+#include "tilescope/exec/memory.h"
+#include "tilescope/ir/diag.h"
+#include "tilescope/nki/nki.h"
+
+namespace tilescope::nki {
+
+class Exec;
+
+/// One instruction of one program: its site (the op the analyses see, with the kernel's source line)
+/// and what it does when the program runs.
+struct Instr {
+  const ir::Op* site = nullptr;
+  std::function<void(Exec&)> run;
+};
+
+/// An op of nki.isa / nki.language: its name and the function that checks one call and returns the
+/// instruction's body. Every op is one row of kOps (isa.cpp).
+struct OpSpec {
+  std::string_view name;
+  std::function<void(Exec&)> (*check)(Kernel::Impl& k, int program, const Args& args);
+};
+std::span<const OpSpec> op_table();
+
+/// A tensor's storage: the user's array (HBM arguments), or memory the kernel owns (on-chip tensors).
+struct Storage {
+  TensorInfo info;
+  int buffer = -1;  // exec::Memory id
+  std::unique_ptr<std::byte[]> owned;
+  uint64_t bytes = 0;
+  uint64_t tracked = 0;  // analysis::Definedness id of owned memory (0: none)
+  /// PSUM tensors: per element, whether an nc_matmul wrote it since the allocation (its accumulate
+  /// inference); sized by the first nc_matmul into the tensor.
+  std::vector<uint8_t> matmul_written;
+};
+
+struct Kernel::Impl {
+  std::string name;
+  const Target* target = nullptr;
+  int64_t programs = 1;
+  std::vector<Storage> tensors;
+  exec::Memory memory;
+  ir::Module module;  // one function, one op per site: what the analyses see (findings name its lines)
+  ir::Function* fn = nullptr;
+  std::vector<std::vector<Instr>> code;  // per program
+  std::map<std::string, const ir::Op*, std::less<>> sites;  // by "op@file:line:col"
+  bool ran = false;
+
+  // The call being checked (append): its op and location, for errors.
+  std::string_view op;
+  ir::PyLoc loc;
+
+  ~Impl();
+  const ir::Op* site(std::string_view op, const ir::PyLoc& loc);
+  /// An Error located at the call being checked: "file:line: nki.isa.<op>: <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+  Storage& storage(const View& v);
+  /// The view `args[key]`, checked in bounds of its tensor; std::nullopt when absent or None and not
+  /// `required`.
+  std::optional<View> view(const Args& args, std::string_view key, bool required = true);
+  double number(const Args& args, std::string_view key, std::optional<double> fallback = std::nullopt);
+  std::string name_arg(const Args& args, std::string_view key, std::optional<std::string> fallback = std::nullopt);
+  /// The tensor's memory, or fail(...) naming `key` when not one of `allowed`.
+  Space space(const View& v, std::string_view key, std::initializer_list<Space> allowed);
+  /// Partitions (dim 0) and elements per partition (the product of the free dims) of an on-chip view;
+  /// fails when the partition dim exceeds the target's.
+  std::pair<int64_t, int64_t> tile(const View& v, std::string_view key);
+};
+
+/// The running program: reads and writes views, telling the observers.
+class Exec {
+ public:
+  Exec(Kernel::Impl& k, exec::ProgramId pid, const std::vector<exec::Observer*>& observers,
+       const std::vector<unsigned>& kinds, const std::vector<void*>& states)
+      : k_(k), pid_(pid), observers_(observers), kinds_(kinds), states_(states) {}
+  const ir::Op* site = nullptr;  // the instruction running
+  exec::ProgramId pid() const { return pid_; }
+
+  /// The elements of `v` in row-major order as float32 (integers converted), after a load event.
+  std::vector<float> read(const View& v);
+  /// Raw element bits (zero-extended to 64), after a load event.
+  std::vector<uint64_t> read_bits(const View& v);
+  /// Writes `values` (row-major over `v`) converted to the tensor's dtype (round to nearest even;
+  /// integers saturate, NaN -> 0), then a store event.
+  void write(const View& v, std::span<const float> values);
+  void write_bits(const View& v, std::span<const uint64_t> bits);
+  Storage& storage(const View& v) { return k_.storage(v); }
+  const DType& dtype(const View& v) { return k_.storage(v).info.dtype; }
+  /// The Scalar engine's per-partition float32 accumulator (activation's reduce_cmd), per program.
+  std::vector<float>& scalar_accumulator() { return scalar_acc_; }
+  /// An element's bits as float32 (integers converted), and float32 as an element's bits (round to
+  /// nearest even; tfloat32 keeps 10 mantissa bits; integers round, saturate, NaN -> 0).
+  static float to_float(const DType& t, uint64_t bits);
+  static uint64_t from_float(const DType& t, float f);
+
+ private:
+  void event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs);
+  std::vector<uint64_t> addresses(const View& v) const;
+  Kernel::Impl& k_;
+  exec::ProgramId pid_;
+  const std::vector<exec::Observer*>& observers_;
+  const std::vector<unsigned>& kinds_;
+  const std::vector<void*>& states_;
+  std::vector<float> scalar_acc_ = std::vector<float>(128, 0.0f);
+};
+
+/// Row-major element indexes of `v` (offset + sum of index * stride), in elements of its tensor.
+std::vector<int64_t> element_indexes(const View& v);
+
+}  // namespace tilescope::nki
