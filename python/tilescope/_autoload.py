@@ -1,6 +1,7 @@
 """Imported at interpreter start-up (the tilescope .pth file) when TILESCOPE_SANITIZE is set:
 every Triton launch of this process runs on tilescope's engine, and the findings are written where
-the `tilescope sanitize` parent reads them.
+the `tilescope sanitize` parent reads them. `import nki` (and nki.language, nki.isa) gives tilescope's
+NKI modules (tilescope.nki), also when AWS's `nki` package is installed: the kernels run on the engine.
 
 Triton is patched when it is first imported, not here: `.pth` files run while `site` is still
 building `sys.path`, so Triton may not be importable yet (a virtual environment made with
@@ -69,7 +70,30 @@ class _Finder(importlib.abc.MetaPathFinder):
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
 
 
+class _NkiFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`nki`, `nki.language` and `nki.isa` are tilescope.nki's modules (README, "NKI kernels")."""
+
+    _NAMES = {"nki": "tilescope.nki", "nki.language": "tilescope.nki.language", "nki.isa": "tilescope.nki.isa"}
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self._NAMES:
+            return None
+        import importlib.util
+
+        return importlib.util.spec_from_loader(fullname, self, is_package=fullname == "nki")
+
+    def create_module(self, spec):
+        import importlib
+
+        return importlib.import_module(self._NAMES[spec.name])
+
+    def exec_module(self, module):
+        pass  # already executed as tilescope.nki...
+
+
 def _activate() -> None:
+    if not any(isinstance(f, _NkiFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NkiFinder())
     if "triton" in sys.modules:  # imported before this ran (python -c, a sitecustomize)
         _install()
     elif not any(isinstance(f, _Finder) for f in sys.meta_path):

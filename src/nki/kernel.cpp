@@ -287,7 +287,16 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   Impl& k = *impl_;
   if (k.ran) throw Error(fmt::format("kernel '{}' has already run", k.name));
   k.ran = true;
-  launch::Analyses analyses(k.module, options);
+  // The instructions of one program are ordered: the NKI compiler synchronizes the engines on every
+  // dependency between them, so only accesses of different programs can race (no intra-program-race,
+  // which is about a GPU program's lanes being threads).
+  launch::RunOptions o = options;
+  for (launch::AnalysisRequest& a : o.analyses)
+    if (a.name == "races") {
+      if (!a.options.is_object()) a.options = nlohmann::json::object();
+      a.options["intra"] = false;
+    }
+  launch::Analyses analyses(k.module, o);
   const std::vector<exec::Observer*>& observers = analyses.observers();
   std::atomic<bool> stop{false};
   exec::LaunchContext ctx(stop);

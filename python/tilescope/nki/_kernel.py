@@ -53,6 +53,12 @@ def user_location() -> tuple[str, int, int]:
     return "", 0, 0
 
 
+def located(message: str) -> NkiError:
+    """An NkiError at the kernel's line: "file:line:col: message"."""
+    file, line, col = user_location()
+    return NkiError(f"{file}:{line}:{col}: {message}" if file else message)
+
+
 def native_call(fn, *args, **kwargs):
     """Calls into the native module, turning its errors into NkiError (with the location it names)."""
     from .. import _native
@@ -146,7 +152,7 @@ class Tensor:
             fill = len(self.shape) - (len(index) - 1)
             index = index[:k] + (slice(None),) * fill + index[k + 1:]
         if len(index) > len(self.shape):
-            raise NkiError(f"{len(index)} indices for a tensor of {len(self.shape)} dimensions ({self!r})")
+            raise located(f"{len(index)} indices for a tensor of {len(self.shape)} dimensions ({self!r})")
         offset, shape, strides = self._offset, [], []
         for d, i in enumerate(index):
             n, s = self.shape[d], self._strides[d]
@@ -155,7 +161,7 @@ class Tensor:
             elif isinstance(i, slice):
                 start, stop, step = i.start, i.stop, 1 if i.step is None else i.step
                 if step < 1:
-                    raise NkiError(f"dimension {d}: a slice step must be positive, not {step}")
+                    raise located(f"dimension {d}: a slice step must be positive, not {step}")
                 start = 0 if start is None else int(start)
                 stop = n if stop is None else int(stop)
                 if start < 0:
@@ -167,15 +173,15 @@ class Tensor:
                 try:
                     j = int(i)
                 except TypeError:
-                    raise NkiError(f"dimension {d}: cannot index with {i!r} (ints, slices, nl.ds)") from None
+                    raise located(f"dimension {d}: cannot index with {i!r} (ints, slices, nl.ds)") from None
                 if j < 0:
                     j += n
                 if not 0 <= j < n:
-                    raise NkiError(f"dimension {d}: index {int(i)} is outside 0..{n - 1} of {self!r}")
+                    raise located(f"dimension {d}: index {int(i)} is outside 0..{n - 1} of {self!r}")
                 offset += j * s
                 continue
             if start < 0 or start + (size - 1) * step >= n and size > 0:
-                raise NkiError(f"dimension {d}: elements {start}..{start + (size - 1) * step} are outside "
+                raise located(f"dimension {d}: elements {start}..{start + (size - 1) * step} are outside "
                                f"0..{n - 1} of {self!r}")
             offset += start * s
             shape.append(size)
@@ -195,11 +201,11 @@ class Tensor:
         for s in self.shape:
             m *= s
         if n != m:
-            raise NkiError(f"cannot reshape {self!r} ({m} elements) to {shape} ({n} elements)")
+            raise located(f"cannot reshape {self!r} ({m} elements) to {shape} ({n} elements)")
         expect = 1
         for s, st in zip(reversed(self.shape), reversed(self._strides)):
             if s != 1 and st != expect:
-                raise NkiError(f"reshape of a tile that is not contiguous ({self!r})")
+                raise located(f"reshape of a tile that is not contiguous ({self!r})")
             expect *= s
         strides, acc = [], 1
         for s in reversed(shape):
