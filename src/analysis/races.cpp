@@ -982,6 +982,10 @@ void Races::collect(const LaunchInfo& info, std::vector<Finding>& out) {
     f.kernel = info.kernel;
     f.launch_stack = info.stack;
     f.site = I.sites.of(I.ops[x.site_a].op);
+    if (f.site.op.starts_with("nki."))  // the SPMD programs of an NKI kernel (nki/nki.h)
+      f.hint =
+          "the programs of the grid access the same HBM bytes with nothing ordering them: give each program "
+          "its own part of the tensor (index it with nl.program_id(0))";
     f.other = I.sites.of(I.ops[x.site_b].op);
     f.summary = summarize(f);
     out.push_back(std::move(f));

@@ -467,10 +467,15 @@ struct UninitAnalysis::Impl {
       s.source_line = sites.source_line(s.file, s.line);
       f.allocation = std::move(s);
       const bool numpy = a.alloc->site.call.rfind("numpy", 0) == 0 || a.alloc->site.call.rfind("np.", 0) == 0;
-      f.hint = fmt::format(
-          "zero the buffer ({}) or write every element the kernel reads (mask the load, or the store that "
-          "should have written it)",
-          numpy ? "numpy.zeros" : "torch.zeros");
+      if (a.alloc->site.call.rfind("nl.", 0) == 0)  // an NKI kernel's SBUF / PSUM tensor (nki/nki.h)
+        f.hint =
+            "write every element of the tile before an instruction reads it (nl.zeros, nisa.memset, or a "
+            "dma_copy that covers the whole tile)";
+      else
+        f.hint = fmt::format(
+            "zero the buffer ({}) or write every element the kernel reads (mask the load, or the store that "
+            "should have written it)",
+            numpy ? "numpy.zeros" : "torch.zeros");
       f.launch_stack = info.stack;
       f.summary = summarize(f);
       f.evidence = std::move(a.evidence);

@@ -54,13 +54,13 @@ float f_square(float a, float) { return a * a; }
 float f_relu(float a, float) { return a > 0 ? a : 0.0f; }
 
 constexpr AluRow kAlu[] = {
-    {"add", f_add, true},          {"subtract", f_sub, true},       {"multiply", f_mul, true},
-    {"divide", f_div, false},      {"maximum", f_max, true},        {"minimum", f_min, true},
-    {"equal", f_eq, false},        {"not_equal", f_ne, false},      {"greater_equal", f_ge, false},
-    {"greater", f_gt, false},      {"less_equal", f_le, false},     {"less", f_lt, false},
-    {"logical_and", f_land, true}, {"logical_or", f_lor, true},     {"logical_xor", f_lxor, true},
-    {"power", f_pow, false},       {"abs_max", f_abs_max, false},   {"abs_min", f_abs_min, false},
-    {"abs", f_abs, false},         {"rsqrt", f_rsqrt, false},       {"reciprocal", f_recip, false},
+    {"add", f_add, true},          {"subtract", f_sub, true},     {"multiply", f_mul, true},
+    {"divide", f_div, false},      {"maximum", f_max, true},      {"minimum", f_min, true},
+    {"equal", f_eq, false},        {"not_equal", f_ne, false},    {"greater_equal", f_ge, false},
+    {"greater", f_gt, false},      {"less_equal", f_le, false},   {"less", f_lt, false},
+    {"logical_and", f_land, true}, {"logical_or", f_lor, true},   {"logical_xor", f_lxor, true},
+    {"power", f_pow, false},       {"abs_max", f_abs_max, false}, {"abs_min", f_abs_min, false},
+    {"abs", f_abs, false},         {"rsqrt", f_rsqrt, false},     {"reciprocal", f_recip, false},
     {"square", f_square, false},   {"relu", f_relu, false},
 };
 
@@ -120,7 +120,9 @@ constexpr ActRow kAct[] = {
     {"sqrt", [](float x) { return std::sqrt(x); }},
     {"rsqrt", [](float x) { return 1.0f / std::sqrt(x); }},
     {"reciprocal", [](float x) { return 1.0f / x; }},
-    {"sign", [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f; }},
+    {"sign", [](float x) { return x > 0   ? 1.0f
+                                  : x < 0 ? -1.0f
+                                          : 0.0f; }},
     {"abs", [](float x) { return std::fabs(x); }},
 };
 
@@ -173,11 +175,11 @@ Scalar scalar_operand(K& k, const Args& args, std::string_view key, int64_t part
   k.space(v, key, kOnChip);
   const auto [p, f] = k.tile(v, key);
   if (f != 1)
-    k.fail(fmt::format("'{}' ({}) must hold one element per partition (a [P, 1] tile broadcast along the free "
-                       "dimensions)",
-                       key, fmt::join(v.shape, "x")));
-  if (p != partitions)
-    k.fail(fmt::format("'{}' spans {} partitions, the data {}", key, p, partitions));
+    k.fail(
+        fmt::format("'{}' ({}) must hold one element per partition (a [P, 1] tile broadcast along the free "
+                    "dimensions)",
+                    key, fmt::join(v.shape, "x")));
+  if (p != partitions) k.fail(fmt::format("'{}' spans {} partitions, the data {}", key, p, partitions));
   s.tile = v;
   return s;
 }
@@ -208,8 +210,9 @@ Body dma_copy(K& k, int, const Args& args) {
   k.space(dst, "dst", {Space::hbm, Space::sbuf});
   k.space(src, "src", {Space::hbm, Space::sbuf});
   if (dst.numel() != src.numel())
-    k.fail(fmt::format("'dst' ({}, {} elements) and 'src' ({}, {} elements) must have the same number of elements",
-                       fmt::join(dst.shape, "x"), dst.numel(), fmt::join(src.shape, "x"), src.numel()));
+    k.fail(fmt::format(
+        "'dst' ({}, {} elements) and 'src' ({}, {} elements) must have the same number of elements",
+        fmt::join(dst.shape, "x"), dst.numel(), fmt::join(src.shape, "x"), src.numel()));
   const auto rmw = opt_name(k, args, "dst_rmw_op");
   if (rmw && *rmw != "add") k.fail(fmt::format("dst_rmw_op must be nl.add, not nl.{}", *rmw));
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
@@ -248,7 +251,8 @@ Body memset(K& k, int, const Args& args) {
   k.space(dst, "dst", kOnChip);
   k.tile(dst, "dst");
   const float value = static_cast<float>(k.number(args, "value"));
-  return [dst, value](Exec& ex) { ex.write(dst, std::vector<float>(static_cast<size_t>(dst.numel()), value)); };
+  return
+      [dst, value](Exec& ex) { ex.write(dst, std::vector<float>(static_cast<size_t>(dst.numel()), value)); };
 }
 
 /// isa/iota: dst[c, i...] = offset + c * channel_multiplier + sum_k i_k * step_k over `pattern`
@@ -291,7 +295,8 @@ Body iota(K& k, int, const Args& args) {
 
 /// The engine an op runs on: its `engine` argument, or `fallback` when unknown. GpSimd cannot access
 /// PSUM (isa/tensor_tensor, isa/tensor_copy: "GpSimd engine cannot access PSUM").
-std::string engine_of(K& k, const Args& args, std::string_view fallback, std::initializer_list<View> operands) {
+std::string engine_of(K& k, const Args& args, std::string_view fallback,
+                      std::initializer_list<View> operands) {
   std::string e = k.name_arg(args, "engine", "unknown");
   if (e == "unknown") e = std::string(fallback);
   if (e == "gpsimd")
@@ -458,7 +463,8 @@ Body tensor_reduce(K& k, int, const Args& args) {
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0) axes[i] += rank;
     if (axes[i] <= 0 || axes[i] >= rank)
-      k.fail(fmt::format("'axis' {} is not a free dimension of 'data' ({})", axes[i], fmt::join(data.shape, "x")));
+      k.fail(fmt::format("'axis' {} is not a free dimension of 'data' ({})", axes[i],
+                         fmt::join(data.shape, "x")));
   }
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[axes.size() - 1 - i] != rank - 1 - static_cast<int64_t>(i))
@@ -475,7 +481,8 @@ Body tensor_reduce(K& k, int, const Args& args) {
     std::vector<float> out(x.size() / static_cast<size_t>(inner));
     for (size_t o = 0; o < out.size(); ++o) {
       float acc = x[o * static_cast<size_t>(inner)];
-      for (int64_t j = 1; j < inner; ++j) acc = f(acc, x[o * static_cast<size_t>(inner) + static_cast<size_t>(j)]);
+      for (int64_t j = 1; j < inner; ++j)
+        acc = f(acc, x[o * static_cast<size_t>(inner) + static_cast<size_t>(j)]);
       out[o] = negate ? -acc : acc;
     }
     ex.write(dst, out);
@@ -496,7 +503,8 @@ Body nc_matmul(K& k, int, const Args& args) {
   k.space(mv, "moving", {Space::sbuf});
   const auto [kp, m] = k.tile(st, "stationary");
   const auto [kp2, n] = k.tile(mv, "moving");
-  if (st.shape.size() != 2) k.fail(fmt::format("'stationary' ({}) must be a 2-D tile", fmt::join(st.shape, "x")));
+  if (st.shape.size() != 2)
+    k.fail(fmt::format("'stationary' ({}) must be a 2-D tile", fmt::join(st.shape, "x")));
   if (kp != kp2)
     k.fail(fmt::format("'stationary' ({}) and 'moving' ({}) must have the same partitions (the contraction)",
                        fmt::join(st.shape, "x"), fmt::join(mv.shape, "x")));
@@ -504,8 +512,8 @@ Body nc_matmul(K& k, int, const Args& args) {
   if (n > 512) k.fail(fmt::format("'moving' has {} elements per partition; at most 512 (one PSUM bank)", n));
   const auto [dp, df] = k.tile(dst, "dst");
   if (dp != m || df != n)
-    k.fail(fmt::format("'dst' ({}) must be [{}, {}]: stationary's free size by moving's", fmt::join(dst.shape, "x"),
-                       m, n));
+    k.fail(fmt::format("'dst' ({}) must be [{}, {}]: stationary's free size by moving's",
+                       fmt::join(dst.shape, "x"), m, n));
   const DType& dt = k.storage(dst).info.dtype;
   if (dt.name != "float32" && !(dt.name == "bfloat16" && k.target->nc_version >= 4))
     k.fail(fmt::format("'dst' is {}; the matmul result is float32{}", dt.name,
@@ -517,7 +525,8 @@ Body nc_matmul(K& k, int, const Args& args) {
   if (is32(st) != is32(mv))
     k.fail("'stationary' and 'moving' must both be float32 / tfloat32 when either is");
   std::optional<bool> acc;
-  if (auto it = args.find("accumulate"); it != args.end() && !std::holds_alternative<std::monostate>(it->second))
+  if (auto it = args.find("accumulate");
+      it != args.end() && !std::holds_alternative<std::monostate>(it->second))
     acc = k.number(args, "accumulate") != 0;
   return [dst, st, mv, m = m, n = n, kk = kp, acc](Exec& ex) {
     Storage& out = ex.storage(dst);
@@ -527,7 +536,8 @@ Body nc_matmul(K& k, int, const Args& args) {
     for (int64_t p = 0; p < kk; ++p)
       for (int64_t i = 0; i < m; ++i) {
         const float s = a[static_cast<size_t>(p * m + i)];
-        for (int64_t j = 0; j < n; ++j) c[static_cast<size_t>(i * n + j)] += s * b[static_cast<size_t>(p * n + j)];
+        for (int64_t j = 0; j < n; ++j)
+          c[static_cast<size_t>(i * n + j)] += s * b[static_cast<size_t>(p * n + j)];
       }
     const std::vector<int64_t> idx = element_indexes(dst);
     bool any_add = acc.value_or(false);
@@ -550,13 +560,15 @@ Body nc_transpose(K& k, int, const Args& args) {
   const auto [p, f] = k.tile(data, "data");
   std::string e = k.name_arg(args, "engine", "unknown");
   if (e == "unknown") e = std::max(p, f) <= 32 ? "vector" : "tensor";
-  if (std::max(p, f) > 128) k.fail(fmt::format("the tile ({}) is too large: at most 128 x 128", fmt::join(data.shape, "x")));
+  if (std::max(p, f) > 128)
+    k.fail(fmt::format("the tile ({}) is too large: at most 128 x 128", fmt::join(data.shape, "x")));
   if (e == "tensor") {
     k.space(data, "data", {Space::sbuf});
     k.space(dst, "dst", {Space::psum});
   } else if (e == "vector") {
     if (std::max(p, f) > 32)
-      k.fail(fmt::format("the Vector engine transposes tiles up to 32 x 32, not {}", fmt::join(data.shape, "x")));
+      k.fail(fmt::format("the Vector engine transposes tiles up to 32 x 32, not {}",
+                         fmt::join(data.shape, "x")));
     k.space(data, "data", kOnChip);
     k.space(dst, "dst", kOnChip);
   } else {
@@ -564,8 +576,8 @@ Body nc_transpose(K& k, int, const Args& args) {
   }
   const auto [dp, df] = k.tile(dst, "dst");
   if (dp != f || df != p)
-    k.fail(fmt::format("'dst' ({}) must be [{}, {}]: the transpose of 'data' ({})", fmt::join(dst.shape, "x"), f, p,
-                       fmt::join(data.shape, "x")));
+    k.fail(fmt::format("'dst' ({}) must be [{}, {}]: the transpose of 'data' ({})", fmt::join(dst.shape, "x"),
+                       f, p, fmt::join(data.shape, "x")));
   return [dst, data, p = p, f = f](Exec& ex) {
     const std::vector<uint64_t> x = ex.read_bits(data);
     const DType& a = ex.dtype(data);
@@ -579,7 +591,8 @@ Body nc_transpose(K& k, int, const Args& args) {
     }
     std::vector<float> y(x.size());
     for (int64_t i = 0; i < p; ++i)
-      for (int64_t j = 0; j < f; ++j) y[static_cast<size_t>(j * p + i)] = ex.to_float(a, x[static_cast<size_t>(i * f + j)]);
+      for (int64_t j = 0; j < f; ++j)
+        y[static_cast<size_t>(j * p + i)] = ex.to_float(a, x[static_cast<size_t>(i * f + j)]);
     ex.write(dst, y);
   };
 }

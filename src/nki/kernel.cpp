@@ -65,8 +65,8 @@ Kernel::Impl::~Impl() {
 }
 
 const ir::Op* Kernel::Impl::site(std::string_view op_name, const ir::PyLoc& at) {
-  const std::string full = std::string(op_name.find('.') == std::string_view::npos ? "nki.isa." : "") +
-                           std::string(op_name);
+  const std::string full =
+      std::string(op_name.find('.') == std::string_view::npos ? "nki.isa." : "") + std::string(op_name);
   const std::string key = fmt::format("{}@{}:{}:{}", full, at.file, at.line, at.col);
   if (auto it = sites.find(key); it != sites.end()) return it->second;
   auto op = std::make_unique<ir::Op>();
@@ -83,9 +83,9 @@ const ir::Op* Kernel::Impl::site(std::string_view op_name, const ir::PyLoc& at) 
 
 void Kernel::Impl::fail(const std::string& message) const {
   const std::string where = loc.known() ? loc.str() + ": " : std::string();
-  throw Error(fmt::format("{}{}: {}", where, op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op)
-                                                                                      : std::string(op),
-                          message));
+  throw Error(fmt::format(
+      "{}{}: {}", where,
+      op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op) : std::string(op), message));
 }
 
 Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
@@ -116,8 +116,9 @@ std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, b
   }
   const int64_t n = static_cast<int64_t>(s.bytes / static_cast<uint64_t>(s.info.dtype.bytes()));
   if (v->numel() > 0 && (lo < 0 || hi >= n))
-    fail(fmt::format("argument '{}': the access pattern reaches element {} of '{}', which has {} elements ({})",
-                     key, lo < 0 ? lo : hi, s.info.name, n, fmt::join(s.info.shape, "x")));
+    fail(fmt::format(
+        "argument '{}': the access pattern reaches element {} of '{}', which has {} elements ({})", key,
+        lo < 0 ? lo : hi, s.info.name, n, fmt::join(s.info.shape, "x")));
   return *v;
 }
 
@@ -132,7 +133,8 @@ double Kernel::Impl::number(const Args& args, std::string_view key, std::optiona
   return *d;
 }
 
-std::string Kernel::Impl::name_arg(const Args& args, std::string_view key, std::optional<std::string> fallback) {
+std::string Kernel::Impl::name_arg(const Args& args, std::string_view key,
+                                   std::optional<std::string> fallback) {
   auto it = args.find(key);
   if (it == args.end() || std::holds_alternative<std::monostate>(it->second)) {
     if (!fallback) fail(fmt::format("argument '{}' is required", key));
@@ -158,8 +160,8 @@ std::pair<int64_t, int64_t> Kernel::Impl::tile(const View& v, std::string_view k
   if (v.shape.empty()) return {1, 1};
   const int64_t p = v.shape[0];
   if (storage(v).info.space != Space::hbm && p > target->partitions)
-    fail(fmt::format("argument '{}' spans {} partitions; the partition dimension (dim 0) holds at most {}", key,
-                     p, target->partitions));
+    fail(fmt::format("argument '{}' spans {} partitions; the partition dimension (dim 0) holds at most {}",
+                     key, p, target->partitions));
   int64_t f = 1;
   for (size_t d = 1; d < v.shape.size(); ++d) f *= v.shape[d];
   return {p, f};
@@ -169,7 +171,8 @@ std::pair<int64_t, int64_t> Kernel::Impl::tile(const View& v, std::string_view k
 // Kernel
 
 Kernel::Kernel(std::string name, const Target& target, int64_t programs) : impl_(std::make_unique<Impl>()) {
-  if (programs < 1) throw Error(fmt::format("kernel '{}': the grid needs at least one program, not {}", name, programs));
+  if (programs < 1)
+    throw Error(fmt::format("kernel '{}': the grid needs at least one program, not {}", name, programs));
   impl_->name = std::move(name);
   impl_->target = &target;
   impl_->programs = programs;
@@ -216,15 +219,18 @@ int Kernel::add_argument(std::string name, const DType& dtype, std::byte* host, 
   return static_cast<int>(impl_->tensors.size()) - 1;
 }
 
-int Kernel::allocate(int program, std::string name, Space space, const DType& dtype, std::vector<int64_t> shape,
-                     const ir::PyLoc& loc) {
+int Kernel::allocate(int program, std::string name, Space space, const DType& dtype,
+                     std::vector<int64_t> shape, const ir::PyLoc& loc) {
   Impl& k = *impl_;
-  k.op = space == Space::psum ? "nki.language.ndarray(buffer=nl.psum)" : "nki.language.ndarray(buffer=nl.sbuf)";
+  k.op =
+      space == Space::psum ? "nki.language.ndarray(buffer=nl.psum)" : "nki.language.ndarray(buffer=nl.sbuf)";
   k.loc = loc;
   if (program < 0 || program >= k.programs)
     k.fail(fmt::format("program {} is outside the grid of {}", program, k.programs));
-  if (space == Space::hbm) k.fail("HBM tensors are the kernel's arguments and outputs, not on-chip allocations");
-  if (shape.empty()) k.fail("an on-chip tensor needs a partition dimension (a shape of at least one dimension)");
+  if (space == Space::hbm)
+    k.fail("HBM tensors are the kernel's arguments and outputs, not on-chip allocations");
+  if (shape.empty())
+    k.fail("an on-chip tensor needs a partition dimension (a shape of at least one dimension)");
   for (int64_t d : shape)
     if (d <= 0) k.fail(fmt::format("shape ({}) has a size that is not positive", fmt::join(shape, ", ")));
   if (shape[0] > k.target->partitions)
@@ -310,8 +316,8 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
     size_t a = 0;
     for (const Storage& s : k.tensors)
       if (s.info.program < 0 && a < k.fn->body.blocks[0]->args.size())
-        ctx.args.push_back({k.fn->body.blocks[0]->args[a++].get(), &k.memory.buffer(s.buffer),
-                            k.memory.vaddr(s.buffer)});
+        ctx.args.push_back(
+            {k.fn->body.blocks[0]->args[a++].get(), &k.memory.buffer(s.buffer), k.memory.vaddr(s.buffer)});
   }
   std::vector<unsigned> kinds;
   for (exec::Observer* o : observers) kinds.push_back(o->on_launch_begin(ctx).kinds);
@@ -380,7 +386,8 @@ std::vector<uint64_t> Exec::read_bits(const View& v) {
   const std::vector<uint64_t> addrs = addresses(v);
   const int eb = s.info.dtype.bytes();
   std::vector<uint64_t> out(addrs.size(), 0);
-  for (size_t i = 0; i < addrs.size(); ++i) std::memcpy(&out[i], k_.memory.host(addrs[i]), static_cast<size_t>(eb));
+  for (size_t i = 0; i < addrs.size(); ++i)
+    std::memcpy(&out[i], k_.memory.host(addrs[i]), static_cast<size_t>(eb));
   event(exec::AccessKind::load, v, addrs);
   return out;
 }

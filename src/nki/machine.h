@@ -56,7 +56,7 @@ struct Kernel::Impl {
   exec::Memory memory;
   ir::Module module;  // one function, one op per site: what the analyses see (findings name its lines)
   ir::Function* fn = nullptr;
-  std::vector<std::vector<Instr>> code;  // per program
+  std::vector<std::vector<Instr>> code;                     // per program
   std::map<std::string, const ir::Op*, std::less<>> sites;  // by "op@file:line:col"
   bool ran = false;
 
@@ -73,7 +73,8 @@ struct Kernel::Impl {
   /// `required`.
   std::optional<View> view(const Args& args, std::string_view key, bool required = true);
   double number(const Args& args, std::string_view key, std::optional<double> fallback = std::nullopt);
-  std::string name_arg(const Args& args, std::string_view key, std::optional<std::string> fallback = std::nullopt);
+  std::string name_arg(const Args& args, std::string_view key,
+                       std::optional<std::string> fallback = std::nullopt);
   /// The tensor's memory, or fail(...) naming `key` when not one of `allowed`.
   Space space(const View& v, std::string_view key, std::initializer_list<Space> allowed);
   /// Partitions (dim 0) and elements per partition (the product of the free dims) of an on-chip view;

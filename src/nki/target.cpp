@@ -30,7 +30,10 @@ std::string lower(std::string_view s) {
 
 const Target& target(std::string_view name) {
   const std::string n = lower(name);
-  const std::string_view alias = n == "gen2" || n == "inf2" ? "trn1" : n == "gen3" ? "trn2" : n == "gen4" ? "trn3" : n;
+  const std::string_view alias = n == "gen2" || n == "inf2" ? "trn1"
+                                 : n == "gen3"              ? "trn2"
+                                 : n == "gen4"              ? "trn3"
+                                                            : n;
   for (const Target& t : kTargets)
     if (t.name == alias) return t;
   throw Error(fmt::format("unknown NKI target '{}' (trn1, trn2 or trn3)", name));
@@ -55,25 +58,37 @@ DType dtype(std::string_view name) {
     bool is_unsigned, tf32;
   };
   static constexpr Row kRows[] = {
-      {"float32", ir::Elem::f32, false, false},       {"tfloat32", ir::Elem::f32, false, true},
-      {"bfloat16", ir::Elem::bf16, false, false},     {"float16", ir::Elem::f16, false, false},
-      {"float8_e4m3", ir::Elem::f8e4m3fn, false, false}, {"float8_e4m3fn", ir::Elem::f8e4m3fn, false, false},
-      {"float8_e5m2", ir::Elem::f8e5m2, false, false}, {"int8", ir::Elem::i8, false, false},
-      {"int16", ir::Elem::i16, false, false},         {"int32", ir::Elem::i32, false, false},
-      {"uint8", ir::Elem::i8, true, false},           {"uint16", ir::Elem::i16, true, false},
-      {"uint32", ir::Elem::i32, true, false},         {"bool_", ir::Elem::i8, true, false},
-      {"bool", ir::Elem::i8, true, false},            {"float64", ir::Elem::f64, false, false},
-      {"int64", ir::Elem::i64, false, false},         {"uint64", ir::Elem::i64, true, false},
-      {"float", ir::Elem::f32, false, false},         {"half", ir::Elem::f16, false, false},
+      {"float32", ir::Elem::f32, false, false},
+      {"tfloat32", ir::Elem::f32, false, true},
+      {"bfloat16", ir::Elem::bf16, false, false},
+      {"float16", ir::Elem::f16, false, false},
+      {"float8_e4m3", ir::Elem::f8e4m3fn, false, false},
+      {"float8_e4m3fn", ir::Elem::f8e4m3fn, false, false},
+      {"float8_e5m2", ir::Elem::f8e5m2, false, false},
+      {"int8", ir::Elem::i8, false, false},
+      {"int16", ir::Elem::i16, false, false},
+      {"int32", ir::Elem::i32, false, false},
+      {"uint8", ir::Elem::i8, true, false},
+      {"uint16", ir::Elem::i16, true, false},
+      {"uint32", ir::Elem::i32, true, false},
+      {"bool_", ir::Elem::i8, true, false},
+      {"bool", ir::Elem::i8, true, false},
+      {"float64", ir::Elem::f64, false, false},
+      {"int64", ir::Elem::i64, false, false},
+      {"uint64", ir::Elem::i64, true, false},
+      {"float", ir::Elem::f32, false, false},
+      {"half", ir::Elem::f16, false, false},
   };
   std::string n = lower(name);
   for (std::string_view prefix : {"nl.", "np.", "numpy.", "torch.", "ml_dtypes."})
     if (n.starts_with(prefix)) n = n.substr(prefix.size());
   for (const Row& r : kRows)
-    if (r.name == n) return DType{std::string(r.name == "bool" ? "bool_" : r.name), r.elem, r.is_unsigned, r.tf32};
-  throw Error(fmt::format("unsupported NKI dtype '{}' (float32, tfloat32, bfloat16, float16, float8_e4m3, "
-                          "float8_e5m2, int8, int16, int32, uint8, uint16, uint32, bool_)",
-                          name));
+    if (r.name == n)
+      return DType{std::string(r.name == "bool" ? "bool_" : r.name), r.elem, r.is_unsigned, r.tf32};
+  throw Error(
+      fmt::format("unsupported NKI dtype '{}' (float32, tfloat32, bfloat16, float16, float8_e4m3, "
+                  "float8_e5m2, int8, int16, int32, uint8, uint16, uint32, bool_)",
+                  name));
 }
 
 }  // namespace tilescope::nki

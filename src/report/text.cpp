@@ -61,9 +61,13 @@ void source_block(std::string& out, const OpSite& s, const Style& st) {
                      st.caret(s.var.empty() ? "^" : fmt::format("^ {}", s.var)));
 }
 
+/// Whether the site is an NKI instruction (tilescope/nki/nki.h): it has no TTIR text to point at.
+bool is_nki(const OpSite& s) { return s.ttir_file.ends_with(".nki"); }
+
 std::string site_line(const OpSite& s) {
   std::string py = s.file.empty() ? "" : fmt::format(" at {}", py_where(s));
   std::string var = s.var.empty() ? "" : fmt::format(" ('{}')", s.var);
+  if (is_nki(s)) return fmt::format("{}{}{}", s.op, var, py);
   return fmt::format("{}{}{} [TTIR {}]", s.op, var, py, ttir_where(s));
 }
 
@@ -94,7 +98,7 @@ std::string to_text(const std::vector<Finding>& findings, bool color) {
     auto note = [&](const std::string& label, const std::string& text) {
       out += fmt::format("  {} {}: {}\n", st.blue("="), label, text);
     };
-    note("TTIR", fmt::format("{} at {}", s.op, ttir_where(s)));
+    if (!is_nki(s)) note("TTIR", fmt::format("{} at {}", s.op, ttir_where(s)));
     for (auto& i : s.inlined_from) note("inlined from", i);
     std::vector<std::string> pids;
     for (auto& p : f.first_programs) pids.push_back(fmt::format("({}, {}, {})", p[0], p[1], p[2]));

@@ -213,6 +213,9 @@ def test_reading_sbuf_never_written_is_a_finding_at_the_kernel_line():
     # Columns 100..127 of each of the 32 partitions were never written: 32 x 28 elements read (twice,
     # as data1 and data2: the finding counts the lanes of the access).
     assert f["offsets"]["min"] == 100 and f["offsets"]["max"] == 31 * 128 + 127
+    assert "nl.zeros" in f["hint"] and "torch" not in f["hint"]
+    text = tilescope.report_text(color=False)
+    assert "TTIR" not in text and "uninit_kernel" in text, text
 
 
 @nki.jit
@@ -233,8 +236,13 @@ def test_spmd_programs_race_on_hbm_only_when_they_overlap():
     out2 = np.zeros((80, 8), dtype=np.float32)
     a2 = np.arange(80 * 8, dtype=np.float32).reshape(80, 8)
     rows_kernel[4](a2, out2, 4)  # program p writes rows p*16 .. p*16+19: 4 rows shared with p + 1
-    kinds = {f["kind"] for f in tilescope.findings()}
-    assert "data-race" in kinds, tilescope.findings()
+    races = [f for f in tilescope.findings() if f["kind"] == "data-race"]
+    assert races and {f["kind"] for f in tilescope.findings()} == {"data-race"}, tilescope.findings()
+    f = races[0]
+    assert f["line"] == line_of(rows_kernel.fn, "nisa.dma_copy(dst=out")
+    # Rows 16..19, 32..35 and 48..51 are written by two programs each.
+    assert f["offsets"]["min"] == 16 * 8 and f["offsets"]["max"] == 51 * 8 + 7
+    assert "nl.program_id(0)" in f["hint"] and "tl." not in f["hint"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -43,9 +43,9 @@ def user_location() -> tuple[str, int, int]:
         f = frame.f_code.co_filename
         if not os.path.abspath(f).startswith(_PKG + os.sep):
             col = 0
-            try:  # Python 3.11+: the column of the call
+            try:  # Python 3.11+: the call's column, a 0-based offset as Triton records it (PyLoc)
                 pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-                col = (pos[2] or 0) + 1
+                col = pos[2] or 0
             except Exception:
                 pass
             return f, frame.f_lineno, col
