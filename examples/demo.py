@@ -6,6 +6,9 @@
    A correct example shows what a clean run looks like (zero findings, exit status 0).
 2. Under the hood, the engine: Triton-made TTIR run with `tilescope run`, outputs checked against numpy,
    then a buggy launch and an op the CPU cannot run.
+3. NKI (AWS Trainium) kernels on the same engine: unmodified `import nki` programs (examples/nki_*.py,
+   buggy_nki_*.py) under `tilescope sanitize`, and a constraint the NKI compiler checks
+   (examples/error_nki_*.py), reported at its line.
 
 Options: --quick (only the sanitizer part, first three buggy examples), --only NAME (one example).
 """
@@ -82,9 +85,9 @@ def sanitize_example(path: Path) -> tuple[bool, str]:
 
 
 def sanitizer_part(only: str | None, quick: bool) -> list[tuple[str, bool, str]]:
-    buggy = sorted(EXAMPLES.glob("buggy_*.py"))
+    buggy = sorted(p for p in EXAMPLES.glob("buggy_*.py") if not p.name.startswith("buggy_nki_"))
     if only:
-        buggy = [p for p in buggy if p.stem == only or p.name == only]
+        buggy = [p for p in sorted(EXAMPLES.glob("buggy_*.py")) if p.stem == only or p.name == only]
     elif quick:
         buggy = buggy[:3]
     banner("1. tilescope sanitize: unmodified Triton programs with memory bugs, on the CPU")
@@ -214,6 +217,35 @@ def profile_part() -> bool:
     return p.returncode == 0 and "hottest lines" in p.stderr and s.returncode == 0 and "launch" in s.stdout
 
 
+def nki_part() -> list[tuple[str, bool, str]]:
+    """NKI kernels under `tilescope sanitize`: a correct one, the buggy ones, and a compiler-style error."""
+    banner("3. NKI kernels (AWS Trainium) on the same engine: unmodified `import nki` programs, on the CPU")
+    print("`import nki` is tilescope's NKI under tilescope sanitize: each nki.isa call is checked against the")
+    print("documented constraints and runs on the engine, with the same sanitizer, race detector and")
+    print("uninitialized-memory analysis as Triton kernels.")
+    results = []
+    for path in [EXAMPLES / "nki_rmsnorm.py", *sorted(EXAMPLES.glob("buggy_nki_*.py"))]:
+        title, bug = docstring_summary(path)
+        banner(f"{path.name}: {title}")
+        if bug:
+            print(textwrap.fill(bug, 100))
+            print()
+        results.append((path.name, *sanitize_example(path)))
+    for path in sorted(EXAMPLES.glob("error_nki_*.py")):
+        title, bug = docstring_summary(path)
+        banner(f"{path.name}: {title}")
+        print(textwrap.fill(bug, 100) + "\n")
+        rel = path.relative_to(ROOT)
+        print(f"$ tilescope sanitize -- python {rel}")
+        p = subprocess.run([BIN, "sanitize", "--color", "never", "--", sys.executable, str(rel)], capture_output=True,
+                           text=True, cwd=ROOT)
+        err = [l for l in p.stderr.splitlines() if "NkiError:" in l]
+        print("  " + (err[-1].split("NkiError: ", 1)[1] if err else p.stderr.strip()[-400:]))
+        results.append((path.name, p.returncode != 0 and bool(err), "stopped at its line with the rule it breaks"
+                        if err else f"no NKI error (exit status {p.returncode})"))
+    return results
+
+
 def main() -> int:
     import argparse
 
@@ -226,6 +258,7 @@ def main() -> int:
     if not (a.quick or a.only):
         ok &= engine_part()
         ok &= profile_part()
+        results += nki_part()
     ok &= summary(results)
     print("\ndemo:", "all steps behaved as expected" if ok else "SOMETHING WENT WRONG")
     return 0 if ok else 1

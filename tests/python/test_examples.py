@@ -66,7 +66,10 @@ VALUE_CHECKS = {"buggy_index_shift": _check_index_shift, "buggy_matmul_missing_k
 WRONG_VALUES = {"buggy_matmul_missing_k_tail", "buggy_softmax_no_max"}
 
 CORRECT = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "*.py"))
-                 if not os.path.basename(p).startswith(("buggy_", "demo")))
+                 if not os.path.basename(p).startswith(("buggy_", "demo", "error_")))
+# Programs that stop with a located error before anything runs (an NKI constraint the compiler checks):
+# the `# BUG:` line carries `expect-error: OP`.
+ERRORS = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "error_*.py")))
 BUGGY = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(EXAMPLES, "buggy_*.py")))
 WITH_FINDINGS = [n for n in BUGGY if n not in WRONG_VALUES]
 
@@ -160,6 +163,20 @@ def test_buggy_example_exact_findings(name, tmp_path):
     assert p.returncode == 1, describe(p, findings)
     # the program itself ran to its end (tilescope never dereferences the bad lanes and continues)
     assert f"{name}: ran" in p.stdout, describe(p, findings)
+
+
+@pytest.mark.parametrize("name", ERRORS)
+def test_error_example_stops_at_its_bug_line(name):
+    path = os.path.join(EXAMPLES, name + ".py")
+    line = bug_line(path)
+    with open(path) as f:
+        text = f.read()
+    op = re.search(r"expect-error:\s*(\w+)", text.splitlines()[line - 1]).group(1)
+    assert f"The bug (line {line}," in text
+    p = subprocess.run(tilescope_cmd() + ["sanitize", "--", sys.executable, os.path.join("examples", name + ".py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert re.search(rf"NkiError: \S*{name}\.py:{line}:\d+: nki\.isa\.{op}: ", p.stderr), p.stderr
 
 
 @pytest.mark.parametrize("name", sorted(VALUE_CHECKS))
