@@ -383,7 +383,7 @@ Body activation_common(K& k, const Args& args, bool always_reduce) {
   k.space(dst, "dst", kOnChip);
   k.space(data, "data", kOnChip);
   same_tile(k, dst, "dst", data, "data");
-  const auto [p, f] = k.tile(data, "data");
+  const int64_t p = k.tile(data, "data").first, f = k.tile(data, "data").second;
   const std::string op = k.name_arg(args, "op");
   Act fn = nullptr;
   for (const ActRow& r : kAct)
@@ -592,7 +592,7 @@ Body nc_transpose(K& k, int, const Args& args) {
     std::vector<float> y(x.size());
     for (int64_t i = 0; i < p; ++i)
       for (int64_t j = 0; j < f; ++j)
-        y[static_cast<size_t>(j * p + i)] = ex.to_float(a, x[static_cast<size_t>(i * f + j)]);
+        y[static_cast<size_t>(j * p + i)] = Exec::to_float(a, x[static_cast<size_t>(i * f + j)]);
     ex.write(dst, y);
   };
 }

@@ -320,6 +320,7 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
             {k.fn->body.blocks[0]->args[a++].get(), &k.memory.buffer(s.buffer), k.memory.vaddr(s.buffer)});
   }
   std::vector<unsigned> kinds;
+  kinds.reserve(observers.size());
   for (exec::Observer* o : observers) kinds.push_back(o->on_launch_begin(ctx).kinds);
   launch::RunResult r;
   exec::LaunchStats stats;
