@@ -539,3 +539,21 @@ def test_the_panel_against_the_real_model(trace, model_server, tmp_path):
     assert reads["states_after_stop"][-1] == "stopped"
     assert conv["running"] is False and [x["state"] for x in conv["turns"][1::2]] == ["done", "done", "stopped"]
     assert conv["turns"][3]["selection"]["program"] == [int(x) for x in p2]
+
+
+def test_the_panel_says_when_another_model_answered(trace, fake, tmp_path):
+    # The fake answers as "fake" whatever the request names: the panel says so under the answer, and
+    # again after a reload (the turn keeps it).
+    with serving(trace, tmp_path, "--base-url", fake.url + "/ok/v1", "--model", "kernel-expert-70b") as s:
+        reads = drive(s, [
+            {"click": "#assist-toggle"},
+            {"click": "#assist-analyze"},
+            {"wait_selector": [f"{ANSWER}[data-state=done]", 60000]},
+            {"read_all": ["mismatch", f"{ANSWER} .model-mismatch", "text"]},
+            {"reload": 1},
+            {"click": "#assist-toggle"},
+            {"wait_selector": [f"{ANSWER}[data-state=done]", 10000]},
+            {"read_all": ["after_reload", f"{ANSWER} .model-mismatch", "text"]},
+        ], tmp_path)
+    assert reads["mismatch"] == ["answered by model fake, not kernel-expert-70b as asked"]
+    assert reads["after_reload"] == reads["mismatch"]
