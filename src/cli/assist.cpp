@@ -24,7 +24,7 @@ void add_common(CLI::App& c, AssistOptions& o) {
   c.add_option("--program", o.program,
                "the program the question is about: x[,y[,z]] (default: the first finding's)");
   c.add_option("--op", o.site, "the op site the question is about (default: the first finding's)");
-  c.add_option("--budget", o.budget, "tokens of context at most (estimated as characters / 4)")
+  c.add_option("--budget", o.budget, "tokens of context at most (estimated as characters / 3)")
       ->check(CLI::Range(int64_t{500}, int64_t{1} << 20))
       ->capture_default_str();
   c.add_flag("--context", o.context_only, "print the context the model would get, and ask nothing");
@@ -124,6 +124,9 @@ int assist_command(const AssistOptions& o) {
     out.update({{"ok", false},
                 {"interrupted", cancelled},
                 {"answer", partial},
+                {"model", nullptr},  // no answer named one
+                {"requested_model", config.endpoint.model.empty() ? json() : json(config.endpoint.model)},
+                {"model_mismatch", false},
                 {"finish_reason", nullptr},
                 {"cited", assist::cited_ids(partial, context)},
                 {"error",

@@ -206,6 +206,7 @@ def test_ctrl_c_with_json_prints_the_interrupted_answer(trace, fake_upstream):
     j = json.loads(out)
     assert j["ok"] is False and j["interrupted"] is True
     assert j["answer"] == PARTIAL and j["finish_reason"] is None
+    assert j["model"] is None and j["requested_model"] == "fake" and j["model_mismatch"] is False
     assert j["error"]["kind"] == "cancelled" and "interrupted" in j["error"]["message"]
     assert j["context"]["tokens"] > 0
     ids = set(re.findall(r'"id": "((?:op|finding) \d+)"', json.dumps(context(trace))))
