@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "interrupt.h"
 #include "paths.h"
@@ -23,12 +24,9 @@ void add_common(CLI::App& c, AssistOptions& o) {
   c.add_option("--program", o.program,
                "the program the question is about: x[,y[,z]] (default: the first finding's)");
   c.add_option("--op", o.site, "the op site the question is about (default: the first finding's)");
-  c.add_option("--budget", o.budget, "tokens of context at most (estimated as characters / 4)")
+  c.add_option("--budget", o.budget, "tokens of context at most (estimated as characters / 3)")
       ->check(CLI::Range(int64_t{500}, int64_t{1} << 20))
       ->capture_default_str();
-  c.add_option("--max-tokens", o.max_tokens,
-               "the longest answer, in tokens (default: the max_tokens setting, 1024)")
-      ->check(CLI::Range(16, 1 << 20));
   c.add_flag("--context", o.context_only, "print the context the model would get, and ask nothing");
   add_llm_settings(c, o.llm);
 }
@@ -64,6 +62,11 @@ void add_assist(CLI::App& app, AssistOptions& o, CLI::App*& explain, CLI::App*& 
 }
 
 int assist_command(const AssistOptions& o) {
+  // Ctrl-C from here on ends the command with its status 130 and, with --json, the JSON of an
+  // interrupted answer: while the context is built (not cancellable: a replay of the launch), it takes
+  // effect once that is done, before anything is asked.
+  std::optional<CancelOnSigint> on_sigint;
+  if (!o.context_only) on_sigint.emplace();
   trace::Query q(o.path);
   assist::Selection sel;
   sel.launch = o.launch;
@@ -85,21 +88,26 @@ int assist_command(const AssistOptions& o) {
   llm::ChatRequest req;
   req.messages = assist::messages(prompts, context, o.question);
   req.temperature = 0.2;
-  req.max_tokens = o.max_tokens > 0 ? o.max_tokens : config.endpoint.max_tokens;
-  CancelOnSigint on_sigint;
+  req.max_tokens = config.endpoint.max_tokens;  // the max_tokens setting (--max-tokens: its flag layer)
   json out = {{"context", {{"tokens", context["tokens"]}, {"omitted", context["omitted"]}}}};
+  std::string partial;  // what arrived: the answer of an interrupted or failed request
   try {
+    if (interrupted()) throw llm::LlmError(llm::LlmError::Kind::cancelled, 0, "cancelled");
     llm::ChatResult r = client.stream(
         req,
         [&](std::string_view piece) {
+          partial.append(piece);
           if (!o.llm.json) std::cout << piece << std::flush;
         },
         &interrupted());
     if (!o.llm.json) std::cout << std::endl;
     const auto cited = assist::cited_ids(r.content, context);
     out.update({{"ok", true},
+                {"interrupted", false},
                 {"answer", r.content},
                 {"model", r.model},
+                {"requested_model", r.requested_model},
+                {"model_mismatch", llm::model_differs(r)},
                 {"finish_reason", r.finish_reason},
                 {"usage", r.usage},
                 {"cited", cited}});
@@ -107,15 +115,29 @@ int assist_command(const AssistOptions& o) {
       std::cout << out.dump(2) << "\n";
     else if (r.finish_reason == "length")
       std::cerr << "tilescope: note: the answer was cut at its length limit\n";
+    if (const std::string w = llm::model_warning(r); !w.empty())
+      std::cerr << "tilescope: warning: " << w << "\n";
     return 0;
   } catch (const llm::LlmError& e) {
-    if (e.kind == llm::LlmError::Kind::cancelled) {
+    // The answer so far comes with an interruption or an error (a stream cut mid-answer), marked as such.
+    const bool cancelled = e.kind == llm::LlmError::Kind::cancelled;
+    out.update({{"ok", false},
+                {"interrupted", cancelled},
+                {"answer", partial},
+                {"model", nullptr},  // no answer named one
+                {"requested_model", config.endpoint.model.empty() ? json() : json(config.endpoint.model)},
+                {"model_mismatch", false},
+                {"finish_reason", nullptr},
+                {"cited", assist::cited_ids(partial, context)},
+                {"error",
+                 {{"kind", llm::kind_name(e.kind)},
+                  {"status", e.status},
+                  {"message", cancelled ? "interrupted (SIGINT)" : e.what()}}}});
+    if (o.llm.json) std::cout << out.dump(2) << "\n";
+    if (cancelled) {
       std::cerr << "\ntilescope: interrupted (SIGINT)\n";
       return 130;
     }
-    out.update({{"ok", false},
-                {"error", {{"kind", llm::kind_name(e.kind)}, {"status", e.status}, {"message", e.what()}}}});
-    if (o.llm.json) std::cout << out.dump(2) << "\n";
     std::cerr << fmt::format("tilescope: error: {} ({})\n", e.what(), llm::kind_name(e.kind));
     return 2;
   }

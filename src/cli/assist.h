@@ -16,15 +16,15 @@ struct AssistOptions {
   std::string program;        // --program x[,y[,z]]
   int site = -1;              // --op SITE
   int64_t budget = 6000;      // --budget: context tokens
-  int max_tokens = 0;         // --max-tokens: the longest answer; 0: the max_tokens setting
   bool context_only = false;  // --context: print the context JSON, ask nothing
   LlmCliOptions llm;
 };
 
 /// Register `explain` and `ask` on `app` (both share `o`).
 void add_assist(CLI::App& app, AssistOptions& o, CLI::App*& explain, CLI::App*& ask);
-/// Run one: streams the answer to stdout (or prints JSON with --json). Exit status: 0, 2 on an error
-/// (a bad trace, a server error), 130 on Ctrl-C.
+/// Run one: streams the answer to stdout (or prints JSON with --json: also for an error or Ctrl-C, then
+/// with "ok" false, "interrupted" and the answer so far). Exit status: 0, 2 on an error (a bad trace, a
+/// server error), 130 on Ctrl-C.
 int assist_command(const AssistOptions& o);
 
 }  // namespace tilescope::cli

@@ -34,6 +34,10 @@ constexpr size_t kMaxTurns = 200;                // kept in the conversation (ol
 constexpr size_t kHistoryMessages = 6;
 constexpr size_t kHistoryChars = 1200;
 constexpr auto kKeepAlive = std::chrono::milliseconds(500);  // a comment while the model is silent
+// Appended to an incomplete earlier answer when it goes back to the model as history.
+constexpr std::string_view kStoppedNote = "\n\n[This answer was stopped by the user before it was complete.]";
+constexpr std::string_view kLengthNote =
+    "\n\n[This answer was cut at its length limit before it was complete.]";
 
 /// One event of the stream: `event: NAME` and its data as one line of JSON.
 std::string sse(std::string_view event, const json& data) {
@@ -224,6 +228,8 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
       turn["finish_reason"] = job->capped ? "length" : job->result ? job->result->finish_reason : "";
       if (job->result) {
         turn["model"] = job->result->model;
+        turn["requested_model"] = job->result->requested_model;
+        turn["model_mismatch"] = llm::model_differs(*job->result);
         turn["usage"] = job->result->usage;
       }
     }
@@ -343,12 +349,24 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
       std::lock_guard<std::mutex> g(mu);
       std::vector<llm::Message> history;
       for (const json& t : turns) {
-        if (t["role"] == "user")
+        if (t["role"] == "user") {
           history.push_back({"user", clip(t["sent"].get<std::string>(), kHistoryChars)});
-        else if (t["state"] == "done" || t["state"] == "stopped")
-          history.push_back({"assistant", clip(t["content"].get<std::string>(), kHistoryChars)});
-        else if (!history.empty() && history.back().role == "user")
-          history.pop_back();  // a question whose answer failed: not sent again
+          continue;
+        }
+        const std::string content = t["content"].get<std::string>();
+        const bool stopped = t["state"] == "stopped";
+        if ((t["state"] == "done" || stopped) && !content.empty()) {
+          // An answer the user stopped, or one cut at its length limit, goes back marked as incomplete:
+          // the model is not told it said something whole that it did not finish.
+          std::string sent_back = clip(content, kHistoryChars);
+          if (stopped)
+            sent_back += kStoppedNote;
+          else if (t.value("finish_reason", "") == "length")
+            sent_back += kLengthNote;
+          history.push_back({"assistant", std::move(sent_back)});
+        } else if (!history.empty() && history.back().role == "user") {
+          history.pop_back();  // a question whose answer failed or never began: not sent again
+        }
       }
       if (history.size() > kHistoryMessages)
         history.erase(history.begin(), history.end() - static_cast<std::ptrdiff_t>(kHistoryMessages));
@@ -459,6 +477,9 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
                                    : job->result ? job->result->finish_reason
                                                  : ""},
                  {"model", job->result ? job->result->model : ""},
+                 {"requested_model", job->result ? job->result->requested_model : ""},
+                 {"model_mismatch", job->result && llm::model_differs(*job->result)},
+                 {"model_warning", job->result ? llm::model_warning(*job->result) : ""},
                  {"usage", job->result ? job->result->usage : json(nullptr)},
                  {"cited", assist::cited_ids(job->text, ctx)}};
         }

@@ -6,12 +6,17 @@
 //   POST   /api/assist/chat          {"question"?, "launch", "program": [x, y, z], "op"?, "max_tokens"?}:
 //                                    one turn, streamed as Server-Sent Events (start, delta..., done |
 //                                    error); no question: the first-pass analysis (prompts/analyze.md)
-//   POST   /api/assist/stop          cancel the answer being streamed (the upstream request too)
+//   POST   /api/assist/stop          cancel the answer being streamed (the upstream request too); no
+//                                    body needed: {"stopped": whether one was streaming}
 //   GET    /api/assist/conversation  the session's turns, and whether one is being answered
 //   DELETE /api/assist/conversation  start over (stops the answer in flight)
 //   GET    /api/assist/settings      base URL, model, whether a key is set (never the key), their sources
 //   PUT    /api/assist/settings      {"base_url"?, "model"?, "api_key"?} for this server session only;
 //                                    "" or null gives a setting back to the lower layers
+// Earlier turns go with a question as history: an answer that was stopped (or cut at its length limit)
+// with a note saying it is incomplete; a question whose answer failed or never began, not at all. The
+// done event and the turn carry the model the server named, the one asked for, and whether they differ
+// (llm::model_differs).
 // One answer at a time (409 busy); bodies of at most 64 KiB, questions of at most 8000 characters,
 // answers of at most max_tokens and 64 KiB; the conversation keeps its latest 200 turns.
 #pragma once

@@ -13,13 +13,17 @@
 
 namespace tilescope::cli {
 
-void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag) {
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag, bool max_tokens_flag) {
   cmd.add_option("--base-url", o.base_url,
                  "the server's OpenAI-compatible base URL (e.g. http://127.0.0.1:8080/v1)");
   cmd.add_option("--model", o.model, "the model id (default: the first model the server lists)");
   cmd.add_option("--timeout", o.timeout_s, "seconds a response may take")->check(CLI::PositiveNumber);
   cmd.add_option("--debug-log", o.debug_log,
                  "append requests and responses (key redacted) to this JSONL file");
+  if (max_tokens_flag)
+    cmd.add_option("--max-tokens", o.answer_max_tokens,
+                   "the longest answer, in tokens (the max_tokens setting; default 1024)")
+        ->check(CLI::Range(1, 1 << 20));
   if (json_flag) cmd.add_flag("--json", o.json, "print JSON");
 }
 
@@ -31,6 +35,7 @@ llm::Config llm_config(const LlmCliOptions& o) {
   if (!o.model.empty()) layers.flags["model"] = o.model;
   if (o.timeout_s > 0) layers.flags["timeout_s"] = o.timeout_s;
   if (!o.debug_log.empty()) layers.flags["debug_log"] = o.debug_log;
+  if (o.answer_max_tokens > 0) layers.flags["max_tokens"] = o.answer_max_tokens;
   return llm::resolve(layers);
 }
 
@@ -47,9 +52,10 @@ int check(const LlmCliOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   double first = -1;
   nlohmann::json out = {{"base_url", config.endpoint.base_url}};
+  std::string partial;  // what arrived, for an interrupted or failed answer's JSON
   try {
     const std::string model = client.model(&interrupted());
-    out["model"] = model;
+    out["requested_model"] = model;
     if (!o.json) std::cerr << fmt::format("tilescope: asking {} at {}\n", model, config.endpoint.base_url);
     llm::ChatResult r;
     if (o.no_stream) {
@@ -61,13 +67,17 @@ int check(const LlmCliOptions& o) {
           [&](std::string_view piece) {
             if (first < 0)
               first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            partial.append(piece);
             if (!o.json) std::cout << piece << std::flush;
           },
           &interrupted());
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     out.update({{"ok", true},
+                {"interrupted", false},
                 {"content", r.content},
+                {"model", r.model.empty() ? model : r.model},
+                {"model_mismatch", llm::model_differs(r)},
                 {"finish_reason", r.finish_reason},
                 {"usage", r.usage},
                 {"seconds", seconds},
@@ -82,15 +92,23 @@ int check(const LlmCliOptions& o) {
                                first < 0 ? "" : fmt::format(", first token after {:.2f} s", first),
                                r.finish_reason.empty() ? "none" : r.finish_reason);
     }
+    if (const std::string w = llm::model_warning(r); !w.empty())
+      std::cerr << "tilescope: warning: " << w << "\n";
     return 0;
   } catch (const llm::LlmError& e) {
-    if (e.kind == llm::LlmError::Kind::cancelled) {
+    const bool cancelled = e.kind == llm::LlmError::Kind::cancelled;
+    out.update({{"ok", false},
+                {"interrupted", cancelled},
+                {"content", partial},
+                {"error",
+                 {{"kind", llm::kind_name(e.kind)},
+                  {"status", e.status},
+                  {"message", cancelled ? "interrupted (SIGINT)" : e.what()}}}});
+    if (o.json) std::cout << out.dump(2) << "\n";
+    if (cancelled) {
       std::cerr << "\ntilescope: interrupted (SIGINT)\n";
       return 130;
     }
-    out.update({{"ok", false},
-                {"error", {{"kind", llm::kind_name(e.kind)}, {"status", e.status}, {"message", e.what()}}}});
-    if (o.json) std::cout << out.dump(2) << "\n";
     std::cerr << fmt::format("tilescope: error: {} ({})\n", e.what(), llm::kind_name(e.kind));
     return 2;
   }
@@ -105,7 +123,7 @@ CLI::App* add_llm(CLI::App& app, LlmCliOptions& o) {
   add_llm_settings(*config, o);
   auto* chk =
       llm->add_subcommand("check", "Send one short request to the configured server and stream the answer");
-  add_llm_settings(*chk, o);
+  add_llm_settings(*chk, o, /*json_flag=*/true, /*max_tokens_flag=*/false);
   chk->add_option("--message", o.message, "what to send")->capture_default_str();
   chk->add_option("--max-tokens", o.max_tokens, "longest answer, in tokens")
       ->check(CLI::Range(1, 4096))

@@ -13,8 +13,9 @@ namespace tilescope::cli {
 struct LlmCliOptions {
   std::string base_url, model, debug_log;  // the command-line layer; empty: not given
   double timeout_s = 0;                    // 0: not given
+  int answer_max_tokens = 0;               // --max-tokens of explain, ask, view, llm config; 0: not given
   bool json = false;
-  // check
+  // check (its --max-tokens is its own: a short probe, not the max_tokens setting)
   std::string message = "Reply with one word: ready";
   int max_tokens = 16;
   bool no_stream = false;
@@ -22,9 +23,9 @@ struct LlmCliOptions {
   std::string prompt_name;
 };
 
-/// The LLM settings flags (--base-url, --model, --timeout, --debug-log, and --json unless `json_flag` is
-/// false) on `cmd`, into `o`.
-void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag = true);
+/// The LLM settings flags (--base-url, --model, --timeout, --debug-log; --max-tokens, the max_tokens
+/// setting, unless `max_tokens_flag` is false; --json unless `json_flag` is false) on `cmd`, into `o`.
+void add_llm_settings(CLI::App& cmd, LlmCliOptions& o, bool json_flag = true, bool max_tokens_flag = true);
 /// The effective LLM settings: every layer (llm/config.h) with `o` as the command line's.
 llm::Config llm_config(const LlmCliOptions& o);
 

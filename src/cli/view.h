@@ -13,7 +13,8 @@ struct ViewOptions {
   std::string path;
   std::string host = "127.0.0.1";
   int port = 0;
-  LlmCliOptions llm;      // the assistant's settings flags (--base-url, --model, --timeout, --debug-log)
+  LlmCliOptions llm;      // the assistant's settings flags (--base-url, --model, --timeout, --debug-log,
+                          // --max-tokens)
   int64_t budget = 4000;  // --budget: context tokens per question to the assistant
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -456,9 +457,10 @@ std::string Client::model(const std::atomic<bool>* cancel) {
 
 ChatResult Client::chat(const ChatRequest& request, const std::atomic<bool>* cancel) {
   Impl& m = *impl_;
+  const std::string requested = model(cancel);
   const std::string body =
-      m.body_of(request, model(cancel), false).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return m.with_retries(
+      m.body_of(request, requested, false).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  ChatResult out = m.with_retries(
       [&] {
         Impl::Reply r = m.send("POST", "/chat/completions", body, nullptr, cancel);
         m.log({{"request", nlohmann::json::parse(body)},
@@ -468,15 +470,18 @@ ChatResult Client::chat(const ChatRequest& request, const std::atomic<bool>* can
         return parse_completion(r.body);
       },
       cancel);
+  out.requested_model = requested;
+  return out;
 }
 
 ChatResult Client::stream(const ChatRequest& request, const std::function<void(std::string_view)>& on_delta,
                           const std::atomic<bool>* cancel) {
   Impl& m = *impl_;
+  const std::string requested = model(cancel);
   const std::string body =
-      m.body_of(request, model(cancel), true).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      m.body_of(request, requested, true).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   bool delivered = false;
-  return m.with_retries(
+  ChatResult out = m.with_retries(
       [&] {
         SseParser sse;
         sse.on_delta = &on_delta;
@@ -519,6 +524,29 @@ ChatResult Client::stream(const ChatRequest& request, const std::function<void(s
         return sse.result;
       },
       cancel, &delivered);
+  out.requested_model = requested;
+  return out;
+}
+
+bool model_differs(const ChatResult& r) {
+  if (r.model.empty() || r.model == r.requested_model) return false;
+  const std::string& want = r.requested_model;
+  if (r.model.size() > want.size() + 1 && r.model.compare(0, want.size(), want) == 0 &&
+      r.model[want.size()] == '-') {
+    const std::string_view version = std::string_view(r.model).substr(want.size() + 1);
+    if (std::all_of(version.begin(), version.end(),
+                    [](char c) { return c == '-' || (c >= '0' && c <= '9'); }))
+      return false;  // a dated snapshot of the requested model
+  }
+  return true;
+}
+
+std::string model_warning(const ChatResult& r) {
+  if (!model_differs(r)) return "";
+  return fmt::format(
+      "asked for model '{}', but the server answered as '{}' (a server that serves one model whatever the "
+      "request names, as llama.cpp's does, ignores the model setting)",
+      r.requested_model, r.model);
 }
 
 }  // namespace tilescope::llm

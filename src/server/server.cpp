@@ -211,6 +211,14 @@ struct Server::Impl {
                   "no valid session token: open the URL tilescope printed (it carries the token)");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112, 6.3), as
+    // `curl -X POST` and a browser's DELETE send it. httplib would wait for one until the read timeout
+    // and answer 400: dispatch it here with its empty body.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding") &&
+        (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE")) {
+      dispatch(req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   }
 

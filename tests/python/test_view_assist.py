@@ -3,10 +3,10 @@
 - Its API and security model over HTTP: the token on every route, Host / Origin, the key write-only
   (never in a response, the page or the server's output: grepped for), body and question limits, one
   answer at a time; an upstream that hangs, answers 500 or streams garbage comes from a scripted fake
-  server (fault injection only), and meanwhile the other routes answer; a stop, or a client that goes
+  server (fault injection only: llm_fake.py, conftest.py's `fake_upstream`), and meanwhile the other routes answer; a stop, or a client that goes
   away, ends the upstream request.
 - The panel in a real browser (Chromium via Playwright, web/tests/drive.mjs) against the real small
-  model of `make llm-model` (one server for the module): streamed text arrives, the analysis's
+  model of `make llm-model` (conftest.py's `model_server`): streamed text arrives, the analysis's
   citations are links that select the trace's ops, lines and programs, a follow-up carries the new
   selection, the conversation survives a reload, Stop stops. The model is small and often wrong: the
   tests assert structure, never its advice.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import http.server
 import json
 import os
 import re
@@ -25,14 +24,15 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 import pytest
 
 import tilescope
+from llm_fake import PARTIAL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TILESCOPE = os.environ.get("TILESCOPE_BIN") or os.path.join(ROOT, "build", "tilescope")
-LLM_PYTHON = os.environ.get("TILESCOPE_LLM_PYTHON") or os.path.join(ROOT, ".llmvenv", "bin", "python")
 EXAMPLE = os.path.join(ROOT, "examples", "buggy_index_shift.py")
 SHOTS = os.path.join(ROOT, "out", "screenshots")
 KEY = "sk-tilescope-test-9f3b2c7d1e"  # the configured key: must never come back
@@ -46,91 +46,6 @@ def trace(tmp_path_factory):
                        capture_output=True, text=True, timeout=300)
     assert (d / "run.tstrace").exists(), p.stderr
     return d / "run.tstrace"
-
-
-# ---------------------------------------------------------------------------------------------
-# A scripted fake upstream, for faults only: the first path segment picks the behaviour.
-
-
-class Fake(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), FakeHandler)
-        self.requests = []  # (path, Authorization header)
-        self.disconnected = threading.Event()
-        self.got_request = threading.Event()
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class FakeHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        self.reply(200, json.dumps({"data": [{"id": "fake"}]}).encode())
-
-    def reply(self, status, body, ctype="application/json"):
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        mode = self.path.split("/")[1]
-        self.server.requests.append((self.path, self.headers.get("Authorization")))
-        self.server.got_request.set()
-        if mode == "hang":  # never answers; notices when the client closes the connection
-            self.connection.settimeout(0.2)
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                try:
-                    if self.connection.recv(1) == b"":
-                        break
-                except socket.timeout:
-                    continue
-                except OSError:
-                    break
-            self.server.disconnected.set()
-            self.close_connection = True
-        elif mode == "error500":  # echoes the key it was sent, as some servers do
-            self.reply(500, json.dumps({"error": {"message": f"boom; you sent {self.headers.get('Authorization')}"}})
-                       .encode())
-        elif mode == "garbage":  # a 200 stream of events that are not JSON
-            body = b"data: {not json at all\n\ndata: \x00\xff\xfe\n\n"
-            self.reply(200, body, "text/event-stream")
-        elif mode == "endless":  # 200, then bytes without a line end, for ever
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            try:
-                for _ in range(4096):
-                    self.wfile.write(b"x" * 4096)
-            except OSError:
-                pass
-            self.server.disconnected.set()
-            self.close_connection = True
-        else:  # a proper tiny stream
-            chunks = [{"choices": [{"delta": {"content": "Look at op 3 and line 22."}}]},
-                      {"choices": [{"delta": {}, "finish_reason": "stop"}]}]
-            body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-            self.reply(200, body.encode(), "text/event-stream")
-
-
-@pytest.fixture(scope="module")
-def fake():
-    f = Fake()
-    t = threading.Thread(target=f.serve_forever, daemon=True)
-    t.start()
-    yield f
-    f.shutdown()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,6 +119,12 @@ def chat(server, body, timeout=60):
     status, raw = request(server, "/api/assist/chat", "POST", body, timeout=timeout)
     assert status == 200, raw
     return events(raw)
+
+
+@pytest.fixture(scope="module")
+def fake(fake_upstream):
+    """The scripted fake upstream of conftest.py (llm_fake.py), for faults only."""
+    return fake_upstream
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +300,134 @@ def test_the_conversation_is_kept_until_cleared(faulty, fake):
     assert json.loads(request(faulty, "/api/assist/conversation")[1])["turns"] == []
 
 
+def without_length(server, method, path, timeout=10):
+    """`METHOD PATH` with no body and no Content-Length (as `curl -X POST URL` sends it), on its own
+    connection: (status, JSON body, seconds)."""
+    t0 = time.time()
+    c = socket.create_connection(("127.0.0.1", server["port"]), timeout=timeout)
+    c.sendall(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{server['port']}\r\nAuthorization: Bearer "
+              f"{server['token']}\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        piece = c.recv(65536)
+        if not piece:
+            break
+        data += piece
+    c.close()
+    SEEN.append(data)
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body), time.time() - t0
+
+
+def test_stop_with_an_empty_body_stops_the_answer(faulty, fake):
+    # No body at all means "stop the current answer", answered at once (the server's read timeout is 5 s).
+    status, body, seconds = without_length(faulty, "POST", "/api/assist/stop")
+    assert (status, body) == (200, {"stopped": False}) and seconds < 2.5
+    request(faulty, "/api/assist/settings", "PUT", {"base_url": fake.url + "/hang/v1"})
+    fake.got_request.clear()
+    fake.disconnected.clear()
+    th, res = stream_in_background(faulty, {"launch": 1, "question": "hang"})
+    assert fake.got_request.wait(20)
+    status, body, seconds = without_length(faulty, "POST", "/api/assist/stop")
+    assert (status, body) == (200, {"stopped": True}) and seconds < 2.5
+    th.join(20)
+    ev = events(res["raw"])
+    assert not th.is_alive() and ev[-1][0] == "done" and ev[-1][1]["stopped"] is True
+    assert fake.disconnected.wait(5), "the upstream request was not cancelled"
+    # The other routes that change state take no body the same way; a chat without one is the analysis.
+    status, body, _ = without_length(faulty, "DELETE", "/api/assist/conversation")
+    assert status == 200 and body["turns"] == []
+    status, body, _ = without_length(faulty, "PUT", "/api/assist/settings")
+    assert status == 200 and "base_url" in body
+    # Still behind the token.
+    c = socket.create_connection(("127.0.0.1", faulty["port"]), timeout=10)
+    c.sendall(f"POST /api/assist/stop HTTP/1.1\r\nHost: 127.0.0.1:{faulty['port']}\r\nConnection: close\r\n\r\n"
+              .encode())
+    assert c.recv(65536).split()[1] == b"401"
+    c.close()
+
+
+def wait_for_content(server, text, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        turns = json.loads(request(server, "/api/assist/conversation")[1])["turns"]
+        if turns and turns[-1]["content"] == text:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the streaming turn never showed {text!r}")
+
+
+def test_a_stopped_answer_goes_back_to_the_model_marked_as_cut_off(faulty, fake):
+    request(faulty, "/api/assist/conversation", "DELETE")
+    # 1. An answer stopped after its first piece (the fake's `slow`).
+    request(faulty, "/api/assist/settings", "PUT", {"base_url": fake.url + "/slow/v1"})
+    fake.got_request.clear()
+    th, res = stream_in_background(faulty, {"launch": 1, "question": "what is wrong?"})
+    assert fake.got_request.wait(20)
+    wait_for_content(faulty, PARTIAL)
+    assert json.loads(request(faulty, "/api/assist/stop", "POST")[1])["stopped"] is True
+    th.join(20)
+    assert events(res["raw"])[-1][1]["stopped"] is True
+    # 2. An answer stopped before anything came (`hang`).
+    request(faulty, "/api/assist/settings", "PUT", {"base_url": fake.url + "/hang/v1"})
+    fake.got_request.clear()
+    th, res = stream_in_background(faulty, {"launch": 1, "question": "never answered"})
+    assert fake.got_request.wait(20)
+    assert json.loads(request(faulty, "/api/assist/stop", "POST")[1])["stopped"] is True
+    th.join(20)
+    # 3. A follow-up: what the model is told of the earlier turns (the fake records the request).
+    request(faulty, "/api/assist/settings", "PUT", {"base_url": fake.url + "/ok/v1"})
+    chat(faulty, {"launch": 1, "question": "and now?"})
+    msgs = fake.bodies[-1]["messages"]
+    assert msgs[0]["role"] == "system"
+    history = [(m["role"], m["content"]) for m in msgs[1:-1]]
+    assert [r for r, _ in history] == ["user", "assistant"], msgs
+    assert history[0][1].startswith("what is wrong?")
+    assert history[1][1] == PARTIAL + "\n\n[This answer was stopped by the user before it was complete.]"
+    assert not any("never answered" in m["content"] for m in msgs)  # no answer: the question is left out
+    assert msgs[-1]["role"] == "user" and msgs[-1]["content"].startswith("and now?")
+    # The conversation the page shows keeps the text as it came, marked stopped.
+    turns = json.loads(request(faulty, "/api/assist/conversation")[1])["turns"]
+    assert [t.get("state") for t in turns[1::2]] == ["stopped", "stopped", "done"]
+    assert turns[1]["content"] == PARTIAL
+
+
+def test_view_takes_max_tokens_as_the_setting_layer(trace, fake, tmp_path):
+    # --max-tokens is the max_tokens setting's command-line layer (over the user file's 500): the
+    # settings say so, the request to the model asks for it, and a page may ask for less, never more.
+    with serving(trace, tmp_path, "--base-url", fake.url + "/ok/v1", "--model", "fake", "--max-tokens", "33",
+                 settings="max_retries = 0\nmax_tokens = 500\n") as s:
+        assert json.loads(request(s, "/api/assist/settings")[1])["max_tokens"] == 33
+        chat(s, {"launch": 1, "question": "q"})
+        assert fake.bodies[-1]["max_tokens"] == 33
+        chat(s, {"launch": 1, "question": "q", "max_tokens": 20})
+        assert fake.bodies[-1]["max_tokens"] == 20
+        status, data = request(s, "/api/assist/chat", "POST", {"launch": 1, "max_tokens": 34})
+        assert status == 400 and "from 1 to 33" in json.loads(data)["error"]["message"]
+    with serving(trace, tmp_path, "--base-url", fake.url + "/ok/v1", "--model", "fake",
+                 settings="max_retries = 0\nmax_tokens = 500\n") as s:
+        assert json.loads(request(s, "/api/assist/settings")[1])["max_tokens"] == 500
+
+
+def test_the_answers_model_is_in_the_done_event(trace, model_server, tmp_path):
+    # The real llama.cpp server answers as the model it loaded whatever the request names: the answer's
+    # metadata (the done event, the turn) says so, next to the model asked for.
+    listed = json.load(urllib.request.urlopen(model_server + "/models", timeout=30))["data"][0]["id"]
+    with serving(trace, tmp_path, "--base-url", model_server, "--budget", "1000", "--max-tokens", "4",
+                 settings="max_retries = 0\ntimeout_s = 120\n") as s:
+        done = chat(s, {"launch": 1, "question": "ok?"}, timeout=180)[-1]
+        assert done[0] == "done", done
+        assert done[1]["model"] == listed == done[1]["requested_model"] and done[1]["model_mismatch"] is False
+        assert done[1]["model_warning"] == ""
+        request(s, "/api/assist/settings", "PUT", {"model": "kernel-expert-70b"})
+        done = chat(s, {"launch": 1, "question": "ok?"}, timeout=180)[-1]
+        assert done[0] == "done", done
+        assert done[1]["model"] == listed and done[1]["requested_model"] == "kernel-expert-70b"
+        assert done[1]["model_mismatch"] is True and "asked for model 'kernel-expert-70b'" in done[1]["model_warning"]
+        turn = json.loads(request(s, "/api/assist/conversation")[1])["turns"][-1]
+        assert turn["model_mismatch"] is True and turn["requested_model"] == "kernel-expert-70b"
+
+
 def test_broken_settings_leave_the_visualizer_serving(trace, tmp_path):
     with serving(trace, tmp_path, settings="timeout_s = 'soon'\n") as s:
         assert request(s, "/api/session")[0] == 200
@@ -390,18 +439,6 @@ def test_broken_settings_leave_the_visualizer_serving(trace, tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The panel in a real browser, against the real model
-
-
-@pytest.fixture(scope="module")
-def model():
-    assert os.path.exists(LLM_PYTHON), f"{LLM_PYTHON} is missing: run `make llm-model`"
-    p = subprocess.Popen([LLM_PYTHON, os.path.join(ROOT, "tests", "llm", "serve.py")], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline().split()
-    assert line[:1] == ["READY"], line
-    yield line[1]
-    p.send_signal(signal.SIGTERM)
-    p.wait(timeout=30)
 
 
 def drive(server, steps, tmp_path, timeout=300):
@@ -420,7 +457,7 @@ def drive(server, steps, tmp_path, timeout=300):
 ANSWER = ".turn[data-role=assistant]"
 
 
-def test_the_panel_against_the_real_model(trace, model, tmp_path):
+def test_the_panel_against_the_real_model(trace, model_server, tmp_path):
     t = tilescope.load_trace(trace)
     launch = t.launches[0]
     sites = {s["site"]: s for s in t.sites[launch["kernel"]]}
@@ -429,7 +466,7 @@ def test_the_panel_against_the_real_model(trace, model, tmp_path):
     op = next(s["site"] for s in sites.values() if s["ttir_line"] == f["ttir"]["line"])
     pid = f["programs"]["first"][0]
     # Short answers (the max_tokens setting) keep the test quick; a context of 1500 tokens too.
-    with serving(trace, tmp_path, "--base-url", model, "--budget", "1500",
+    with serving(trace, tmp_path, "--base-url", model_server, "--budget", "1500",
                  settings="max_retries = 0\ntimeout_s = 120\nmax_tokens = 40\n") as s:
         last = f".turn[data-turn='{{}}']"
         reads = drive(s, [
@@ -502,3 +539,21 @@ def test_the_panel_against_the_real_model(trace, model, tmp_path):
     assert reads["states_after_stop"][-1] == "stopped"
     assert conv["running"] is False and [x["state"] for x in conv["turns"][1::2]] == ["done", "done", "stopped"]
     assert conv["turns"][3]["selection"]["program"] == [int(x) for x in p2]
+
+
+def test_the_panel_says_when_another_model_answered(trace, fake, tmp_path):
+    # The fake answers as "fake" whatever the request names: the panel says so under the answer, and
+    # again after a reload (the turn keeps it).
+    with serving(trace, tmp_path, "--base-url", fake.url + "/ok/v1", "--model", "kernel-expert-70b") as s:
+        reads = drive(s, [
+            {"click": "#assist-toggle"},
+            {"click": "#assist-analyze"},
+            {"wait_selector": [f"{ANSWER}[data-state=done]", 60000]},
+            {"read_all": ["mismatch", f"{ANSWER} .model-mismatch", "text"]},
+            {"reload": 1},
+            {"click": "#assist-toggle"},
+            {"wait_selector": [f"{ANSWER}[data-state=done]", 10000]},
+            {"read_all": ["after_reload", f"{ANSWER} .model-mismatch", "text"]},
+        ], tmp_path)
+    assert reads["mismatch"] == ["answered by model fake, not kernel-expert-70b as asked"]
+    assert reads["after_reload"] == reads["mismatch"]

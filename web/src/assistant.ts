@@ -5,7 +5,8 @@
 // The conversation is the server's (kept for the session: a reload shows it again).
 //
 // For tests and tools: #assistant[data-running], each turn .turn[data-role][data-state] (streaming, done,
-// stopped, error) with data-deltas (the number of streamed pieces it got), links a.cite[data-cite].
+// stopped, error) with data-deltas (the number of streamed pieces it got), links a.cite[data-cite], and
+// .model-mismatch when the server answered as another model than the one asked for.
 import "./assistant.css";
 import type { Finding, Pid, Site } from "./api";
 
@@ -39,6 +40,10 @@ interface Turn {
   cited?: string[];
   error?: { kind: string; message: string };
   finish_reason?: string;
+  model?: string;
+  requested_model?: string;
+  /// The server answered as another model than the one asked for (llama.cpp's server ignores the name).
+  model_mismatch?: boolean;
 }
 
 interface Settings {
@@ -167,10 +172,13 @@ export function mountAssistant(hooks: AssistantHooks) {
       t.state === "stopped" ? `<div class="muted">stopped</div>` :
       t.state === "error" ? `<div class="assist-error">${esc(t.error?.kind ?? "error")}: ${esc(t.error?.message ?? "")}</div>` :
       t.finish_reason === "length" ? `<div class="muted">cut at the answer's length limit</div>` : "";
+    const mismatch = t.model_mismatch
+      ? `<div class="muted model-mismatch" title="the server ignored the model setting">answered by model ${esc(t.model ?? "")}, not ${esc(t.requested_model ?? "")} as asked</div>`
+      : "";
     const body = t.role === "user" ? esc(t.content) : linkify(t.content);
     return `<div class="turn" data-turn="${i}" data-role="${t.role}" data-state="${t.state ?? ""}">
       ${t.role === "user" ? `<div class="muted">${esc(where)}</div>` : ""}
-      ${t.evidence ? evidenceHtml(t.evidence) : ""}<div class="text">${body}</div>${note}</div>`;
+      ${t.evidence ? evidenceHtml(t.evidence) : ""}<div class="text">${body}</div>${note}${mismatch}</div>`;
   }
 
   function render() {
@@ -273,6 +281,9 @@ export function mountAssistant(hooks: AssistantHooks) {
             answer.state = d.stopped ? "stopped" : "done";
             answer.cited = d.cited;
             answer.finish_reason = d.finish_reason;
+            answer.model = d.model;
+            answer.requested_model = d.requested_model;
+            answer.model_mismatch = d.model_mismatch;
           } else if (event === "error") {
             answer.state = "error";
             answer.error = { kind: d.kind, message: d.message };

@@ -57,10 +57,20 @@ struct ChatRequest {
 // NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's destructor may allocate
 struct ChatResult {
   std::string content;
-  std::string finish_reason;  // "stop", "length" (cut at max_tokens: the content is incomplete), ...
-  std::string model;          // as the server names it
-  nlohmann::json usage;       // {"prompt_tokens", "completion_tokens", ...} when the server sends them
+  std::string finish_reason;    // "stop", "length" (cut at max_tokens: the content is incomplete), ...
+  std::string model;            // as the server names it
+  std::string requested_model;  // the model the request named (Endpoint::model, else the first listed)
+  nlohmann::json usage;         // {"prompt_tokens", "completion_tokens", ...} when the server sends them
 };
+
+/// Whether the server answered as a model other than the one requested: a server that serves one model
+/// whatever the request names (llama.cpp's server answers with its own model's name) would otherwise go
+/// unnoticed. Not a mismatch: no name in the answer, the same name, or the requested name followed by
+/// "-" and a version of digits and dashes (OpenAI answers `gpt-4o` as `gpt-4o-2024-08-06`).
+bool model_differs(const ChatResult& result);
+/// The warning for people when model_differs: "asked for model 'A', but the server answered as 'B'
+/// (...)"; empty otherwise.
+std::string model_warning(const ChatResult& result);
 
 class LlmError : public Error {
  public:

@@ -128,6 +128,8 @@ TEST(LlmClient, ChatSendsTheRequestAndParsesTheAnswer) {
   EXPECT_EQ(out.content, "Hi.");
   EXPECT_EQ(out.finish_reason, "stop");
   EXPECT_EQ(out.model, "tiny-q4");
+  EXPECT_EQ(out.requested_model, "tiny");  // what the request named: the server answered as another
+  EXPECT_TRUE(model_differs(out));
   EXPECT_EQ(out.usage["completion_tokens"], 2);
   auto sent = nlohmann::json::parse(f.last_body);
   EXPECT_EQ(sent["model"], "tiny");
@@ -139,6 +141,29 @@ TEST(LlmClient, ChatSendsTheRequestAndParsesTheAnswer) {
   EXPECT_EQ(sent["grammar"], "root ::= \"x\"");
   EXPECT_EQ(f.last_auth, "Bearer sk-test-1");
   EXPECT_EQ(f.last_header, "kernels");
+}
+
+TEST(LlmClient, AnAnswerFromAnotherModelIsNoticed) {
+  auto result = [](std::string requested, std::string answered) {
+    ChatResult r;
+    r.requested_model = std::move(requested);
+    r.model = std::move(answered);
+    return r;
+  };
+  EXPECT_FALSE(model_differs(result("smol", "smol")));
+  EXPECT_FALSE(model_differs(result("smol", "")));  // a server that names no model: nothing to compare
+  // OpenAI answers an alias with its dated snapshot: the same model.
+  EXPECT_FALSE(model_differs(result("gpt-4o", "gpt-4o-2024-08-06")));
+  EXPECT_FALSE(model_differs(result("gpt-4", "gpt-4-0613")));
+  // llama.cpp's server answers with the file it loaded, whatever the request named.
+  EXPECT_TRUE(model_differs(result("gpt-4o", "/models/SmolLM2-135M-Instruct.Q4_1.gguf")));
+  EXPECT_TRUE(model_differs(result("gpt-4o", "gpt-4o-mini")));  // another model, not a version
+  EXPECT_TRUE(model_differs(result("gpt-4o", "gpt-4o-")));
+  EXPECT_TRUE(model_differs(result("llama3", "Llama3")));
+  EXPECT_EQ(model_warning(result("smol", "smol")), "");
+  const std::string w = model_warning(result("gpt-4o", "/m/smol.gguf"));
+  EXPECT_NE(w.find("asked for model 'gpt-4o'"), std::string::npos) << w;
+  EXPECT_NE(w.find("answered as '/m/smol.gguf'"), std::string::npos) << w;
 }
 
 TEST(LlmClient, NoKeyMeansNoAuthorizationHeader) {
@@ -170,6 +195,8 @@ TEST(LlmClient, StreamDeliversPiecesInOrderAcrossSplitChunks) {
   EXPECT_EQ(pieces, (std::vector<std::string>{"Hel", ", world", "lo"}));
   EXPECT_EQ(r.content, "Hel, worldlo");
   EXPECT_EQ(r.finish_reason, "stop");
+  EXPECT_EQ(r.model, "tiny-q4");
+  EXPECT_EQ(r.requested_model, "tiny");
   EXPECT_EQ(r.usage["completion_tokens"], 3);
   auto sent = nlohmann::json::parse(f.last_body);
   EXPECT_EQ(sent["stream"], true);

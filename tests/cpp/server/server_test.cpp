@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "tilescope/ir/diag.h"
@@ -27,6 +28,14 @@ std::vector<Route> test_routes() {
        [](const Request& r) {
          auto j = r.json();
          return Response::json({{"sum", j.at("a").get<int>() + j.at("b").get<int>()}});
+       }},
+      {"POST", "/api/body",
+       [](const Request& r) {
+         return Response::json({{"bytes", r.body.size()}, {"method", r.method}});
+       }},
+      {"DELETE", "/api/body",
+       [](const Request& r) {
+         return Response::json({{"bytes", r.body.size()}, {"method", r.method}});
        }},
       {"GET", "/api/fail", [](const Request&) -> Response { throw std::runtime_error("handler broke"); }},
       {"GET", "/api/missing",
@@ -189,6 +198,42 @@ TEST(Server, BadRequestsGetJsonErrorsAndTheServerKeepsServing) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(nlohmann::json::parse(ok->body)["sum"], 5);
+}
+
+TEST(Server, ARequestWithoutContentLengthHasAnEmptyBody) {
+  // RFC 9112, 6.3: a request with neither Content-Length nor Transfer-Encoding has no body (what
+  // `curl -X POST URL` sends). Answered at once, not after the server's 5-second read timeout.
+  Served s;
+  for (const std::string method : {"POST", "DELETE"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string r =
+        raw(s.server.port(),
+            method + " /api/body HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.server.port()) +
+                "\r\nAuthorization: Bearer " + s.server.token() + "\r\nConnection: close\r\n\r\n");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(status_of(r), 200) << r;
+    EXPECT_LT(seconds, 2.5) << method;
+    const auto j = nlohmann::json::parse(r.substr(r.find("\r\n\r\n") + 4), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r;
+    EXPECT_EQ(j["bytes"], 0);
+    EXPECT_EQ(j["method"], method);
+  }
+  // Still behind the token, and a body with its length, or chunked, is read as before.
+  const std::string noauth =
+      raw(s.server.port(), "POST /api/body HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.server.port()) +
+                               "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(status_of(noauth), 401) << noauth;
+  auto c = s.client();
+  auto with = c.Post("/api/body", s.auth(), "{\"a\": 1}", "application/json");
+  ASSERT_TRUE(with);
+  EXPECT_EQ(nlohmann::json::parse(with->body)["bytes"], 8);
+  const std::string chunked =
+      raw(s.server.port(),
+          "POST /api/body HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.server.port()) +
+              "\r\nAuthorization: Bearer " + s.server.token() +
+              "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+  EXPECT_EQ(status_of(chunked), 200) << chunked;
+  EXPECT_NE(chunked.find("\"bytes\":3"), std::string::npos) << chunked;
 }
 
 TEST(Server, AssetsAreServedFromTheTableOnly) {
