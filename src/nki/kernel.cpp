@@ -88,6 +88,53 @@ void Kernel::Impl::fail(const std::string& message) const {
       op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op) : std::string(op), message));
 }
 
+void Kernel::Impl::check_capacity(int program) const {
+  const std::vector<Instr>& code = this->code[static_cast<size_t>(program)];
+  // First and last use of every on-chip tensor of the program.
+  std::map<int, std::pair<size_t, size_t>> live;
+  for (size_t i = 0; i < code.size(); ++i)
+    for (int t : code[i].tensors) {
+      if (tensors[static_cast<size_t>(t)].info.space == Space::hbm) continue;
+      auto [it, fresh] = live.try_emplace(t, i, i);
+      if (!fresh) it->second.second = i;
+    }
+  for (Space space : {Space::sbuf, Space::psum}) {
+    const int64_t capacity = space == Space::psum ? target->psum_bytes : target->sbuf_bytes;
+    // Bytes per partition that start and stop being live at each instruction.
+    std::vector<int64_t> delta(code.size() + 1, 0);
+    for (const auto& [t, range] : live) {
+      const Storage& s = tensors[static_cast<size_t>(t)];
+      if (s.info.space != space) continue;
+      const int64_t per_partition = static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0));
+      delta[range.first] += per_partition;
+      delta[range.second + 1] -= per_partition;
+    }
+    int64_t used = 0;
+    for (size_t i = 0; i < code.size(); ++i) {
+      used += delta[i];
+      if (used <= capacity) continue;
+      std::vector<std::pair<int64_t, std::string>> at;  // the tensors live there, largest first
+      for (const auto& [t, range] : live) {
+        const Storage& s = tensors[static_cast<size_t>(t)];
+        if (s.info.space != space || range.first > i || range.second < i) continue;
+        at.emplace_back(static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
+                        fmt::format("{} ({} bytes, {})", s.info.name,
+                                    static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
+                                    s.info.loc.known() ? s.info.loc.str() : "?"));
+      }
+      std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::vector<std::string> names;
+      for (size_t j = 0; j < at.size() && j < 8; ++j) names.push_back(at[j].second);
+      const ir::PyLoc& l = code[i].site->loc;
+      throw Error(fmt::format(
+          "{}{}: program {}: {} tensors live here need {} bytes per partition of {}, which "
+          "holds {} on {}: {}{}",
+          l.known() ? l.str() + ": " : "", code[i].site->name, program, at.size(), used, space_name(space),
+          capacity, target->name, fmt::join(names, ", "), at.size() > names.size() ? ", ..." : ""));
+    }
+  }
+}
+
 Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
 
 std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, bool required) {
@@ -280,7 +327,10 @@ void Kernel::append(int program, std::string_view op, const Args& args, const ir
     if (s.name == op) spec = &s;
   if (!spec) k.fail("not an operation tilescope knows (see the README's table of supported NKI ops)");
   std::function<void(Exec&)> run = spec->check(k, program, args);
-  k.code[static_cast<size_t>(program)].push_back({k.site(op, loc), std::move(run)});
+  std::vector<int> tensors;
+  for (const auto& [key, value] : args)
+    if (const View* v = std::get_if<View>(&value)) tensors.push_back(v->tensor);
+  k.code[static_cast<size_t>(program)].push_back({k.site(op, loc), std::move(run), std::move(tensors)});
 }
 
 std::vector<std::string_view> Kernel::ops() {
@@ -302,6 +352,7 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
       if (!a.options.is_object()) a.options = nlohmann::json::object();
       a.options["intra"] = false;
     }
+  for (int64_t p = 0; p < k.programs; ++p) k.check_capacity(static_cast<int>(p));
   launch::Analyses analyses(k.module, o);
   const std::vector<exec::Observer*>& observers = analyses.observers();
   std::atomic<bool> stop{false};

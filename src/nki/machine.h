@@ -26,6 +26,7 @@ class Exec;
 struct Instr {
   const ir::Op* site = nullptr;
   std::function<void(Exec&)> run;
+  std::vector<int> tensors;  // the tensors its operands view (for the on-chip tensors' live ranges)
 };
 
 /// An op of nki.isa / nki.language: its name and the function that checks one call and returns the
@@ -65,7 +66,12 @@ struct Kernel::Impl {
   ir::PyLoc loc;
 
   ~Impl();
-  const ir::Op* site(std::string_view op, const ir::PyLoc& loc);
+  /// Fails (an Error at the instruction where it happens) when the on-chip tensors live at once in
+  /// `program` need more SBUF or PSUM per partition than the target has. A tensor is live from the
+  /// first instruction that uses it to the last (the compiler's allocator reuses the space of dead
+  /// tensors, and a tile allocated in a loop body is a new tensor per iteration).
+  void check_capacity(int program) const;
+  const ir::Op* site(std::string_view op_name, const ir::PyLoc& at);
   /// An Error located at the call being checked: "file:line: nki.isa.<op>: <message>".
   [[noreturn]] void fail(const std::string& message) const;
   Storage& storage(const View& v);

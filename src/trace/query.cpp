@@ -411,7 +411,7 @@ std::string Query::contents(int64_t launch, int arg, const std::string& phase) c
     throw NotFound(
         fmt::format("launch {} has no '{}' contents of argument {} (not a buffer, or dropped by the budget)",
                     launch, phase, arg));
-  const std::optional<std::string> stored = read_chunks(impl_->db, launch, arg, s.text(0), s.i64(1));
+  std::optional<std::string> stored = read_chunks(impl_->db, launch, arg, s.text(0), s.i64(1));
   if (!stored)
     throw Error(
         fmt::format("{}: launch {}: the stored contents of argument {} miss a chunk: the trace is damaged",

@@ -315,6 +315,37 @@ def test_moving_free_size_over_one_psum_bank_is_an_error():
     assert msg.startswith(f"{path}:5:"), msg
 
 
+def test_sbuf_capacity_counts_the_tiles_live_at_once():
+    a = np.ones((128, 20000), dtype=np.float32)
+    # Three tiles of 80000 bytes per partition live at the tensor_tensor: 240000 > 212984 (trn2).
+    msg, path = run_bad(
+        "t1 = nl.ndarray((128, 20000), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "t2 = nl.ndarray((128, 20000), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "t3 = nl.ndarray((128, 20000), dtype=nl.float32, buffer=nl.sbuf)\n"
+        "nisa.dma_copy(dst=t1, src=a)\n"
+        "nisa.dma_copy(dst=t2, src=a)\n"
+        "nisa.tensor_tensor(dst=t3, data1=t1, data2=t2, op=nl.add)\n", a)
+    assert msg.startswith(f"{path}:7:"), msg
+    assert "3 tensors live here need 240000 bytes per partition of sbuf, which holds 212984 on trn2" in msg, msg
+    assert f"{path}:2:" in msg and f"{path}:4:" in msg  # the allocations, with their lines
+
+
+@nki.jit
+def many_tiles_kernel(a):
+    """A fresh 16 KiB-per-partition tile in each of 40 iterations (640 KiB in all): each dies in its iteration."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(40):
+        t = nl.ndarray((128, 4096), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, i * 4096:(i + 1) * 4096])
+        nisa.dma_copy(dst=out[:, i * 4096:(i + 1) * 4096], src=t)
+    return out
+
+
+def test_tiles_that_die_in_their_iteration_fit():
+    a = np.arange(128 * 40 * 4096, dtype=np.float32).reshape(128, -1)
+    assert np.array_equal(many_tiles_kernel(a), a)
+
+
 def test_grids_are_one_dimensional():
     with pytest.raises(nki.NkiError, match="one-dimensional"):
         add_kernel[2, 2]

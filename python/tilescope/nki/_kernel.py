@@ -370,7 +370,7 @@ class Kernel:
                     results = r
         finally:
             _current.trace = previous
-        res = trace.native.run(_state.analyses_json())
+        res = native_call(trace.native.run, _state.analyses_json())
         _state.record(res["findings"], self.fn.__name__, _launch_stack(), res["reports"])
         return _outputs(results, trace, torch_out)
 
