@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo example-traces test bench-view view-png test-cpp test-python test-peers test-tutorials bench bench-analyses bench-peers bench-profile clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo example-traces test bench-view view-png test-cpp test-python test-peers test-tutorials bench bench-analyses bench-nki bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -134,6 +134,10 @@ bench-profile: setup build
 # The README's screenshot of the web visualizer, docs/view.png (web/tests/view_png.py): after a visible change.
 view-png: build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) web/tests/view_png.py
+
+# NKI kernels: each instruction's fixed cost and a 2048^3 bf16 tiled matmul, against NumPy (bench/RESULTS.md).
+bench-nki: setup build
+	$(PY) bench/nki.py
 
 # The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
 bench-view: setup build

@@ -85,7 +85,14 @@ class _NkiFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         import importlib
 
-        return importlib.import_module(self._NAMES[spec.name])
+        module = importlib.import_module(self._NAMES[spec.name])
+        try:  # the process reports to `tilescope sanitize` also when its kernel stops with an NkiError
+            from . import _state
+
+            _state._ensure_exit_hook()
+        except Exception:
+            pass
+        return module
 
     def exec_module(self, module):
         pass  # already executed as tilescope.nki...

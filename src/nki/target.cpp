@@ -30,10 +30,10 @@ std::string lower(std::string_view s) {
 
 const Target& target(std::string_view name) {
   const std::string n = lower(name);
-  const std::string_view alias = n == "gen2" || n == "inf2" ? "trn1"
-                                 : n == "gen3"              ? "trn2"
-                                 : n == "gen4"              ? "trn3"
-                                                            : n;
+  std::string alias = n;
+  if (n == "gen2" || n == "inf2") alias = "trn1";
+  if (n == "gen3") alias = "trn2";
+  if (n == "gen4") alias = "trn3";
   for (const Target& t : kTargets)
     if (t.name == alias) return t;
   throw Error(fmt::format("unknown NKI target '{}' (trn1, trn2 or trn3)", name));
