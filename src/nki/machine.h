@@ -56,7 +56,7 @@ struct Kernel::Impl {
   exec::Memory memory;
   ir::Module module;  // one function, one op per site: what the analyses see (findings name its lines)
   ir::Function* fn = nullptr;
-  std::vector<std::vector<Instr>> code;  // per program
+  std::vector<std::vector<Instr>> code;                     // per program
   std::map<std::string, const ir::Op*, std::less<>> sites;  // by "op@file:line:col"
   bool ran = false;
 
@@ -73,7 +73,8 @@ struct Kernel::Impl {
   /// `required`.
   std::optional<View> view(const Args& args, std::string_view key, bool required = true);
   double number(const Args& args, std::string_view key, std::optional<double> fallback = std::nullopt);
-  std::string name_arg(const Args& args, std::string_view key, std::optional<std::string> fallback = std::nullopt);
+  std::string name_arg(const Args& args, std::string_view key,
+                       std::optional<std::string> fallback = std::nullopt);
   /// The tensor's memory, or fail(...) naming `key` when not one of `allowed`.
   Space space(const View& v, std::string_view key, std::initializer_list<Space> allowed);
   /// Partitions (dim 0) and elements per partition (the product of the free dims) of an on-chip view;
@@ -102,6 +103,9 @@ class Exec {
   const DType& dtype(const View& v) { return k_.storage(v).info.dtype; }
   /// The Scalar engine's per-partition float32 accumulator (activation's reduce_cmd), per program.
   std::vector<float>& scalar_accumulator() { return scalar_acc_; }
+  /// The Vector engine's per-partition float32 accumulator, per program, shared by exponential,
+  /// range_select, select_reduce and tensor_scalar_reduce (their reduce_cmd).
+  std::vector<float>& vector_accumulator() { return vector_acc_; }
   /// An element's bits as float32 (integers converted), and float32 as an element's bits (round to
   /// nearest even; tfloat32 keeps 10 mantissa bits; integers round, saturate, NaN -> 0).
   static float to_float(const DType& t, uint64_t bits);
@@ -116,6 +120,7 @@ class Exec {
   const std::vector<unsigned>& kinds_;
   const std::vector<void*>& states_;
   std::vector<float> scalar_acc_ = std::vector<float>(128, 0.0f);
+  std::vector<float> vector_acc_ = std::vector<float>(128, 0.0f);
 };
 
 /// Row-major element indexes of `v` (offset + sum of index * stride), in elements of its tensor.
