@@ -873,14 +873,18 @@ Body nc_matmul(K& k, int, const Args& args) {
         }
       ex.write_bits(dst, y);
       Storage& out = ex.storage(dst);
-      if (out.matmul_written.empty()) out.matmul_written.assign(static_cast<size_t>(out.bytes / 4 + 1), 0);
+      if (out.matmul_written.empty())
+        out.matmul_written.assign(
+            static_cast<size_t>(out.bytes / static_cast<uint64_t>(out.info.dtype.bytes())), 0);
       for (int64_t e : element_indexes(dst)) out.matmul_written[static_cast<size_t>(e)] = 1;
     };
   // The contraction runs over (partition, j) for j < `depth` (2 in double_row mode).
   const int64_t depth = dbl ? 2 : 1;
   return [dst, st, mv, m = m, n = n, kk = kp, depth, acc](Exec& ex) {
     Storage& out = ex.storage(dst);
-    if (out.matmul_written.empty()) out.matmul_written.assign(static_cast<size_t>(out.bytes / 4 + 1), 0);
+    if (out.matmul_written.empty())
+      out.matmul_written.assign(
+          static_cast<size_t>(out.bytes / static_cast<uint64_t>(out.info.dtype.bytes())), 0);
     const std::vector<float> a = ex.read(st), b = ex.read(mv);
     std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
     for (int64_t p = 0; p < kk * depth; ++p)
@@ -1579,7 +1583,7 @@ Body local_gather(K& k, int, const Args& args) {
 /// dst in SBUF with src's dtype, 2 bytes wide (both documented lowerings require it), the same rank;
 /// axes (1, 0), (2, 1, 0) or (3, 1, 2, 0), by default the one of src's rank. dge_mode unknown or hwdge
 /// (NeuronCore-v3+; then 2-D src has 16 rows, 3-/4-D src.shape[0] in {1, 2, 4, 8, 16} with
-/// src.shape[0] * src.shape[-2] a multiple of 16, and src.shape[-1] <= 128). The indirect (swdge)
+/// src.shape[0] * src.shape[-2] a multiple of 16; src.shape[-1] <= 128). The indirect (swdge)
 /// form needs vector_offset access patterns, which tilescope does not model: an error.
 Body dma_transpose(K& k, int, const Args& args) {
   const View dst = *k.view(args, "dst"), src = *k.view(args, "src");
@@ -1640,8 +1644,7 @@ Body dma_transpose(K& k, int, const Args& args) {
           "with hwdge, src.shape[0] ({}) must be 1, 2, 4, 8 or 16 and src.shape[0] * src.shape[-2] "
           "a multiple of 16",
           s0));
-    if (src.shape[rank - 1] > 128)
-      k.fail(fmt::format("with hwdge, src.shape[-1] ({}) must be at most 128", src.shape[rank - 1]));
+    // src.shape[-1] <= 128 holds already: it is dst's partition dim under every supported axes.
   }
   return [dst, src, axes](Exec& ex) {
     const std::vector<uint64_t> x = ex.read_bits(src);
