@@ -1102,3 +1102,151 @@ def test_tensor_copy_and_memset_engines():
         fill(nisa.engine.gpsimd)
     with pytest.raises(nki.NkiError, match=err("ms", "memset", "'engine'", "tensor")):
         fill(nisa.engine.tensor)
+
+
+# ------------------------------------------------------------------------------------------------
+# The remaining documented rules, one error each
+
+
+def test_more_constraints_vector_ops():
+    @nki.jit
+    def stt(a):
+        x = to_sbuf(a)
+        r = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=r, data=x, op0=nl.abs, operand0=2.0, op1=nl.add, operand1=x)  # @stt_unary
+
+    @nki.jit(platform_target="trn2")
+    def rs(a, b, res_free=1, cmd=nisa.reduce_cmd.reset_reduce, start=0):
+        t, lo = to_sbuf(a), to_sbuf(b)
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((a.shape[0], res_free), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=d, on_true_tile=t, comp_op0=nl.less, comp_op1=nl.less, bound0=lo, bound1=lo,  # @rs2
+                          reduce_res=r, reduce_cmd=cmd, range_start=start)
+
+    @nki.jit
+    def sr(a, p, res_dtype=nl.float32, cmd=nisa.reduce_cmd.idle):
+        t, pt = to_sbuf(a), to_sbuf(p)
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((a.shape[0], 1), dtype=res_dtype, buffer=nl.sbuf)
+        nisa.select_reduce(dst=d, predicate=pt, on_true=t, on_false=0.0, reduce_res=r, reduce_cmd=cmd)  # @sr2
+
+    x, b = np.ones((8, 4), np.float32), np.ones((8, 1), np.float32)
+    with pytest.raises(nki.NkiError, match=err("stt_unary", "scalar_tensor_tensor", "'operand0'", "None or 0")):
+        stt(x)
+    with pytest.raises(nki.NkiError, match=err("rs2", "range_select", "'reduce_res'", "(8, 1)")):
+        rs(x, b, res_free=2)
+    with pytest.raises(nki.NkiError, match=err("rs2", "range_select", "'reduce_cmd'", "load_reduce")):
+        rs(x, b, cmd=nisa.reduce_cmd.load_reduce)
+    with pytest.raises(nki.NkiError, match=err("rs2", "range_select", "'range_start'", "integer")):
+        rs(x, b, start=0.5)
+    p = np.ones((8, 4), np.uint8)
+    with pytest.raises(nki.NkiError, match=err("sr2", "select_reduce", "'reduce_res'", "int32", "float")):
+        sr(x, p, res_dtype=nl.int32)
+    with pytest.raises(nki.NkiError, match=err("sr2", "select_reduce", "'reduce_cmd'", "load_reduce")):
+        sr(x, p, cmd=nisa.reduce_cmd.load_reduce)
+
+
+def test_more_constraints_exponential():
+    @nki.jit(platform_target="trn3")
+    def call(a, m, src_dtype=nl.float32, res_dtype=nl.float32, init=0.0):
+        t = to_sbuf(a, dtype=src_dtype)
+        mv = m if isinstance(m, float) else to_sbuf(m)
+        iv = init if isinstance(init, float) else to_sbuf(init)
+        d = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((a.shape[0], 1), dtype=res_dtype, buffer=nl.sbuf)
+        nisa.exponential(dst=d, src=t, max_value=mv, reduce_res=r, reduce_cmd=nisa.reduce_cmd.load_reduce,  # @exp2
+                         reduce_init=iv)
+
+    x, col = np.ones((8, 4), np.float32), np.ones((8, 1), np.float32)
+    with pytest.raises(nki.NkiError, match=err("exp2", "exponential", "'src'", "tfloat32")):
+        call(x, 0.0, src_dtype=nl.tfloat32)
+    with pytest.raises(nki.NkiError, match=err("exp2", "exponential", "'reduce_res'", "int32")):
+        call(x, 0.0, res_dtype=nl.int32)
+    with pytest.raises(nki.NkiError, match=err("exp2", "exponential", "'max_value'", "bfloat16", "float32")):
+        call(x, col.astype(BF16))
+    with pytest.raises(nki.NkiError, match=err("exp2", "exponential", "'reduce_init'", "bfloat16", "float32")):
+        call(x, 0.0, init=col.astype(BF16))
+
+
+def test_more_constraints_dma_transpose_and_local_gather():
+    @nki.jit(platform_target="trn2")
+    def dt(a, shape, dst_dtype=None, mode=nisa.dge_mode.unknown, oob=nisa.oob_mode.error):
+        d = nl.ndarray(shape, dtype=dst_dtype or a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=a, dge_mode=mode, oob_mode=oob)  # @dt2
+
+    a = np.ones((16, 32), np.float16)
+    with pytest.raises(nki.NkiError, match=err("dt2", "dma_transpose", "'dst'", "bfloat16", "'src'", "float16")):
+        dt(a, (32, 16), dst_dtype=nl.bfloat16)
+    with pytest.raises(nki.NkiError, match=err("dt2", "dma_transpose", "swdge", "vector_offset")):
+        dt(a, (32, 16), mode=nisa.dge_mode.swdge)
+    with pytest.raises(nki.NkiError, match=err("dt2", "dma_transpose", "oob_mode.skip", "indirect")):
+        dt(a, (32, 16), oob=nisa.oob_mode.skip)
+    with pytest.raises(nki.NkiError, match=err("dt2", "dma_transpose", "'src'", "2 to 4 dimensions")):
+        dt(np.ones((2, 2, 2, 2, 2), np.float16), (2, 2, 2, 2, 2))
+
+    @nki.jit
+    def lg(src, index, dst_free, dst_dtype=None, valid=None):
+        s, ix = to_sbuf(src), to_sbuf(index)
+        d = nl.ndarray((src.shape[0], dst_free), dtype=dst_dtype or src.dtype, buffer=nl.sbuf)
+        nisa.local_gather(dst=d, src_buffer=s, index=ix, num_valid_indices=valid)  # @lg2
+
+    src, idx = np.ones((16, 64), np.float32), np.zeros((16, 2), np.uint16)
+    with pytest.raises(nki.NkiError, match=err("lg2", "local_gather", "'dst'", "bfloat16", "'src_buffer'")):
+        lg(src, idx, 32, dst_dtype=nl.bfloat16)
+    with pytest.raises(nki.NkiError, match=err("lg2", "local_gather", "'dst'", "32 elements")):
+        lg(src, idx, 31)
+    with pytest.raises(nki.NkiError, match=err("lg2", "local_gather", "4097", "at most 4096")):
+        lg(src, np.zeros((16, 257), np.uint16), 4097, valid=4097)
+
+
+def test_more_constraints_first_slice_ops():
+    @nki.jit
+    def ts(a, c, engine):
+        t = to_sbuf(a)
+        ct = to_sbuf(c) if not isinstance(c, int) else c
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=d, data=t, op0=nl.bitwise_or, operand0=ct, engine=engine)  # @ts2
+
+    @nki.jit
+    def act(a, s):
+        t, st = to_sbuf(a), to_sbuf(s)
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.activation(dst=d, op=nl.exp, data=t, scale=st)  # @act2
+
+    @nki.jit
+    def tc(a):
+        t = to_sbuf(a)
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=d, src=t, engine=nisa.engine.tensor)  # @tc2
+
+    xi = np.ones((8, 4), np.int32)
+    with pytest.raises(nki.NkiError, match=err("ts2", "tensor_scalar", "bitvec", "Vector engine only")):
+        ts(xi, 1, nisa.engine.scalar)
+    with pytest.raises(nki.NkiError, match=err("ts2", "tensor_scalar", "integer operands", "'operand0'", "float32")):
+        ts(xi, np.ones((8, 1), np.float32), nisa.engine.unknown)
+    with pytest.raises(nki.NkiError, match=err("act2", "activation", "'scale'", "bfloat16", "float32")):
+        act(np.ones((8, 4), np.float32), np.ones((8, 1), BF16))
+    with pytest.raises(nki.NkiError, match=err("tc2", "tensor_copy", "'engine'", "tensor")):
+        tc(np.ones((8, 4), np.float32))
+
+
+def test_more_constraints_top8_and_matmul():
+    @nki.jit
+    def find(x, vals):
+        t, v = to_sbuf(x), to_sbuf(vals)
+        i = nl.ndarray((x.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=i, data=t, vals=v)  # @fi8b
+
+    with pytest.raises(nki.NkiError, match=err("fi8b", "nc_find_index8", "'data'", "more than 5 dimensions")):
+        find(np.ones((4, 2, 2, 2, 2, 2), np.float32), np.ones((4, 8), np.float32))
+    with pytest.raises(nki.NkiError, match=err("fi8b", "nc_find_index8", "'vals'", "more than 3 dimensions")):
+        find(np.ones((4, 16), np.float32), np.ones((4, 2, 2, 2), np.float32))
+    e4 = np.ones((32, 16), np.float32)
+    with pytest.raises(nki.NkiError, match=err("mm_mixed", "nc_matmul", "float8_e4m3", "float8_e4m3fn", "mixed")):
+        @nki.jit(platform_target="trn3")
+        def mixed(a, b):
+            st = to_sbuf(a, dtype=nl.float8_e4m3)
+            mv = to_sbuf(b, dtype=nl.float8_e4m3fn)
+            acc = nl.ndarray((16, 16), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=acc, stationary=st, moving=mv)  # @mm_mixed
+        mixed(e4, e4)
