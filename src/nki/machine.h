@@ -109,6 +109,9 @@ class Exec {
   const DType& dtype(const View& v) { return k_.storage(v).info.dtype; }
   /// The Scalar engine's per-partition float32 accumulator (activation's reduce_cmd), per program.
   std::vector<float>& scalar_accumulator() { return scalar_acc_; }
+  /// The Vector engine's per-partition float32 accumulator, per program, shared by exponential,
+  /// range_select, select_reduce and tensor_scalar_reduce (their reduce_cmd).
+  std::vector<float>& vector_accumulator() { return vector_acc_; }
   /// An element's bits as float32 (integers converted), and float32 as an element's bits (round to
   /// nearest even; tfloat32 keeps 10 mantissa bits; integers round, saturate, NaN -> 0).
   static float to_float(const DType& t, uint64_t bits);
@@ -123,6 +126,7 @@ class Exec {
   const std::vector<unsigned>& kinds_;
   const std::vector<void*>& states_;
   std::vector<float> scalar_acc_ = std::vector<float>(128, 0.0f);
+  std::vector<float> vector_acc_ = std::vector<float>(128, 0.0f);
 };
 
 /// Row-major element indexes of `v` (offset + sum of index * stride), in elements of its tensor.

@@ -197,7 +197,7 @@ def _numel(t):
 
 _ALU = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "equal", "not_equal", "greater_equal",
         "greater", "less_equal", "less", "logical_and", "logical_or", "logical_xor", "power", "abs_max",
-        "abs_min", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"]
+        "abs_min", "average", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"]
 _ACT = ["copy", "sigmoid", "gelu", "gelu_dx", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "silu_dx", "tanh",
         "softplus", "mish", "erf", "erf_dx", "exp", "log", "sin", "arctan", "sqrt", "sign"]
 _UNARY = ["abs", "rsqrt", "reciprocal", "square", "relu"]  # ALU unary ops and activation functions both
@@ -209,5 +209,7 @@ for _n in _ACT:
 for _n in _UNARY:
     globals()[_n] = _Op(_n, "unary")
 del _n
+max = _Op("maximum", "alu")  # nl.max / nl.min: the documentation's spellings of maximum / minimum
+min = _Op("minimum", "alu")
 
 __all__ = [n for n in dir() if not n.startswith("_")]
