@@ -1,5 +1,7 @@
 // The NKI machine from C++ (tilescope/nki/nki.h): targets and dtypes from AWS's documentation, access
 // patterns, checked instructions, and a run whose findings come from the analyses of the registry.
+#include "tilescope/nki/nki.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,7 +9,6 @@
 
 #include "src/nki/machine.h"
 #include "tilescope/ir/diag.h"
-#include "tilescope/nki/nki.h"
 
 namespace tilescope::nki {
 namespace {
@@ -45,7 +46,8 @@ TEST(Nki, TargetsAndDtypesAreTheDocumentedOnes) {
   EXPECT_TRUE(dtype("nl.uint16").is_unsigned);
   EXPECT_TRUE(dtype("tfloat32").tf32);
   EXPECT_EQ(dtype("torch.float32").name, "float32");
-  EXPECT_NE(error_of([] { dtype("complex64"); }).find("unsupported NKI dtype 'complex64'"), std::string::npos);
+  EXPECT_NE(error_of([] { dtype("complex64"); }).find("unsupported NKI dtype 'complex64'"),
+            std::string::npos);
 }
 
 TEST(Nki, ElementIndexesAreRowMajorOverTheView) {
@@ -59,25 +61,34 @@ TEST(Nki, AddRoundsToBfloat16AndReadsOfUnwrittenTilesAreFindings) {
   std::vector<float> a(128 * 4, 1.0f), b(128 * 4, 1.0f / 256);
   std::vector<uint16_t> out(128 * 4, 0);
   Kernel k("add", target("trn2"), 1);
-  const int ta = k.add_argument("a", dtype("float32"), reinterpret_cast<std::byte*>(a.data()), a.size() * 4, {128, 4}, {4, 1});
-  const int tb = k.add_argument("b", dtype("float32"), reinterpret_cast<std::byte*>(b.data()), b.size() * 4, {128, 4}, {4, 1});
-  const int to = k.add_argument("out", dtype("bfloat16"), reinterpret_cast<std::byte*>(out.data()), out.size() * 2, {128, 4}, {4, 1});
+  const int ta = k.add_argument("a", dtype("float32"), reinterpret_cast<std::byte*>(a.data()), a.size() * 4,
+                                {128, 4}, {4, 1});
+  const int tb = k.add_argument("b", dtype("float32"), reinterpret_cast<std::byte*>(b.data()), b.size() * 4,
+                                {128, 4}, {4, 1});
+  const int to = k.add_argument("out", dtype("bfloat16"), reinterpret_cast<std::byte*>(out.data()),
+                                out.size() * 2, {128, 4}, {4, 1});
   const int sa = k.allocate(0, "sa", Space::sbuf, dtype("float32"), {128, 4}, at(3));
   const int sb = k.allocate(0, "sb", Space::sbuf, dtype("float32"), {128, 4}, at(4));
   const int sc = k.allocate(0, "sc", Space::sbuf, dtype("bfloat16"), {128, 4}, at(5));
   const int never = k.allocate(0, "never", Space::sbuf, dtype("float32"), {128, 4}, at(6));
   k.append(0, "dma_copy", {{"dst", whole(k, sa)}, {"src", whole(k, ta)}}, at(7));
   k.append(0, "dma_copy", {{"dst", whole(k, sb)}, {"src", whole(k, tb)}}, at(8));
-  k.append(0, "tensor_tensor", {{"dst", whole(k, sc)}, {"data1", whole(k, sa)}, {"data2", whole(k, sb)}, {"op", std::string("add")}}, at(9));
+  k.append(
+      0, "tensor_tensor",
+      {{"dst", whole(k, sc)}, {"data1", whole(k, sa)}, {"data2", whole(k, sb)}, {"op", std::string("add")}},
+      at(9));
   k.append(0, "dma_copy", {{"dst", whole(k, to)}, {"src", whole(k, sc)}}, at(10));
   k.append(0, "tensor_copy", {{"dst", whole(k, sa)}, {"src", whole(k, never)}}, at(11));
   // A broken constraint is an Error at its line, and the instruction is not appended.
   EXPECT_EQ(error_of([&] {
-              k.append(0, "nc_matmul", {{"dst", whole(k, sa)}, {"stationary", whole(k, sa)}, {"moving", whole(k, sb)}}, at(12));
+              k.append(0, "nc_matmul",
+                       {{"dst", whole(k, sa)}, {"stationary", whole(k, sa)}, {"moving", whole(k, sb)}},
+                       at(12));
             }),
             "k.py:12:0: nki.isa.nc_matmul: argument 'dst' is in sbuf, but this op takes it only from psum");
-  EXPECT_NE(error_of([&] { k.append(0, "tensor_tensor", {{"dst", whole(k, sc)}, {"data1", whole(k, sa)}}, at(13)); })
-                .find("k.py:13:0: nki.isa.tensor_tensor: argument 'data2' is required"),
+  EXPECT_NE(error_of([&] {
+              k.append(0, "tensor_tensor", {{"dst", whole(k, sc)}, {"data1", whole(k, sa)}}, at(13));
+            }).find("k.py:13:0: nki.isa.tensor_tensor: argument 'data2' is required"),
             std::string::npos);
   launch::RunOptions o;
   o.analyses.push_back({"sanitizer", nullptr});
