@@ -73,9 +73,6 @@ DType dtype(std::string_view name) {
       {"uint32", ir::Elem::i32, true, false},
       {"bool_", ir::Elem::i8, true, false},
       {"bool", ir::Elem::i8, true, false},
-      {"float64", ir::Elem::f64, false, false},
-      {"int64", ir::Elem::i64, false, false},
-      {"uint64", ir::Elem::i64, true, false},
       {"float", ir::Elem::f32, false, false},
       {"half", ir::Elem::f16, false, false},
   };

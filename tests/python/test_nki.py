@@ -219,6 +219,23 @@ def test_reading_sbuf_never_written_is_a_finding_at_the_kernel_line():
 
 
 @nki.jit
+def hbm_out_read_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=out)  # BUG: reads the output before anything wrote it
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_reading_a_fresh_hbm_output_is_a_finding():
+    hbm_out_read_kernel(np.ones((4, 8), dtype=np.float32))
+    found = tilescope.findings()
+    assert [(f["kind"], f["line"]) for f in found] == [
+        ("uninitialized-read", line_of(hbm_out_read_kernel.fn, "nisa.dma_copy(dst=t, src=out)"))], found
+    assert found[0]["allocation"]["call"] == "nl.ndarray(buffer=nl.shared_hbm)"
+
+
+@nki.jit
 def rows_kernel(a, out, overlap):
     """Program p copies rows [p * 16, p * 16 + 16 + overlap) of a into out."""
     p = nl.program_id(0)
@@ -267,6 +284,9 @@ def run_bad(body: str, *arrays, programs=1):
 
 
 @pytest.mark.parametrize("body, says, line", [
+    ("t = nl.ndarray((128, 8), dtype=np.float64, buffer=nl.sbuf)\n", "unsupported NKI dtype", 2),
+    ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+     "nisa.memset(dst=t, value=0, mask=t)\n", "the mask parameter is not supported", 3),
     ("t = nl.ndarray((129, 4), dtype=nl.float32, buffer=nl.sbuf)\n",
      "nki.language.ndarray(buffer=nl.sbuf): shape (129, 4): the partition dimension (dim 0) is 129, more than "
      "the 128 partitions", 2),
@@ -286,9 +306,6 @@ def run_bad(body: str, *arrays, programs=1):
      "z = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)\n"
      "nisa.tensor_tensor(dst=z, data1=x, data2=y, op=nl.add)\n",
      "nki.isa.tensor_tensor: 'data1' and 'data2' cannot both be in PSUM", 5),
-    ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
-     "nisa.memset(dst=t, value=0, mask=t)\n",
-     "the mask parameter is not supported", None),
     ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
      "nisa.activation(dst=t, op=nl.add, data=t)\n",
      "nki.isa.activation: 'op' nl.add is not an activation function", 3),
@@ -347,8 +364,9 @@ def test_tiles_that_die_in_their_iteration_fit():
 
 
 def test_grids_are_one_dimensional():
-    with pytest.raises(nki.NkiError, match="one-dimensional"):
-        add_kernel[2, 2]
+    with pytest.raises(nki.NkiError, match="one-dimensional") as e:
+        add_kernel[2, 2]  # @grid
+    assert str(e.value).startswith(f"{__file__}:{line_of(test_grids_are_one_dimensional, '@grid')}:"), e.value
     with pytest.raises(nki.NkiError, match="invalid program axis 1"):
         @nki.jit
         def k(a):

@@ -75,7 +75,7 @@ def native_call(fn, *args, **kwargs):
 _NUMPY_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "int8": "int8",
                 "int16": "int16", "int32": "int32", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
                 "bool": "bool_", "bool_": "bool_", "float8_e4m3": "float8_e4m3", "float8_e4m3fn": "float8_e4m3fn",
-                "float8_e5m2": "float8_e5m2", "int64": "int64", "float64": "float64", "tfloat32": "tfloat32"}
+                "float8_e5m2": "float8_e5m2", "tfloat32": "tfloat32"}
 
 
 def dtype_name(dt) -> str:
@@ -93,7 +93,8 @@ def dtype_name(dt) -> str:
             n = np.dtype(dt).name
     n = {"float": "float32", "half": "float16", "float8_e4m3fnuz": "float8_e4m3"}.get(n, n)
     if n not in _NUMPY_NAMES:
-        raise NkiError(f"unsupported NKI dtype {dt!r}")
+        raise located(f"unsupported NKI dtype {dt!r} (float32, tfloat32, bfloat16, float16, float8_e4m3, "
+                      "float8_e5m2, int8, int16, int32, uint8, uint16, uint32, bool_)")
     return _NUMPY_NAMES[n]
 
 
@@ -275,6 +276,15 @@ class _Trace:
             import numpy as np
 
             arr = (np.zeros if zero else np.empty)(shape, dtype=numpy_dtype(dt))
+            if not zero and arr.nbytes:  # undefined until the kernel writes it: reads before are findings
+                import weakref
+
+                from .. import _native
+
+                ident = _native.uninit_track(arr.ctypes.data, arr.nbytes, f"nl.ndarray(buffer=nl.{buffer})", file,
+                                             line, arr.dtype.itemsize == 1 and arr.dtype.kind in "biu")
+                if ident:
+                    weakref.finalize(arr, _native.uninit_forget, ident)
             t = self.add_array(name or f"out{k}", arr)
             t.buffer = buffer
             self.outputs.append((t, arr))
@@ -333,11 +343,11 @@ class Kernel:
     def __getitem__(self, grid):
         if isinstance(grid, tuple):
             if len(grid) != 1:
-                raise NkiError(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}")
+                raise located(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}")
             grid = grid[0]
         n = int(grid)
         if n < 1:
-            raise NkiError(f"kernel '{self.fn.__name__}': the grid needs at least one program, not {n}")
+            raise located(f"kernel '{self.fn.__name__}': the grid needs at least one program, not {n}")
         return functools.partial(self._call, n)
 
     def __call__(self, *args, **kwargs):

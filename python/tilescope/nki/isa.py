@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 
 from . import language as _nl
-from ._kernel import NkiError, Tensor, append, current
+from ._kernel import NkiError, Tensor, append, current, located
 
 
 FP32_MIN = -3.4028235e+38  # range_select's on_false_value, as the docs spell it
@@ -77,7 +77,7 @@ def get_nc_version():
 
 def _no_mask(mask):
     if mask is not None:
-        raise NkiError("the mask parameter is not supported (NKI Beta 2 removed masks; slice the tiles instead)")
+        raise located("the mask parameter is not supported (NKI Beta 2 removed masks; slice the tiles instead)")
 
 
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,

@@ -7,7 +7,10 @@ nki.language.html) and the NKI language guide. Dtypes are strings, as in Beta 2 
 """
 from __future__ import annotations
 
-from ._kernel import NkiError, Tensor, append, current, ds, dtype_name
+from ._kernel import NkiError, Tensor, ds
+from ._kernel import append as _append
+from ._kernel import current as _current
+from ._kernel import located as _located
 
 # Buffers (nki.language: sbuf, psum, hbm = private_hbm, shared_hbm).
 sbuf = "sbuf"
@@ -63,17 +66,17 @@ def is_psum(buffer) -> bool:
 def ndarray(shape, dtype, buffer=None, name=None, **kwargs):
     """A tensor of `shape` and `dtype` in `buffer` (default nl.sbuf); its contents are undefined
     until written (reads before that are uninitialized-read findings)."""
-    return current().allocate(shape, dtype, buffer or sbuf, name=name)
+    return _current().allocate(shape, dtype, buffer or sbuf, name=name)
 
 
 def zeros(shape, dtype, buffer=None, name=None, **kwargs):
     """ndarray filled with zeros (a memset)."""
-    return current().allocate(shape, dtype, buffer or sbuf, name=name, zero=True)
+    return _current().allocate(shape, dtype, buffer or sbuf, name=name, zero=True)
 
 
 def full(shape, fill_value, dtype, buffer=None, name=None, **kwargs):
-    t = current().allocate(shape, dtype, buffer or sbuf, name=name)
-    append("memset", dst=t, value=fill_value)
+    t = _current().allocate(shape, dtype, buffer or sbuf, name=name)
+    _append("memset", dst=t, value=fill_value)
     return t
 
 
@@ -92,18 +95,18 @@ def ndarray_like(t, buffer=None, dtype=None, name=None):
 def program_id(axis=0):
     """This program's index on the grid (an int: kernels may use it in Python `if`s)."""
     if axis != 0:
-        raise NkiError(f"invalid program axis {axis} (must be zero): NKI Beta 2 grids are one-dimensional")
-    return current().program
+        raise _located(f"invalid program axis {axis} (must be zero): NKI Beta 2 grids are one-dimensional")
+    return _current().program
 
 
 def num_programs(axes=0):
     if axes not in (0, None):
-        raise NkiError(f"invalid program axis {axes} (must be zero)")
-    return current().programs
+        raise _located(f"invalid program axis {axes} (must be zero)")
+    return _current().programs
 
 
 def program_ndim():
-    return 1 if current().programs > 1 else 0
+    return 1 if _current().programs > 1 else 0
 
 
 def affine_range(*args, **kwargs):
@@ -128,22 +131,22 @@ def static_range(*args, **kwargs):
 def load(src, dtype=None, **kwargs):
     """A new SBUF tile holding `src` (an HBM tile), converted to `dtype` when given."""
     if "mask" in kwargs and kwargs["mask"] is not None:
-        raise NkiError("the mask parameter is not supported (NKI Beta 2)")
-    dst = current().allocate(src.shape, dtype or src.dtype, sbuf)
-    append("load", dst=dst, src=src)
+        raise _located("the mask parameter is not supported (NKI Beta 2)")
+    dst = _current().allocate(src.shape, dtype or src.dtype, sbuf)
+    _append("load", dst=dst, src=src)
     return dst
 
 
 def store(dst, value, **kwargs):
     """Writes the SBUF tile `value` into the HBM tile `dst`."""
     if "mask" in kwargs and kwargs["mask"] is not None:
-        raise NkiError("the mask parameter is not supported (NKI Beta 2)")
-    append("store", dst=dst, src=value)
+        raise _located("the mask parameter is not supported (NKI Beta 2)")
+    _append("store", dst=dst, src=value)
 
 
 def copy_tile(src, dtype=None):
-    dst = current().allocate(src.shape, dtype or src.dtype, sbuf)
-    append("tensor_copy", dst=dst, src=src)
+    dst = _current().allocate(src.shape, dtype or src.dtype, sbuf)
+    _append("tensor_copy", dst=dst, src=src)
     return dst
 
 
@@ -160,32 +163,32 @@ class _Op:
 
     def __call__(self, x, y=None, dtype=None, **kwargs):
         if "mask" in kwargs and kwargs["mask"] is not None:
-            raise NkiError("the mask parameter is not supported (NKI Beta 2)")
+            raise _located("the mask parameter is not supported (NKI Beta 2)")
         if self.kind == "act" or (self.kind == "unary" and y is None):
             if not isinstance(x, Tensor):
-                raise NkiError(f"nl.{self.nki_name} takes a tile, not {x!r}")
-            out = current().allocate(x.shape, dtype or x.dtype, sbuf)
+                raise _located(f"nl.{self.nki_name} takes a tile, not {x!r}")
+            out = _current().allocate(x.shape, dtype or x.dtype, sbuf)
             if self.kind == "act":
-                append("activation", dst=out, op=self, data=x)
+                _append("activation", dst=out, op=self, data=x)
             else:
-                append("tensor_scalar", dst=out, data=x, op0=self, operand0=0.0)
+                _append("tensor_scalar", dst=out, data=x, op0=self, operand0=0.0)
             return out
         if isinstance(x, Tensor) and isinstance(y, Tensor):
-            out = current().allocate(x.shape, dtype or x.dtype, sbuf)
+            out = _current().allocate(x.shape, dtype or x.dtype, sbuf)
             if x.shape[1:] == y.shape[1:] or _numel(x) == _numel(y):
-                append("tensor_tensor", dst=out, data1=x, data2=y, op=self)
+                _append("tensor_tensor", dst=out, data1=x, data2=y, op=self)
             else:  # a [P, 1] operand broadcast along the free dims
-                append("tensor_scalar", dst=out, data=x, op0=self, operand0=y)
+                _append("tensor_scalar", dst=out, data=x, op0=self, operand0=y)
             return out
         if isinstance(x, Tensor):
-            out = current().allocate(x.shape, dtype or x.dtype, sbuf)
-            append("tensor_scalar", dst=out, data=x, op0=self, operand0=float(y))
+            out = _current().allocate(x.shape, dtype or x.dtype, sbuf)
+            _append("tensor_scalar", dst=out, data=x, op0=self, operand0=float(y))
             return out
         if isinstance(y, Tensor):
-            out = current().allocate(y.shape, dtype or y.dtype, sbuf)
-            append("tensor_scalar", dst=out, data=y, op0=self, operand0=float(x), reverse0=True)
+            out = _current().allocate(y.shape, dtype or y.dtype, sbuf)
+            _append("tensor_scalar", dst=out, data=y, op0=self, operand0=float(x), reverse0=True)
             return out
-        raise NkiError(f"nl.{self.nki_name} takes tiles")
+        raise _located(f"nl.{self.nki_name} takes tiles")
 
 
 def _numel(t):
@@ -212,4 +215,5 @@ del _n
 max = _Op("maximum", "alu")  # nl.max / nl.min: the documentation's spellings of maximum / minimum
 min = _Op("minimum", "alu")
 
+del annotations  # from __future__: not part of nki.language
 __all__ = [n for n in dir() if not n.startswith("_")]
