@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import os
 import sys
 import threading
@@ -36,18 +37,31 @@ def current() -> "_Trace":
     return t
 
 
+_INSIDE: dict = {}   # file name -> whether it is tilescope's own
+_COLUMNS: dict = {}  # (code, instruction offset) -> the call's column
+
+
 def user_location() -> tuple[str, int, int]:
-    """(file, line, column) of the innermost frame outside tilescope's own package."""
+    """(file, line, column) of the innermost frame outside tilescope's own package (cached per call site:
+    kernels make this call once per instruction)."""
     frame = sys._getframe(1)
     while frame is not None:
-        f = frame.f_code.co_filename
-        if not os.path.abspath(f).startswith(_PKG + os.sep):
-            col = 0
-            try:  # Python 3.11+: the call's column, a 0-based offset as Triton records it (PyLoc)
-                pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-                col = pos[2] or 0
-            except Exception:
-                pass
+        code = frame.f_code
+        f = code.co_filename
+        inside = _INSIDE.get(f)
+        if inside is None:
+            inside = _INSIDE[f] = os.path.abspath(f).startswith(_PKG + os.sep)
+        if not inside:
+            key = (code, frame.f_lasti)
+            col = _COLUMNS.get(key)
+            if col is None:
+                col = 0
+                try:  # Python 3.11+: the call's column, a 0-based offset as Triton records it (PyLoc)
+                    pos = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None))
+                    col = pos[2] or 0
+                except Exception:
+                    pass
+                _COLUMNS[key] = col
             return f, frame.f_lineno, col
         frame = frame.f_back
     return "", 0, 0
