@@ -42,10 +42,33 @@ try {
     else if (step.click_at) await page.click(step.click_at[0], { position: { x: step.click_at[1], y: step.click_at[2] } });
     else if (step.click_text) await page.locator(step.click_text[0], { hasText: step.click_text[1] }).first().click();
     else if (step.click_code_line) {
+      // CodeMirror draws only the lines near its viewport (and a wrapped line takes several rows): scroll
+      // the editor until its gutter shows the line's number, then click that line's first row.
       const [panel, line] = step.click_code_line;
-      const el = page.locator(`#${panel} .cm-line`).nth(line - 1);
-      await el.scrollIntoViewIfNeeded();
-      await el.click();
+      const find = () => page.evaluate(([p, n]) => {
+        const nums = [...document.querySelectorAll(`#${p} .cm-lineNumbers .cm-gutterElement`)]
+          .filter((e) => e.offsetHeight > 0);
+        const hit = nums.find((e) => e.textContent.trim() === String(n));
+        if (hit) {
+          hit.scrollIntoView({ block: "center" });
+          const r = hit.getBoundingClientRect();
+          const c = document.querySelector(`#${p} .cm-content`).getBoundingClientRect();
+          return { y: r.top + Math.min(r.height / 2, 8), x: c.left + 24 };
+        }
+        const seen = nums.map((e) => parseInt(e.textContent, 10)).filter((v) => !Number.isNaN(v));
+        const s = document.querySelector(`#${p} .cm-scroller`);
+        s.scrollTop += (seen.length && n < Math.min(...seen) ? -0.8 : 0.8) * s.clientHeight;
+        return null;
+      }, [panel, line]);
+      let at = null;
+      for (let i = 0; i < 400 && !at; i++) {
+        at = await find();
+        if (!at) await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      }
+      if (!at) throw new Error(`line ${line} of #${panel} never came into view`);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const again = await find();  // its position after the scroll settled
+      await page.mouse.click((again ?? at).x, (again ?? at).y);
     } else if (step.key) await page.keyboard.press(step.key);
     else if (step.wait_for) {
       const [css, attr, value, timeout] = step.wait_for;
