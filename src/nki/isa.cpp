@@ -6,6 +6,7 @@
 // the architecture guides (nki/guides/architecture/). Arithmetic: the Vector, Scalar and GpSimd engines
 // compute in float32 and round to the destination's dtype on write (isa/tensor_tensor, "Arithmetic
 // operations"); the Tensor engine accumulates in float32 (isa/nc_matmul).
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -887,12 +888,11 @@ Body nc_matmul(K& k, int, const Args& args) {
           static_cast<size_t>(out.bytes / static_cast<uint64_t>(out.info.dtype.bytes())), 0);
     const std::vector<float> a = ex.read(st), b = ex.read(mv);
     std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
-    for (int64_t p = 0; p < kk * depth; ++p)
-      for (int64_t i = 0; i < m; ++i) {
-        const float s = a[static_cast<size_t>(p * m + i)];
-        for (int64_t j = 0; j < n; ++j)
-          c[static_cast<size_t>(i * n + j)] += s * b[static_cast<size_t>(p * n + j)];
-      }
+    // c[m, n] = a[K, m].T @ b[K, n] in float32 (K = partitions x depth), with Eigen's GEMM (as tt.dot).
+    using Rows = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const Rows> am(a.data(), kk * depth, m), bm(b.data(), kk * depth, n);
+    Eigen::Map<Rows> cm(c.data(), m, n);
+    cm.noalias() = am.transpose() * bm;
     const std::vector<int64_t> idx = element_indexes(dst);
     bool any_add = acc.value_or(false);
     if (!acc)
