@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <utility>
 
 #include "machine.h"
 
@@ -260,7 +261,7 @@ std::optional<View> column_tile(K& k, const Args& args, std::string_view key, in
 /// reduce_cmd (nki.isa.reduce_cmd's member name), one of `allowed`.
 std::string reduce_cmd_arg(K& k, const Args& args, std::string_view fallback,
                            std::initializer_list<std::string_view> allowed) {
-  const std::string cmd = k.name_arg(args, "reduce_cmd", std::string(fallback));
+  std::string cmd = k.name_arg(args, "reduce_cmd", std::string(fallback));
   for (std::string_view a : allowed)
     if (a == cmd) return cmd;
   k.fail(fmt::format("'reduce_cmd' {} is not supported here (one of {})", cmd, fmt::join(allowed, ", ")));
@@ -312,7 +313,7 @@ void write_selected(Exec& ex, const View& v, const std::vector<uint64_t>& bits,
 /// A comparison operator (affine_select's cmp_op, range_select's comp_op0/1) among `allowed`.
 Alu compare_op(K& k, const Args& args, std::string_view key, std::initializer_list<std::string_view> allowed,
                std::optional<std::string> fallback = std::nullopt) {
-  const std::string n = k.name_arg(args, key, fallback);
+  const std::string n = k.name_arg(args, key, std::move(fallback));
   bool ok = false;
   for (std::string_view a : allowed) ok |= a == n;
   if (!ok)
@@ -1070,7 +1071,7 @@ Body scalar_tensor_tensor(K& k, int, const Args& args) {
 /// accepted for nl.maximum / nl.minimum, as the docs write them).
 std::string vector_reduce_op(K& k, const Args& args, std::initializer_list<std::string_view> allowed,
                              std::optional<std::string> fallback = std::nullopt) {
-  std::string n = k.name_arg(args, "reduce_op", fallback);
+  std::string n = k.name_arg(args, "reduce_op", std::move(fallback));
   if (n == "max") n = "maximum";
   if (n == "min") n = "minimum";
   for (std::string_view a : allowed)
