@@ -178,6 +178,138 @@ def test_rmsnorm_with_a_partial_last_tile():
     assert tilescope.findings() == []
 
 
+@nki.jit
+def attention_kernel(q_t, k_t, v):
+    """softmax(Q K^T / sqrt(d)) V for one head: q_t, k_t [d, S] (transposed: d on partitions), v [S, d].
+    Per block of 128 queries: the scores by nc_matmul into PSUM, a row softmax (max, exp with the row sum
+    on the Scalar engine), then P V over blocks of 128 keys (P's blocks transposed on the Tensor engine),
+    accumulated in PSUM, scaled by 1 / sum."""
+    d, s = q_t.shape
+    scale = 1.0 / float(np.sqrt(d))
+    out = nl.ndarray((s, d), dtype=v.dtype, buffer=nl.shared_hbm)
+    kt = nl.ndarray((d, s), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=kt, src=k_t)
+    for qi in nl.affine_range(s // 128):
+        qt = nl.ndarray((d, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=qt, src=q_t[:, qi * 128:(qi + 1) * 128])
+        sc_ps = nl.ndarray((128, s), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=sc_ps, stationary=qt, moving=kt)
+        sc = nl.ndarray((128, s), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=sc, src=sc_ps)
+        m = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=m, op=nl.maximum, data=sc, axis=1)
+        bias = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=bias, data=m, op0=nl.multiply, operand0=-scale)
+        p = nl.ndarray((128, s), dtype=nl.float32, buffer=nl.sbuf)
+        total = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=p, op=nl.exp, data=sc, bias=bias, scale=scale, reduce_op=nl.add,
+                               reduce_res=total)
+        o_ps = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.psum)
+        for kc in nl.affine_range(s // 128):
+            pt_ps = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_transpose(dst=pt_ps, data=p[:, kc * 128:(kc + 1) * 128])
+            pt = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=pt, src=pt_ps)
+            vt = nl.ndarray((128, d), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=vt, src=v[kc * 128:(kc + 1) * 128, :])
+            nisa.nc_matmul(dst=o_ps, stationary=pt, moving=vt)  # accumulates over the key blocks
+        inv = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=total)
+        o = nl.ndarray((128, d), dtype=v.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=o_ps, op0=nl.multiply, operand0=inv)
+        nisa.dma_copy(dst=out[qi * 128:(qi + 1) * 128, :], src=o)
+    return out
+
+
+def test_tiled_attention_matches_numpy():
+    rng = np.random.default_rng(4)
+    s, d = 384, 64
+    q, k, v = (rng.standard_normal((s, d), dtype=np.float32) for _ in range(3))
+    got = attention_kernel(np.ascontiguousarray(q.T), np.ascontiguousarray(k.T), v)
+    z = (q.astype(np.float64) @ k.T.astype(np.float64)) / np.sqrt(d)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    ref = (e / e.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
+    assert np.abs(got - ref).max() < 1e-5 * max(1.0, np.abs(ref).max()), np.abs(got - ref).max()
+    assert tilescope.findings() == []
+
+
+@nki.jit
+def rope_kernel(x, cos, sin):
+    """Rotary embedding of x [S, D] (S <= 128 rows on partitions), pairs (x[:, :D/2], x[:, D/2:]):
+    y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin, with cos and sin [S, D/2]."""
+    s, dim = x.shape
+    h = dim // 2
+    out = nl.ndarray((s, dim), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    c = nl.load(cos)
+    sn = nl.load(sin)
+    y = nl.ndarray((s, dim), dtype=x.dtype, buffer=nl.sbuf)
+    a = nl.ndarray((s, h), dtype=nl.float32, buffer=nl.sbuf)
+    b = nl.ndarray((s, h), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=a, data1=t[:, :h], data2=c, op=nl.multiply)
+    nisa.tensor_tensor(dst=b, data1=t[:, h:], data2=sn, op=nl.multiply)
+    nisa.tensor_tensor(dst=y[:, :h], data1=a, data2=b, op=nl.subtract)
+    nisa.tensor_tensor(dst=a, data1=t[:, h:], data2=c, op=nl.multiply)
+    nisa.tensor_tensor(dst=b, data1=t[:, :h], data2=sn, op=nl.multiply)
+    nisa.tensor_tensor(dst=y[:, h:], data1=a, data2=b, op=nl.add)
+    nl.store(out, value=y)
+    return out
+
+
+def test_rope_matches_numpy():
+    rng = np.random.default_rng(5)
+    s, dim = 96, 64
+    x = rng.standard_normal((s, dim), dtype=np.float32)
+    ang = np.outer(np.arange(s), 1.0 / 10000 ** (np.arange(dim // 2) / (dim // 2))).astype(np.float32)
+    cos, sin = np.cos(ang), np.sin(ang)
+    got = rope_kernel(x, cos, sin)
+    x1, x2 = x[:, :dim // 2].astype(np.float64), x[:, dim // 2:].astype(np.float64)
+    ref = np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=1)
+    assert np.abs(got - ref).max() < 1e-5
+    assert tilescope.findings() == []
+
+
+@nki.jit
+def mlp_kernel(x_t, w1, w2):
+    """y = gelu(x W1) W2 for 128 rows: x_t [D, 128] (transposed), w1 [D, H], w2 [H, E]; H in blocks of 128."""
+    d, n = x_t.shape
+    hid, e = w2.shape
+    out = nl.ndarray((n, e), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.load(x_t)
+    wt1 = nl.load(w1)
+    h_ps = nl.ndarray((n, hid), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=h_ps, stationary=xt, moving=wt1)
+    h = nl.ndarray((n, hid), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=h, op=nl.gelu, data=h_ps)
+    y_ps = nl.ndarray((n, e), dtype=nl.float32, buffer=nl.psum)
+    for c in nl.affine_range(hid // 128):
+        ht_ps = nl.ndarray((128, n), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_transpose(dst=ht_ps, data=h[:, c * 128:(c + 1) * 128])
+        ht = nl.ndarray((128, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=ht, src=ht_ps)
+        wt2 = nl.load(w2[c * 128:(c + 1) * 128, :])
+        nisa.nc_matmul(dst=y_ps, stationary=ht, moving=wt2)
+    y = nl.ndarray((n, e), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=y, src=y_ps)
+    nl.store(out, value=y)
+    return out
+
+
+def test_mlp_matches_numpy():
+    from math import erf
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((128, 96), dtype=np.float32)
+    w1 = rng.standard_normal((96, 256), dtype=np.float32) / 10
+    w2 = rng.standard_normal((256, 64), dtype=np.float32) / 10
+    got = mlp_kernel(np.ascontiguousarray(x.T), w1, w2)
+    hx = x.astype(np.float64) @ w1
+    gelu = 0.5 * hx * (1 + np.vectorize(erf)(hx / np.sqrt(2)))  # the exact GELU (nl.gelu)
+    ref = gelu @ w2
+    assert np.abs(got - ref).max() < 1e-4, np.abs(got - ref).max()
+    assert tilescope.findings() == []
+
+
 def test_torch_tensors_in_and_out():
     torch = pytest.importorskip("torch")
     a = torch.randn(128, 256)
