@@ -223,7 +223,17 @@ def test_the_page_shows_the_bad_access(server, trace, tmp_path):
         {"read": ["bins", "#hist", "data-bins"]},
         {"download": ["#npy", str(tmp_path / "x.npy")]},
         {"screenshot": "view-values"},
+        # The theme toggle draws the histogram and its labels again in the new theme's text colour.
+        {"pixels": ["fg_light", "#hist", "#1c2024"]},
+        {"click": "#theme"},
+        {"pixels": ["fg_dark_old", "#hist", "#1c2024"]},
+        {"pixels": ["fg_dark_new", "#hist", "#e6e8eb"]},
+        {"click": "#theme"},
     ], tmp_path)
+    # style.css: --fg is #1c2024 in the light theme (headless Chromium's default), #e6e8eb in the dark.
+    assert reads["fg_light"]["count"] > 50, reads["fg_light"]
+    assert reads["fg_dark_old"]["count"] == 0 and reads["fg_dark_new"]["count"] > 50, (reads["fg_dark_old"],
+                                                                                      reads["fg_dark_new"])
     assert reads["grid"] == ",".join(map(str, pid))
     assert reads["marked"] == runs_of(inside + outside)
     assert reads["outside"] == runs_of(outside) and outside and all(o >= 1600 for o in outside)

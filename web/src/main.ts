@@ -718,9 +718,13 @@ py.onLineClick = async (line) => {
 // ---------------------------------------------------------------------------------------------
 // The tensor of the selected op
 
+/// Draws the legend canvas (#hist) again in the current theme's colours (the theme toggle calls it).
+let redrawLegend: (() => void) | null = null;
+
 /// 64 bins from `lo` to `hi` over the first 2^22 elements; NaN and infinities are left out (the title
 /// says how many).
 function drawHistogram(values: DataView, dtype: string, elements: number, lo: number, hi: number) {
+  redrawLegend = () => drawHistogram(values, dtype, elements, lo, hi);
   const c = $<HTMLCanvasElement>("hist");
   const bins = new Array(64).fill(0);
   let nonfinite = 0;
@@ -770,6 +774,7 @@ function drawScale(c: HTMLCanvasElement, colour: (t: number) => RGB, left: strin
 
 /// The legend of the access-count view: no histogram, the scale from 1 access to `max`.
 function drawCountLegend(colour: (t: number) => RGB, max: number) {
+  redrawLegend = () => drawCountLegend(colour, max);
   const c = $<HTMLCanvasElement>("hist");
   c.getContext("2d")!.clearRect(0, 0, c.width, c.height);
   drawScale(c, colour, "1", `${max}`, "loads + stores per element");
@@ -1117,6 +1122,7 @@ $("theme").addEventListener("click", () => {
   localStorage.setItem("tilescope-theme", document.documentElement.dataset.theme);
   drawGrid();
   heat.draw();
+  if (redrawLegend && !$<HTMLCanvasElement>("hist").hidden) redrawLegend();
 });
 
 // The assistant panel (assistant.ts): what is selected, and how its citations select ops, lines and programs.
