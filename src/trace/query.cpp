@@ -369,6 +369,20 @@ json Query::element_counts(int64_t launch, int arg) const {
 json Query::element_accesses(int64_t launch, int arg, int64_t element, int limit) const {
   std::lock_guard<std::mutex> g(impl_->mu);
   impl_->require_launch(launch);
+  {  // the element must be one of the argument's (its bytes over its element size)
+    Stmt l(impl_->db, "SELECT record FROM launches WHERE id = ?");
+    l.bind(1, launch);
+    l.step();
+    const json args = parse_or(l.text(0), json::object()).value("args", json::array());
+    if (arg < 0 || arg >= static_cast<int>(args.size()) || args[arg].value("kind", "") != "buffer")
+      throw NotFound(fmt::format("launch {} has no buffer argument {}", launch, arg));
+    const auto e = ir::elem_from_mlir(args[arg].value("dtype", ""));
+    const int64_t n =
+        e && ir::elem_bytes(*e) > 0 ? args[arg].value("bytes", int64_t{0}) / ir::elem_bytes(*e) : -1;
+    if (n >= 0 && element >= n)
+      throw NotFound(fmt::format("argument {} of launch {} has {} elements; element {} is past its end", arg,
+                                 launch, n, element));
+  }
   json out = json::array();
   bool more = false;
   Stmt a(impl_->db,

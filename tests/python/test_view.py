@@ -115,12 +115,18 @@ def test_bad_requests_are_json_errors(server):
     for path, status, code in [("/api/launches/99", 404, "not_found"), ("/api/launches/x", 400, "bad_parameter"),
                                ("/api/launches/1/args/0/contents/sideways", 400, "bad_parameter"),
                                ("/api/sources/12345", 404, "not_found"), ("/api/nothing", 404, "not_found"),
-                               ("/api/launches/1/programs/0/0", 404, "not_found")]:
+                               ("/api/launches/1/programs/0/0", 404, "not_found"),
+                               # x is 16 x 100 elements (examples/buggy_softmax_off_by_one.py): 1600 is past it
+                               ("/api/launches/1/args/0/elements/1600", 404, "not_found"),
+                               ("/api/launches/1/args/0/elements/99999999999", 404, "not_found"),
+                               ("/api/launches/1/args/3/elements/0", 404, "not_found")]:
         s, data = request(server, path)
         assert s == status, (path, data)
         assert json.loads(data)["error"]["code"] == code, (path, data)
     s, data = request(server, "/api/launches", method="POST", body=b"{}")
     assert s == 405
+    s, data = request(server, "/api/launches/1/args/0/elements/1599")  # x's last element
+    assert s == 200 and "accesses" in json.loads(data), data
 
 
 def test_the_api_answers_what_the_trace_holds(server, trace):
