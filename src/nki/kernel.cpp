@@ -433,18 +433,67 @@ void Exec::event(exec::AccessKind kind, const View& v, const std::vector<uint64_
     if (kinds_[i] & exec::kAccess) observers_[i]->on_access(e, states_[i]);
 }
 
+namespace {
+
+/// Element `i`'s bytes at `p` as an unsigned integer of `eb` bytes (1, 2, 4 or 8), and back.
+uint64_t load_bits(const std::byte* p, int eb) {
+  switch (eb) {
+    case 1: return static_cast<uint64_t>(*reinterpret_cast<const uint8_t*>(p));
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+  }
+}
+void store_bits(std::byte* p, int eb, uint64_t v) {
+  switch (eb) {
+    case 1: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(v); return;
+    case 2: {
+      const auto w = static_cast<uint16_t>(v);
+      std::memcpy(p, &w, 2);
+      return;
+    }
+    case 4: {
+      const auto w = static_cast<uint32_t>(v);
+      std::memcpy(p, &w, 4);
+      return;
+    }
+    default: std::memcpy(p, &v, 8); return;
+  }
+}
+
+}  // namespace
+
 std::vector<uint64_t> Exec::read_bits(const View& v) {
   const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
   const std::vector<uint64_t> addrs = addresses(v);
   const int eb = s.info.dtype.bytes();
+  // Views are checked inside their tensor when appended: every address is in its buffer.
+  const exec::Buffer& b = k_.memory.buffer(s.buffer);
   std::vector<uint64_t> out(addrs.size(), 0);
-  for (size_t i = 0; i < addrs.size(); ++i)
-    std::memcpy(&out[i], k_.memory.host(addrs[i]), static_cast<size_t>(eb));
+  for (size_t i = 0; i < addrs.size(); ++i) out[i] = load_bits(b.host + (addrs[i] - b.vbase), eb);
   event(exec::AccessKind::load, v, addrs);
   return out;
 }
 
 float Exec::to_float(const DType& t, uint64_t bits) {
+  if (t.elem == ir::Elem::f32 || t.elem == ir::Elem::bf16) {  // the common cases, exactly
+    const auto x = static_cast<uint32_t>(t.elem == ir::Elem::bf16 ? bits << 16 : bits);
+    float f;
+    std::memcpy(&f, &x, 4);
+    return f;
+  }
   if (t.is_float()) return static_cast<float>(ir::float_from_bits(t.elem, bits));
   const int b = 8 * t.bytes();
   if (t.is_unsigned || t.elem == ir::Elem::i1) return static_cast<float>(bits);
@@ -458,6 +507,11 @@ uint64_t Exec::from_float(const DType& t, float f) {
     uint32_t x;
     std::memcpy(&x, &f, 4);
     if ((x & 0x7fffffffu) <= 0x7f800000u) x = (x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu;
+    return x;
+  }
+  if (t.elem == ir::Elem::f32) {
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
     return x;
   }
   if (t.is_float()) return ir::float_to_bits_f32(t.elem, f);
@@ -486,8 +540,9 @@ void Exec::write_bits(const View& v, std::span<const uint64_t> bits) {
   const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
   const std::vector<uint64_t> addrs = addresses(v);
   const int eb = s.info.dtype.bytes();
+  const exec::Buffer& b = k_.memory.buffer(s.buffer);
   for (size_t i = 0; i < addrs.size() && i < bits.size(); ++i)
-    std::memcpy(k_.memory.host(addrs[i]), &bits[i], static_cast<size_t>(eb));
+    store_bits(b.host + (addrs[i] - b.vbase), eb, bits[i]);
   event(exec::AccessKind::store, v, addrs);
 }
 
