@@ -909,6 +909,9 @@ function sliceFor(arg: Arg, first: number | undefined) {
 
 let lastView = "";
 const loadingContents = new Set<string>();
+/// The hover text of the element under the mouse again (set by the tensor view's hover; null when the
+/// mouse is elsewhere): contents fetched for a hover show when they arrive.
+let refreshHover: (() => void) | null = null;
 
 /// Element o's values before and after the launch, for the hover of the op and count views: " · before
 /// X · after Y". The contents are fetched on the first hover of an argument (not with every op: they may
@@ -920,7 +923,9 @@ function phaseValues(arg: Arg, dtype: string, o: number): string {
     if (!state.contents.has(key)) {
       if (!loadingContents.has(key)) {
         loadingContents.add(key);
-        contentsOf(arg, phase).finally(() => loadingContents.delete(key));
+        contentsOf(arg, phase)
+          .then(() => refreshHover?.())
+          .finally(() => loadingContents.delete(key));
       }
       continue;
     }
@@ -1036,7 +1041,8 @@ async function renderTensor() {
   renderLegend($("legend"), state.mode === "op");
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
   document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
-  heat.onHover = (ci) => {
+  const hover = (ci: number | null): void => {
+    refreshHover = ci === null ? null : () => hover(ci);
     if (ci === null) return void ($("hover").textContent = "hover an element");
     const o = memOf(ci);
     const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
@@ -1048,6 +1054,7 @@ async function renderTensor() {
     else if (o >= 0 && o < elements) text += phaseValues(arg, dtype, o);
     $("hover").textContent = text;
   };
+  heat.onHover = hover;
   heat.onClick = async (ci) => {
     const o = memOf(ci);
     if (o < 0 || o >= elements) return;

@@ -122,7 +122,8 @@ try {
       const box = await page.locator(css).first().boundingBox();
       await page.mouse.move(box.x + x, box.y + y);
       await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
-      await page.mouse.move(box.x + x + 0.25, box.y + y);
+      // step.once: no second move (what the page shows when what it fetched for the hover arrives)
+      if (!step.once) await page.mouse.move(box.x + x + 0.25, box.y + y);
       await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
     } else if (step.measure) {
       const [name, css] = step.measure;
