@@ -310,6 +310,53 @@ def test_mlp_matches_numpy():
     assert tilescope.findings() == []
 
 
+def test_integer_indexing_keeps_on_chip_tiles_two_dimensional():
+    shapes = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        u = nl.ndarray((128, 4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        shapes.update(row=t[3, :].shape, col=t[:, 5].shape, mid=u[:, 1, :].shape, both=u[:, 1, 2].shape,
+                      hbm=a[3].shape, hbm2=a[3, 4:6].shape)
+
+    k(np.zeros((8, 16), np.float32))
+    # NKI language guide, "Indexing": the partition dim stays (size 1); at least two dims on chip; HBM drops.
+    assert shapes == {"row": (1, 64), "col": (128, 1), "mid": (128, 8), "both": (128, 1), "hbm": (16,),
+                      "hbm2": (2,)}
+
+
+@nki.jit
+def avgpool_kernel(x, pool):
+    """2-D average pooling of x [C, H, W] (C <= 128) with a pool x pool window, through a 5-D access
+    pattern of the SBUF tile (.ap) and one tensor_reduce over the window's two dims."""
+    c, h, w = x.shape
+    out = nl.ndarray((c, h // pool, w // pool), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((c, h, w), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    windows = t.ap([[h * w, c], [pool * w, h // pool], [pool, w // pool], [w, pool], [1, pool]])
+    s = nl.ndarray((c, h // pool, w // pool), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=s, op=nl.add, data=windows, axis=(3, 4))
+    y = nl.ndarray((c, h // pool, w // pool), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=y, data=s, op0=nl.multiply, operand0=1.0 / (pool * pool))
+    nisa.dma_copy(dst=out, src=y)
+    return out
+
+
+def test_access_patterns_average_pool():
+    x = np.random.default_rng(7).standard_normal((16, 12, 18), dtype=np.float32)
+    got = avgpool_kernel(x, 3)
+    ref = x.astype(np.float64).reshape(16, 4, 3, 6, 3).mean(axis=(2, 4))
+    assert np.abs(got - ref).max() < 1e-6
+    assert tilescope.findings() == []
+    with pytest.raises(nki.NkiError, match=r"test_nki\.py:\d+:\d+: ap\(\): every count"):
+        @nki.jit
+        def bad(a):
+            t = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+            t.ap([[4, 4], [1, 0]])
+        bad(np.zeros((1, 1), np.float32))
+
+
 def test_torch_tensors_in_and_out():
     torch = pytest.importorskip("torch")
     a = torch.randn(128, 256)

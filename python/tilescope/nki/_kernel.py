@@ -168,6 +168,11 @@ class Tensor:
             index = index[:k] + (slice(None),) * fill + index[k + 1:]
         if len(index) > len(self.shape):
             raise located(f"{len(index)} indices for a tensor of {len(self.shape)} dimensions ({self!r})")
+        # NKI's rule (language guide, "Indexing"): an integer drops its dimension, except on an on-chip
+        # tile, which keeps its partition dimension (size 1) and at least two dimensions (the last
+        # integer-indexed free dimension stays, of size 1).
+        on_chip = self.buffer in ("sbuf", "psum")
+        last_int = None
         offset, shape, strides = self._offset, [], []
         for d, i in enumerate(index):
             n, s = self.shape[d], self._strides[d]
@@ -194,6 +199,11 @@ class Tensor:
                 if not 0 <= j < n:
                     raise located(f"dimension {d}: index {int(i)} is outside 0..{n - 1} of {self!r}")
                 offset += j * s
+                if on_chip and d == 0:  # an on-chip tile keeps its partition dimension, of size 1
+                    shape.append(1)
+                    strides.append(s)
+                elif on_chip:
+                    last_int = (len(shape), s)
                 continue
             if start < 0 or start + (size - 1) * step >= n and size > 0:
                 raise located(f"dimension {d}: elements {start}..{start + (size - 1) * step} are outside "
@@ -204,7 +214,30 @@ class Tensor:
         for d in range(len(index), len(self.shape)):
             shape.append(self.shape[d])
             strides.append(self._strides[d])
+        if on_chip and len(shape) < 2 and last_int is not None:
+            shape.insert(last_int[0], 1)
+            strides.insert(last_int[0], last_int[1])
         return Tensor(self._trace, self._tid, self.dtype, self.buffer, offset, shape, strides, self.name)
+
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None):
+        """An explicit access pattern over the tensor's storage (language guide, "View methods"):
+        `pattern` = [[stride, count], ...] (outermost first; on chip the first pair is the partition
+        dimension), in elements, from `offset` (default: this view's own offset). The result's shape is
+        the counts. Dynamic offsets (scalar_offset, vector_offset) and dtype reinterpretation are not
+        modelled yet."""
+        if scalar_offset is not None or vector_offset is not None:
+            raise located("ap(): dynamic offsets (scalar_offset, vector_offset) are not supported by tilescope yet")
+        if dtype is not None and dtype_name(dtype) != self.dtype:
+            raise located("ap(): a dtype that reinterprets the tensor is not supported by tilescope yet")
+        try:
+            pairs = [(int(st), int(n)) for st, n in pattern]
+        except (TypeError, ValueError):
+            raise located(f"ap(): the pattern must be a list of [stride, count] pairs, not {pattern!r}") from None
+        if not pairs or any(n < 1 for _, n in pairs):
+            raise located(f"ap(): every count of the pattern must be positive ({pattern!r})")
+        base = self._offset if offset is None else int(offset)
+        return Tensor(self._trace, self._tid, self.dtype, self.buffer, base, [n for _, n in pairs],
+                      [st for st, _ in pairs], self.name)
 
     def reshape(self, shape):
         """The same elements with another shape (row-major); the tile must be contiguous."""
