@@ -73,7 +73,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 class _NkiFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`nki`, `nki.language` and `nki.isa` are tilescope.nki's modules (README, "NKI kernels")."""
 
-    _NAMES = {"nki": "tilescope.nki", "nki.language": "tilescope.nki.language", "nki.isa": "tilescope.nki.isa"}
+    _NAMES = {"nki": "tilescope.nki", "nki.language": "tilescope.nki.language", "nki.isa": "tilescope.nki.isa",
+              "nki.typing": "tilescope.nki.typing"}
 
     def find_spec(self, fullname, path, target=None):
         if fullname not in self._NAMES:

@@ -357,6 +357,27 @@ def test_access_patterns_average_pool():
         bad(np.zeros((1, 1), np.float32))
 
 
+@nki.jit
+def reductions_kernel(x):
+    """nl.sum / nl.max over the last free dims (NKI 0.3.0's nki.language reductions)."""
+    t = nl.load(x)
+    s = nl.sum(t, axis=[2])
+    m = nl.max(t, axis=(1, 2))
+    out_s = nl.ndarray(s.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    out_m = nl.ndarray(m.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out_s, value=s)
+    nl.store(out_m, value=m)
+    return out_s, out_m
+
+
+def test_language_reductions():
+    x = np.random.default_rng(8).standard_normal((32, 4, 10), dtype=np.float32)
+    s, m = reductions_kernel(x)
+    assert s.shape == (32, 4) and m.shape == (32, 1)
+    assert np.allclose(s, x.sum(axis=2), rtol=1e-6, atol=1e-6)
+    assert np.array_equal(m[:, 0], x.max(axis=(1, 2)))
+
+
 def test_torch_tensors_in_and_out():
     torch = pytest.importorskip("torch")
     a = torch.randn(128, 256)
@@ -562,10 +583,11 @@ import numpy as np
 import nki
 import nki.language as nl
 import nki.isa as nisa
+from nki.typing import tensor
 
 
 @nki.jit
-def scale_kernel(x):
+def scale_kernel(x: tensor):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)

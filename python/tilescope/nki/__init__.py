@@ -11,7 +11,7 @@ CPU with the sanitizer, the race detector and the uninitialized-memory analysis.
 """
 from __future__ import annotations
 
-from . import isa, language
+from . import isa, language, typing
 from ._kernel import Kernel, NkiError, jit
 
 
@@ -23,4 +23,4 @@ def simulate(kernel, *args, **kwargs):
     return k
 
 
-__all__ = ["Kernel", "NkiError", "isa", "jit", "language", "simulate"]
+__all__ = ["Kernel", "NkiError", "isa", "jit", "language", "simulate", "typing"]

@@ -161,9 +161,22 @@ class _Op:
     def __repr__(self):
         return f"nl.{self.nki_name}"
 
-    def __call__(self, x, y=None, dtype=None, **kwargs):
+    def __call__(self, x, y=None, dtype=None, axis=None, keepdims=False, **kwargs):
         if "mask" in kwargs and kwargs["mask"] is not None:
             raise _located("the mask parameter is not supported (NKI Beta 2)")
+        if axis is not None:  # nl.sum / nl.max / ... (x, axis=): a reduction over trailing free dims
+            if not isinstance(x, Tensor):
+                raise _located(f"nl.{self.__name__} takes a tile, not {x!r}")
+            axes = sorted({(a + len(x.shape)) % len(x.shape) for a in (axis if isinstance(axis, (list, tuple))
+                                                                       else [axis])})
+            kept = [n for d, n in enumerate(x.shape) if d not in axes or keepdims]
+            if keepdims:
+                kept = [1 if d in axes else n for d, n in enumerate(x.shape)]
+            if len(kept) < 2:
+                kept.append(1)
+            out = _current().allocate(tuple(kept), dtype or x.dtype, sbuf)
+            _append("tensor_reduce", dst=out, op=self, data=x, axis=list(axes))
+            return out
         if self.kind == "act" or (self.kind == "unary" and y is None):
             if not isinstance(x, Tensor):
                 raise _located(f"nl.{self.nki_name} takes a tile, not {x!r}")
@@ -214,6 +227,11 @@ for _n in _UNARY:
 del _n
 max = _Op("maximum", "alu")  # nl.max / nl.min: the documentation's spellings of maximum / minimum
 min = _Op("minimum", "alu")
+max.__name__, min.__name__ = "max", "min"
+sum = _Op("add", "alu")  # nl.sum(x, axis=...) (NKI 0.3.0): a reduction with nl.add
+sum.__name__ = "sum"
+prod = _Op("multiply", "alu")
+prod.__name__ = "prod"
 
 del annotations  # from __future__: not part of nki.language
 __all__ = [n for n in dir() if not n.startswith("_")]
