@@ -378,6 +378,27 @@ def test_language_reductions():
     assert np.array_equal(m[:, 0], x.max(axis=(1, 2)))
 
 
+@nki.jit
+def scale_rows_by_vector_kernel(x, v):
+    """x [P, F] times v [1, F] on every partition, through nl.broadcast_to (the partition dim broadcast)."""
+    t = nl.load(x)
+    w = nl.load(v)
+    wb = nl.broadcast_to(w, t.shape)
+    y = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=y, data1=t, data2=wb, op=nl.multiply)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=y)
+    return out
+
+
+def test_broadcast_to_repeats_size_one_dims():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((64, 40), dtype=np.float32)
+    v = rng.standard_normal((1, 40), dtype=np.float32)
+    assert np.array_equal(scale_rows_by_vector_kernel(x, v), x * v)
+    assert tilescope.findings() == []
+
+
 def test_torch_tensors_in_and_out():
     torch = pytest.importorskip("torch")
     a = torch.randn(128, 256)

@@ -144,6 +144,19 @@ def store(dst, value, **kwargs):
     _append("store", dst=dst, src=value)
 
 
+def broadcast_to(x, shape, dtype=None):
+    """A new SBUF tile of `shape` holding `x` (same rank) with its size-1 dims repeated, the partition dim
+    included (on a NeuronCore a ones-matmul does that; the values are the same)."""
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != len(x.shape) or any(n != m and n != 1 for n, m in zip(x.shape, shape)):
+        raise _located(f"nl.broadcast_to: cannot broadcast {x!r} to {list(shape)} (same rank; size-1 dims only)")
+    src = Tensor(x._trace, x._tid, x.dtype, x.buffer, x._offset, shape,
+                 [0 if n == 1 and m != 1 else st for n, m, st in zip(x.shape, shape, x._strides)], x.name)
+    out = _current().allocate(shape, dtype or x.dtype, sbuf)
+    _append("dma_copy" if x.buffer not in (sbuf, psum) else "tensor_copy", dst=out, src=src)
+    return out
+
+
 def copy_tile(src, dtype=None):
     dst = _current().allocate(src.shape, dtype or src.dtype, sbuf)
     _append("tensor_copy", dst=dst, src=src)
