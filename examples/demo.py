@@ -47,6 +47,15 @@ def docstring_summary(path: Path) -> tuple[str, str]:
     return title, bug
 
 
+def introduce(path: Path) -> None:
+    """The example's banner: its title, and its bug's paragraph when it has one."""
+    title, bug = docstring_summary(path)
+    banner(f"{path.name}: {title}")
+    if bug:
+        print(textwrap.fill(bug, 100))
+        print()
+
+
 def expected(path: Path) -> set[tuple[str, int]]:
     """(kind, line) for each `expect: KIND` marker comment in an example (what tilescope should report)."""
     import re
@@ -95,11 +104,7 @@ def sanitizer_part(only: str | None, quick: bool) -> list[tuple[str, bool, str]]
     print("tilescope captures every launch, runs it on its CPU engine, and reports each bug.")
     results = []
     for path in buggy:
-        title, bug = docstring_summary(path)
-        banner(f"{path.name}: {title}")
-        if bug:
-            print(textwrap.fill(bug, 100))
-            print()
+        introduce(path)
         results.append((path.name, *sanitize_example(path)))
     if not only:
         banner("A correct kernel: zero findings, exit status 0")
@@ -225,16 +230,10 @@ def nki_part() -> list[tuple[str, bool, str]]:
     print("uninitialized-memory analysis as Triton kernels.")
     results = []
     for path in [EXAMPLES / "nki_rmsnorm.py", *sorted(EXAMPLES.glob("buggy_nki_*.py"))]:
-        title, bug = docstring_summary(path)
-        banner(f"{path.name}: {title}")
-        if bug:
-            print(textwrap.fill(bug, 100))
-            print()
+        introduce(path)
         results.append((path.name, *sanitize_example(path)))
     for path in sorted(EXAMPLES.glob("error_nki_*.py")):
-        title, bug = docstring_summary(path)
-        banner(f"{path.name}: {title}")
-        print(textwrap.fill(bug, 100) + "\n")
+        introduce(path)
         rel = path.relative_to(ROOT)
         print(f"$ tilescope sanitize -- python {rel}")
         p = subprocess.run([BIN, "sanitize", "--color", "never", "--", sys.executable, str(rel)], capture_output=True,

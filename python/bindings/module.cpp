@@ -134,6 +134,19 @@ class InterruptGuard {
   struct sigaction old_ {};
 };
 
+/// The analyses a front door asks for: JSON `[[name, options], ...]` (tilescope._state.analyses_json).
+std::vector<launch::AnalysisRequest> analysis_requests(const std::string& analyses) {
+  nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
+  if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
+  std::vector<launch::AnalysisRequest> out;
+  for (const auto& r : requests) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_string())
+      throw Error(fmt::format("analyses: {} is not a [name, options] pair", r.dump()));
+    out.push_back({r[0].get<std::string>(), r[1]});
+  }
+  return out;
+}
+
 /// The trace writer of this process for `path`: opened once, and closed when the process moves on to
 /// another trace file (once launches still writing to it are done). A forked child opens its own: an
 /// SQLite connection must not cross a fork, so the parent's is left alone, never closed in the child.
@@ -176,13 +189,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
-  nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
-  if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
-  for (const auto& r : requests) {
-    if (!r.is_array() || r.size() != 2 || !r[0].is_string())
-      throw Error(fmt::format("analyses: {} is not a [name, options] pair", r.dump()));
-    opts.analyses.push_back({r[0].get<std::string>(), r[1]});
-  }
+  opts.analyses = analysis_requests(analyses);
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
@@ -266,13 +273,7 @@ nki::Value nki_value(const nb::handle& h, const std::string& key) {
 
 nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
   launch::RunOptions opts;
-  nlohmann::json requests = nlohmann::json::parse(analyses, nullptr, false);
-  if (!requests.is_array()) throw Error("analyses: a JSON list of [name, options] pairs is needed");
-  for (const auto& r : requests) {
-    if (!r.is_array() || r.size() != 2 || !r[0].is_string())
-      throw Error(fmt::format("analyses: {} is not a [name, options] pair", r.dump()));
-    opts.analyses.push_back({r[0].get<std::string>(), r[1]});
-  }
+  opts.analyses = analysis_requests(analyses);
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;

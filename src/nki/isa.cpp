@@ -489,6 +489,13 @@ Body affine_select(K& k, int, const Args& args) {
 // ------------------------------------------------------------------------------------------------
 // Vector / Scalar / GpSimd compute
 
+/// Two-input Vector ops read at most one of their inputs from PSUM (isa/tensor_tensor: "data1 and data2
+/// cannot both be in PSUM"; the same rule on every two-input Vector op).
+void not_both_psum(K& k, Space sa, std::string_view ka, Space sb, std::string_view kb) {
+  if (sa == Space::psum && sb == Space::psum)
+    k.fail(fmt::format("'{}' and '{}' cannot both be in PSUM", ka, kb));
+}
+
 /// isa/tensor_tensor: dst = op(data1, data2) element-wise, no broadcasting; data1 and data2 not both
 /// in PSUM.
 Body tensor_tensor(K& k, int, const Args& args) {
@@ -497,7 +504,7 @@ Body tensor_tensor(K& k, int, const Args& args) {
   const Space sa = k.space(a, "data1", kOnChip), sb = k.space(b, "data2", kOnChip);
   same_tile(k, dst, "dst", a, "data1");
   same_tile(k, dst, "dst", b, "data2");
-  if (sa == Space::psum && sb == Space::psum) k.fail("'data1' and 'data2' cannot both be in PSUM");
+  not_both_psum(k, sa, "data1", sb, "data2");
   const std::string op = k.name_arg(args, "op");
   engine_of(k, args, op == "power" ? "gpsimd" : "vector", {dst, a, b});
   if (const BitRow* r = find_bits(op)) {
@@ -1013,7 +1020,7 @@ Body tensor_tensor_scan(K& k, int, const Args& args) {
   const Space sa = k.space(a, "data0", kOnChip), sb = k.space(b, "data1", kOnChip);
   same_tile(k, a, "data0", b, "data1");
   same_tile(k, dst, "dst", a, "data0");
-  if (sa == Space::psum && sb == Space::psum) k.fail("'data0' and 'data1' cannot both be in PSUM");
+  not_both_psum(k, sa, "data0", sb, "data1");
   const auto [p, f] = k.tile(a, "data0");
   const Scalar init = scalar_operand(k, args, "initial", p, 0, true);
   const AluRow* r0 = arith_op(k, args, "op0");
@@ -1045,7 +1052,7 @@ Body scalar_tensor_tensor(K& k, int, const Args& args) {
   const Space sd = k.space(data, "data", kOnChip), sb = k.space(b, "operand1", kOnChip);
   same_tile(k, dst, "dst", data, "data");
   same_tile(k, data, "data", b, "operand1");
-  if (sd == Space::psum && sb == Space::psum) k.fail("'data' and 'operand1' cannot both be in PSUM");
+  not_both_psum(k, sd, "data", sb, "operand1");
   const auto [p, f] = k.tile(data, "data");
   const AluRow* r0 = arith_op(k, args, "op0");
   const AluRow* r1 = arith_op(k, args, "op1");
@@ -1154,7 +1161,7 @@ Body tensor_copy_predicated(K& k, int, const Args& args) {
     src = k.view(args, "src");
     const Space ss = k.space(*src, "src", kOnChip);
     same_tile(k, dst, "dst", *src, "src");
-    if (ss == Space::psum && sp == Space::psum) k.fail("'src' and 'predicate' cannot both be in PSUM");
+    not_both_psum(k, ss, "src", sp, "predicate");
     if (dtype_name(k, *src) != dtype_name(k, dst))
       k.fail(fmt::format("'src' ({}) and 'dst' ({}) must have the same dtype", dtype_name(k, *src),
                          dtype_name(k, dst)));
@@ -1237,7 +1244,7 @@ Body select_reduce(K& k, int, const Args& args) {
   const View dst = *k.view(args, "dst"), pred = *k.view(args, "predicate"), src = *k.view(args, "on_true");
   k.space(dst, "dst", kOnChip);
   const Space sp = k.space(pred, "predicate", kOnChip), ss = k.space(src, "on_true", kOnChip);
-  if (sp == Space::psum && ss == Space::psum) k.fail("'on_true' and 'predicate' cannot both be in PSUM");
+  not_both_psum(k, ss, "on_true", sp, "predicate");
   same_tile(k, dst, "dst", src, "on_true");
   same_tile(k, dst, "dst", pred, "predicate");
   const auto [p, f] = k.tile(src, "on_true");
