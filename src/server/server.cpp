@@ -4,11 +4,19 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -129,6 +137,190 @@ std::string status_message(int status) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Connections. httplib 0.11 serves each connection on a thread of a fixed pool and waits on it for the
+// next request for seconds: 20 clients that connect and send nothing (or half a request) kept a valid
+// request waiting about 10 s (found by a new user). And after answering a request it could not parse (a
+// header over its limit, a bad request line, a body over the limit) it read on from the same bytes.
+// So: a thread for every connection (ConnectionThreads), and our own loop over a connection's requests
+// (HttpServer::process_and_close_socket, the hook httplib offers for it) with deadlines, which closes
+// the connection after such an error.
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kIdleWait = std::chrono::seconds(5);      // for the first byte of the next request
+constexpr auto kRequestRead = std::chrono::seconds(10);  // for a request's head and body, from its first byte
+constexpr auto kStopCheck = std::chrono::milliseconds(100);  // a waiting connection looks for stop()
+constexpr int kRequestsPerConnection = 100;
+
+// Set by the error handler when httplib itself rejected the request (the connection's bytes after it
+// cannot be trusted); read by the connection loop on the same thread.
+thread_local bool close_after_response = false;
+
+/// httplib's TaskQueue: a thread per connection, started when every thread is busy (and kept for later
+/// connections), up to `max` at once; past that, connections wait for one.
+class ConnectionThreads : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(size_t max) : max_(max) {}
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> g(mu_);
+    jobs_.push_back(std::move(fn));
+    if (jobs_.size() > idle_ && threads_.size() < max_) threads_.emplace_back([this] { work(); });
+    cv_.notify_one();
+  }
+
+  void shutdown() override {  // after the accept loop ended: no enqueue comes
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock<std::mutex> g(mu_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(g, [this] { return !jobs_.empty() || stopping_; });
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, and every connection taken
+      std::function<void()> fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      g.unlock();
+      fn();
+      g.lock();
+    }
+  }
+
+  const size_t max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+/// One connection's socket as httplib's Stream: reads buffered (httplib reads a request line byte by
+/// byte) and kept across the connection's requests, each request's reads bounded by a deadline.
+class Connection : public httplib::Stream {
+ public:
+  Connection(socket_t fd, const std::atomic<socket_t>& listening) : fd_(fd), listening_(listening) {}
+
+  /// Wait up to `limit` for the next request's first byte; false when none came, the client closed the
+  /// connection, or the server is stopping. Its reads then have until kRequestRead from now.
+  bool next_request(Clock::duration limit) {
+    if (!readable(Clock::now() + limit)) return false;
+    deadline_ = Clock::now() + kRequestRead;
+    return true;
+  }
+
+  bool is_readable() const override { return readable(deadline_); }
+
+  bool is_writable() const override {
+    pollfd p{fd_, POLLOUT, 0};
+    if (poll(&p, 1, 0) < 0 || (p.revents & (POLLERR | POLLHUP))) return false;
+    char c;  // a peer that closed its side reads as end of file: nobody is reading what we write
+    return recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0;
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (at_ == end_) {
+      if (!readable(deadline_)) return -1;
+      const ssize_t n = recv(fd_, buf_.data(), buf_.size(), 0);
+      if (n <= 0) return n;
+      at_ = 0;
+      end_ = static_cast<size_t>(n);
+    }
+    const size_t n = std::min(size, end_ - at_);
+    std::copy_n(buf_.data() + at_, n, ptr);
+    at_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  // A blocking send, bounded by the socket's send timeout (httplib sets SO_SNDTIMEO: write timeout).
+  ssize_t write(const char* ptr, size_t size) override { return send(fd_, ptr, size, MSG_NOSIGNAL); }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(false, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+  /// Discard what the client still sends, for a moment, before the socket is closed: closing with unread
+  /// bytes resets the connection, and the client may lose the response it has not read yet.
+  void drain() {
+    const Clock::time_point until = Clock::now() + std::chrono::milliseconds(500);
+    char scratch[4096];
+    while (readable(until) && recv(fd_, scratch, sizeof scratch, 0) > 0) {
+    }
+  }
+
+ private:
+  /// Buffered bytes, or the socket readable (data or end of file) before `deadline`; false past it, on
+  /// an error, or once the server stops listening.
+  bool readable(Clock::time_point deadline) const {
+    if (at_ < end_) return true;
+    for (;;) {
+      if (listening_.load() == INVALID_SOCKET) return false;
+      const auto left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return false;
+      const auto wait = std::min<Clock::duration>(left, kStopCheck);
+      pollfd p{fd_, POLLIN, 0};
+      const int r = poll(&p, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
+      if (r > 0) return true;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  }
+
+  void address(bool peer, std::string& ip, int& port) const {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    auto* sa = reinterpret_cast<sockaddr*>(&a);
+    if ((peer ? getpeername(fd_, sa, &len) : getsockname(fd_, sa, &len)) != 0) return;
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (getnameinfo(sa, len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+      return;
+    ip = host;
+    port = std::atoi(serv);
+  }
+
+  socket_t fd_;
+  const std::atomic<socket_t>& listening_;
+  std::array<char, 4096> buf_{};
+  size_t at_ = 0, end_ = 0;
+  Clock::time_point deadline_ = Clock::now();
+};
+
+/// httplib's server with our loop over each connection's requests (Connection above).
+class HttpServer : public httplib::Server {
+ protected:
+  bool process_and_close_socket(socket_t sock) override {
+    // httplib writes a response's head and body separately: without TCP_NODELAY the body waits for the
+    // client's delayed ACK of the head, about 40 ms a request on a kept-alive connection.
+    int yes = 1;
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    Connection c(sock, svr_sock_);
+    bool ok = true;
+    for (int n = 1; ok && n <= kRequestsPerConnection && c.next_request(kIdleWait); ++n) {
+      close_after_response = false;
+      bool closed = false;  // the request asked for it (Connection: close, HTTP/1.0)
+      ok = process_request(c, n == kRequestsPerConnection, closed, nullptr);
+      if (close_after_response) {
+        ::shutdown(sock, SHUT_WR);  // the response is sent; the client sees the end of it
+        c.drain();
+        break;
+      }
+      if (closed) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+};
+
 struct CompiledRoute {
   std::string method;
   std::vector<std::string> segments;  // "{name}" binds one segment
@@ -142,7 +334,7 @@ struct Server::Impl {
   std::vector<CompiledRoute> routes;
   std::map<std::string, Asset> assets;
   std::string token;
-  httplib::Server http;
+  HttpServer http;
   std::thread thread;
   int port = 0;
   std::mutex mu;
@@ -175,41 +367,45 @@ struct Server::Impl {
     return "";
   }
 
-  // Host, Origin and token checks; the token exchange at `/?token=T`. Handled: answered here.
+  // Host, Origin and token checks; the token exchange at `/?token=T`; a declared body over the limit.
+  // Handled: answered here. A request refused here ends its connection (its body, if any, is not read).
   httplib::Server::HandlerResponse guard(const httplib::Request& req, httplib::Response& res) {
-    if (req.get_header_value_count("Host") != 1 || !host_allowed(req.get_header_value("Host"))) {
-      write_error(res, 403, "bad_host", "the Host header does not name this server (DNS rebinding?)");
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    using Reply = httplib::Server::HandlerResponse;
+    auto reject = [&res](int status, std::string_view code, std::string_view message) {
+      write_error(res, status, code, message);
+      close_after_response = true;
+      return Reply::Handled;
+    };
+    if (req.get_header_value_count("Host") != 1 || !host_allowed(req.get_header_value("Host")))
+      return reject(403, "bad_host", "the Host header does not name this server (DNS rebinding?)");
     const std::string host = req.get_header_value("Host");
     // Every Origin header must be this server's (a second one is never the browser's own).
     bool foreign_origin = false;
     for (size_t i = 0, n = req.get_header_value_count("Origin"); i < n; ++i)
       foreign_origin |= req.get_header_value("Origin", i) != "http://" + host;
-    if (foreign_origin) {
-      write_error(res, 403, "bad_origin", "cross-origin requests are not allowed");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.get_header_value("Sec-Fetch-Site") == "cross-site") {
-      write_error(res, 403, "bad_origin", "cross-site requests are not allowed");
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    if (foreign_origin) return reject(403, "bad_origin", "cross-origin requests are not allowed");
+    if (req.get_header_value("Sec-Fetch-Site") == "cross-site")
+      return reject(403, "bad_origin", "cross-site requests are not allowed");
     if (req.path == "/" && req.has_param("token")) {
-      if (!same_secret(req.get_param_value("token"), token)) {
-        write_error(res, 401, "bad_token",
-                    "the token in the URL is not this server's: open the URL tilescope printed");
-        return httplib::Server::HandlerResponse::Handled;
-      }
+      if (!same_secret(req.get_param_value("token"), token))
+        return reject(401, "bad_token",
+                      "the token in the URL is not this server's: open the URL tilescope printed");
       res.status = 303;
       res.set_header("Location", "/");
       res.set_header("Set-Cookie",
                      fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/", cookie_name(), token));
-      return httplib::Server::HandlerResponse::Handled;
+      return Reply::Handled;
     }
-    if (!same_secret(presented_token(req), token)) {
-      write_error(res, 401, "unauthorized",
-                  "no valid session token: open the URL tilescope printed (it carries the token)");
-      return httplib::Server::HandlerResponse::Handled;
+    if (!same_secret(presented_token(req), token))
+      return reject(401, "unauthorized",
+                    "no valid session token: open the URL tilescope printed (it carries the token)");
+    // A body declared over the limit: 413 now (httplib would read all of it first, then answer).
+    if (req.has_header("Content-Length")) {
+      const std::string n = req.get_header_value("Content-Length");
+      uint64_t bytes = 0;
+      const std::errc ec = std::from_chars(n.data(), n.data() + n.size(), bytes).ec;
+      if (ec == std::errc::result_out_of_range || (ec == std::errc() && bytes > options.max_body))
+        return reject(413, "body_too_large", status_message(413));
     }
     // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112, 6.3), as
     // `curl -X POST` and a browser's DELETE send it. httplib would wait for one until the read timeout
@@ -217,9 +413,9 @@ struct Server::Impl {
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding") &&
         (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE")) {
       dispatch(req, res);
-      return httplib::Server::HandlerResponse::Handled;
+      return Reply::Handled;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return Reply::Unhandled;
   }
 
   void dispatch(const httplib::Request& req, httplib::Response& res) {
@@ -294,8 +490,8 @@ Server::Server(ServerOptions options, std::vector<Route> routes, std::map<std::s
   m.assets = std::move(assets);
   for (Route& r : routes) m.routes.push_back({r.method, split_path(r.pattern), std::move(r.handler)});
 
-  const int threads = std::max(1, m.options.threads);
-  m.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const auto threads = static_cast<size_t>(std::max(1, m.options.threads));
+  m.http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
   m.http.set_payload_max_length(m.options.max_body);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second server (another
   // user's process included) bind the same port and take half the connections.
@@ -303,8 +499,7 @@ Server::Server(ServerOptions options, std::vector<Route> routes, std::map<std::s
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  m.http.set_read_timeout(5, 0);  // an idle or half-sent connection holds a thread this long at most
-  m.http.set_write_timeout(30, 0);
+  m.http.set_write_timeout(30, 0);  // a client that reads nothing holds its thread this long at most
   m.http.set_default_headers(
       {{"X-Content-Type-Options", "nosniff"},
        {"X-Frame-Options", "DENY"},
@@ -321,11 +516,19 @@ Server::Server(ServerOptions options, std::vector<Route> routes, std::map<std::s
   m.http.Put(".*", any);
   m.http.Patch(".*", any);
   m.http.Delete(".*", any);
-  // Errors httplib answers itself (413 body too large, 400 malformed request, 404 for other methods):
-  // JSON like ours, unless a handler already wrote a body.
+  // Errors httplib answers itself (413 body too large, 400 malformed request, 414, 404 for other
+  // methods): JSON like ours (our handlers' errors already have a body), and the connection is closed
+  // after the response (what follows on it may be the rest of the bad request).
   m.http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty())
-      write_error(res, res.status, status_code_name(res.status), status_message(res.status));
+    if (!res.body.empty()) return;
+    write_error(res, res.status, status_code_name(res.status), status_message(res.status));
+    close_after_response = true;
+  });
+  // After httplib added its Keep-Alive header: say that the connection ends.
+  m.http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!close_after_response) return;
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
   });
   m.http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {

@@ -161,6 +161,55 @@ def test_concurrent_requests(server):
     assert results == [200] * 160
 
 
+def test_idle_and_half_sent_connections_do_not_delay_a_request(server):
+    """20 clients that connect and send nothing, and 20 that send half a request, then wait: a valid request
+    is still answered at once (httplib's fixed pool of threads kept it waiting about 10 s). The bound is
+    about liveness, not speed: the server holds such connections for seconds."""
+    import socket
+    import time
+    idle = [socket.create_connection(("127.0.0.1", server["port"])) for _ in range(20)]
+    half = [socket.create_connection(("127.0.0.1", server["port"])) for _ in range(20)]
+    try:
+        for s in half:
+            s.sendall(b"GET /api/session HTTP/1.1\r\nHost: 127.0.0.1")
+        time.sleep(0.3)  # every one of them accepted and waiting
+        t = time.monotonic()
+        assert request(server, "/api/launches/1/programs/3/0/0")[0] == 200
+        assert time.monotonic() - t < 2
+    finally:
+        for s in idle + half:
+            s.close()
+
+
+def test_a_request_httplib_rejects_ends_its_connection(server):
+    """A header over httplib's limit is a 400; the rest of that request is still on the connection, so the
+    server says `Connection: close` and closes it (it kept it open, read on from those bytes, and ignored
+    the request's own `Connection: close`). Likewise a body declared over the limit (413, answered without
+    reading it) and a refused request (401)."""
+    import socket
+    import time
+    port, token = server["port"], server["token"].encode()
+    host = b"Host: 127.0.0.1:%d\r\n" % port
+    for head, status in [(host + b"X-Big: " + b"a" * 20000 + b"\r\nConnection: close\r\n", 400),
+                         (host + b"Authorization: Bearer " + token + b"\r\nContent-Length: 99999999\r\n", 413),
+                         (host + b"Content-Length: 10\r\n", 401)]:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(10)
+        try:
+            s.sendall(b"POST /api/assist/chat HTTP/1.1\r\n" + head + b"\r\nGET /api/session HTTP/1.1\r\n" + host
+                      + b"\r\n")
+            t, data = time.monotonic(), b""
+            while chunk := s.recv(65536):
+                data += chunk
+            assert time.monotonic() - t < 2, (status, data[:200])  # closed by the server, not by a timeout
+        finally:
+            s.close()
+        responses = data.count(b"HTTP/1.1 ")
+        head_out = data.split(b"\r\n\r\n")[0].decode().lower().split("\r\n")
+        assert responses == 1 and head_out[0].startswith(f"http/1.1 {status}"), data[:300]
+        assert "connection: close" in head_out and not any(h.startswith("keep-alive") for h in head_out), head_out
+
+
 # ---------------------------------------------------------------------------------------------
 # The page in a real browser
 

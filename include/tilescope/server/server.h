@@ -98,7 +98,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";     // the address to bind
   int port = 0;                       // 0: a free port
   size_t max_body = size_t{1} << 20;  // bytes
-  int threads = 16;                   // requests served at once (a browser keeps up to 6 connections)
+  int threads = 128;                  // connections served at once, a thread each (started as needed)
   std::string token;                  // empty: a fresh random one
 };
 
