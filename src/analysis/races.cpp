@@ -216,7 +216,23 @@ struct Agg {
   int64_t off_min = INT64_MAX, off_max = INT64_MIN;  // bytes
   bool any_atomic = false;
   bool raw = false, war = false;  // read / write pairs seen with the writer the lower / higher program
+  // With evidence: per program (linear + 1), the byte offsets at which its access raced, each side.
+  std::map<uint32_t, std::vector<int64_t>> bytes_a, bytes_b;
 };
+
+/// Byte offsets (any order, repeats) as (first, count) runs of the elements of `elem_bytes` they fall in.
+std::vector<int64_t> element_runs(std::vector<int64_t>& bytes, int64_t elem_bytes) {
+  for (int64_t& b : bytes) b /= elem_bytes;
+  std::sort(bytes.begin(), bytes.end());
+  bytes.erase(std::unique(bytes.begin(), bytes.end()), bytes.end());
+  std::vector<int64_t> runs;
+  for (int64_t e : bytes)
+    if (!runs.empty() && runs[runs.size() - 2] + runs.back() == e)
+      ++runs.back();
+    else
+      runs.insert(runs.end(), {e, 1});
+  return runs;
+}
 
 using AggKey = std::tuple<int, int, uint32_t, uint32_t, int>;  // kind, race, site a, site b, region
 
@@ -625,6 +641,12 @@ struct Races::Impl {
       a.off_min = std::min(a.off_min, h.byte_off);
       a.off_max = std::max(a.off_max, h.byte_off);
       a.any_atomic |= h.atomic_a || h.atomic_b;
+      if (evidence) {  // a lane's bytes come one after another: its element once, not once per byte
+        for (auto [bytes, prog] : {std::pair{&a.bytes_a, h.prog_a}, std::pair{&a.bytes_b, h.prog_b}}) {
+          std::vector<int64_t>& v = (*bytes)[prog];
+          if (v.empty() || v.back() != h.byte_off) v.push_back(h.byte_off);
+        }
+      }
     }
   }
 
@@ -866,9 +888,13 @@ struct Races::Impl {
         f.offset_max = a.off_max / bytes;
       }
       f.hint = hint(p.kind, p.race, a.any_atomic);
-      if (evidence) {
-        for (uint32_t prog : a.progs_a) f.evidence.push_back({pid_of(prog), 0, -1, {}});
-        for (uint32_t prog : a.progs_b) f.evidence.push_back({pid_of(prog), 1, -1, {}});
+      if (evidence) {  // every program of each side, with the elements at which it raced
+        const int64_t bytes =
+            region >= 0 && memory ? std::max(1, ir::elem_bytes(memory->buffer(region).dtype)) : 1;
+        for (uint32_t prog : a.progs_a)
+          f.evidence.push_back({pid_of(prog), 0, -1, element_runs(a.bytes_a[prog], bytes)});
+        for (uint32_t prog : a.progs_b)
+          f.evidence.push_back({pid_of(prog), 1, -1, element_runs(a.bytes_b[prog], bytes)});
       }
       pending.push_back(std::move(p));
     }

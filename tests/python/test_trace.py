@@ -484,12 +484,14 @@ def test_finding_programs_of_races(tmp_path):
     assert t.programs_of(1, rw[0], side=load_side) == [(7, 0, 0)]
     assert t.programs_of(1, rw[0], side=1 - load_side) == [(2, 0, 0)]
     assert t.programs_of(1, rw[0]) == [(2, 0, 0), (7, 0, 0)]
-    # The columns: one row per (finding, side, program); races record no execution and no elements.
+    # The columns: one row per (finding, side, program); races record no execution, and the elements at
+    # which that program raced: out[0] in the store-store race, out[2] in the load-store one.
     fp = t.finding_programs
     n = len(fp["finding"])
     assert fp["pid"].shape == (n, 3) and len(fp["runs"]) == n and set(fp["launch"]) == {1}
     assert set(fp["finding"]) <= set(races) and set(fp["seq"]) == {-1}
-    assert all(len(r) == 0 for r in fp["runs"])
+    element = {ww[0]: 0, rw[0]: 2}
+    assert all(r.tolist() == [[element[int(f)], 1]] for f, r in zip(fp["finding"], fp["runs"])), fp["runs"]
     # The same rows as the table itself (sqlite3).
     con = sqlite3.connect(f"file:{tmp_path / 'run.tstrace'}?mode=ro", uri=True)
     rows = sorted(con.execute("SELECT finding, side, pid_x, pid_y, pid_z FROM finding_programs").fetchall())

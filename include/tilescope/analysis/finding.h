@@ -116,8 +116,10 @@ struct Finding {
     exec::ProgramId pid{0, 0, 0};
     int side = 0;      // 0: `site` (and `first_programs`); 1: `other` (races' second access)
     int64_t seq = -1;  // uninitialized-read: the n-th execution of the op in that program (0-based); -1: any
-    /// uninitialized-read: (first, count) element offsets into `buffer`, in the buffer's dtype, of the
-    /// elements that execution read before anything wrote them, in lane order; races: empty.
+    /// (first, count) element offsets into `buffer`, in the buffer's dtype. uninitialized-read: the
+    /// elements that execution read before anything wrote them, in lane order; races: the elements at
+    /// which this program's access (of its side) raced with the other side's, over all its executions,
+    /// ascending.
     std::vector<int64_t> runs;
   };
   std::vector<Evidence> evidence;  // uninit: by program, then seq; races: side 0, then 1, by linear id

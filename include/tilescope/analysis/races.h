@@ -74,7 +74,8 @@ class Races : public Analysis {
   /// This launch's findings, grouped by (kind, pair of sites, buffer), ordered by kind and TTIR position;
   /// frees the shadow state.
   void collect(const LaunchInfo& info, std::vector<Finding>& out) override;
-  /// Finding::evidence: every program of each side (the count is then exact past kMaxCounted too).
+  /// Finding::evidence: every program of each side, with the elements at which it raced (the count is
+  /// then exact past kMaxCounted too).
   void keep_evidence() override;
   /// {"shadow_bytes": bytes of shadow pages of the last launch, "sync_addresses": N,
   ///  "shadow_budget_exceeded": whether some bytes went unchecked}
