@@ -523,6 +523,91 @@ def test_every_program_of_a_race_is_on_the_map(server, trace, tmp_path):
     assert reads["flagged"] == runs_of(racing | oob) == "0:16"
 
 
+RACE_CYAN = "#06b6d4"  # web/src/marks.ts RACE_COLOR
+
+
+def test_a_race_marks_the_elements_both_programs_touched(server, trace, tmp_path):
+    """buggy_softmax_off_by_one.py: program r stores y[100 r .. 100 r + 100] (101 lanes, stride 100; numpy
+    below), so it races with program r - 1 at element 100 r and with r + 1 at 100 r + 100. Selecting the
+    race finding, or one of its programs, marks those elements of the program's store on the tensor map
+    (data-race; cyan pixels), among the 101 it stored; hovering one says so."""
+    import numpy as np
+    t = tilescope.load_trace(trace)
+    race = next(i for i, f in enumerate(t.launches[0]["findings"]) if f["kind"] == "data-race")
+    stores = [set(int(o) for o in r * 100 + np.arange(101) if o < 16 * 100) for r in range(16)]
+    raced = [sorted(stores[r] & set().union(*(stores[q] for q in range(16) if q != r))) for r in range(16)]
+    assert raced[0] == [100] and raced[15] == [1500] and raced[3] == [300, 400]
+    steps = [{"click": f"#findings li[data-finding='{race}']"}, {"read": ["pid", "#grid", "data-selected"]},
+             {"read": ["marked", ".heatmap", "data-marked"]}, {"read": ["race", ".heatmap", "data-race"]},
+             {"pixels": ["cyan", ".heatmap", RACE_CYAN]}, {"read": ["legend", "#legend", "text"]},
+             {"hover_cell": [".heatmap", 1, 0], "once": True}, {"read": ["hover", "#hover", "text"]},
+             {"screenshot": "view-race"}]
+    for r in (1, 2, 3):  # the race's other access: those programs' stores
+        steps += [{"click": f"#findings a.goto[data-finding='{race}'][data-side='1'][data-pid='{r},0,0']"},
+                  {"read": [f"pid{r}", "#grid", "data-selected"]}, {"read": [f"marked{r}", ".heatmap", "data-marked"]},
+                  {"read": [f"race{r}", ".heatmap", "data-race"]}]
+    reads = drive(server, steps, tmp_path)
+    assert reads["pid"] == "0,0,0" and reads["marked"] == runs_of(stores[0])
+    assert reads["race"] == runs_of(raced[0]) == "100:1"
+    assert reads["cyan"]["count"] > 0 and "raced" in reads["legend"]
+    assert reads["hover"].startswith("element 100: ") and "racing access" in reads["hover"], reads["hover"]
+    for r in (1, 2, 3):
+        assert reads[f"pid{r}"] == f"{r},0,0" and reads[f"marked{r}"] == runs_of(stores[r])
+        assert reads[f"race{r}"] == runs_of(raced[r]), (r, reads[f"race{r}"])
+
+
+SCATTER = os.path.join(ROOT, "examples", "buggy_scatter_add_race.py")
+# The example as it is (launch 1), then its kernel on indices made so that the races cover some of each
+# program's bins only (launch 2): program 0 stores bins 0..127, program 1 bins 64..190 and bin 150 twice.
+SCATTER_RUNS = """
+import runpy, sys, torch
+runpy.run_path(sys.argv[1], run_name="__main__")
+kernel = runpy.run_path(sys.argv[1])["scatter_add_kernel"]
+idx = torch.cat([torch.arange(0, 128), torch.arange(64, 191), torch.tensor([150])]).to(torch.int32)
+kernel[(2,)](idx, torch.rand(256) + 0.5, torch.zeros(192), 256, BLOCK=128)
+"""
+
+
+def test_the_bins_a_scatter_add_raced_on_are_marked(tmp_path):
+    """buggy_scatter_add_race.py under `tilescope sanitize --trace`: program p stores out[idx[128 p ..]]
+    (idx from the trace's record of each launch's input). Its store races with the other programs' stores
+    (WAW) on the bins they share, and with its own lanes (intra-program-race: different values) on the bins
+    it has twice; the map marks exactly those among the bins it stored. In the example (launch 1) 1000
+    indices fall into 64 bins and every bin a program stores is shared; in launch 2, bins 0..63 and
+    129..190 are one program's alone."""
+    import numpy as np
+    trace = tmp_path / "scatter.tstrace"
+    p = subprocess.run([TILESCOPE, "sanitize", "--trace", str(trace), "--", sys.executable, "-c", SCATTER_RUNS,
+                        SCATTER], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "data-race" in p.stderr and "intra-program-race" in p.stderr, p.stderr
+    t = tilescope.load_trace(trace)
+    expected, steps = {}, []
+    for launch in (1, 2):
+        idx = t.contents(launch, 0, "before").astype(np.int64)
+        lanes = [idx[128 * q:128 * (q + 1)] for q in range(len(idx) // 128 + (len(idx) % 128 > 0))]
+        bins = [set(int(b) for b in l) for l in lanes]
+        twice = [{int(b) for b, n in zip(*np.unique(l, return_counts=True)) if n > 1} for l in lanes]
+        raced = [(bins[q] & set().union(*(bins[o] for o in range(len(bins)) if o != q))) | twice[q]
+                 for q in range(len(bins))]
+        fs = t.launches[launch - 1]["findings"]
+        waw = next(i for i, f in enumerate(fs) if f["kind"] == "data-race" and f["race"] == "WAW")
+        programs = sorted({q[0] for q in fs[waw]["programs"]["first"] + fs[waw]["other"]["programs"]["first"]})
+        steps.append({"click": f"#launches li[data-launch='{launch}']"})
+        for q in programs:
+            side = 0 if [q, 0, 0] in fs[waw]["programs"]["first"] else 1
+            steps += [{"click": f"#findings a.goto[data-finding='{waw}'][data-side='{side}'][data-pid='{q},0,0']"},
+                      {"read": [f"marked{launch}/{q}", ".heatmap", "data-marked"]},
+                      {"read": [f"race{launch}/{q}", ".heatmap", "data-race"]}]
+            expected[f"{launch}/{q}"] = (runs_of(bins[q]), runs_of(raced[q]))
+        if launch == 2:
+            assert raced == [set(range(64, 128)), set(range(64, 128)) | {150}] and len(bins[1]) == 127
+    with serving(trace) as s:
+        reads = drive(s, steps, tmp_path)
+    assert len(expected) >= 4
+    for key, (marked, raced) in expected.items():
+        assert reads[f"marked{key}"] == marked and reads[f"race{key}"] == raced, (key, reads[f"race{key}"], raced)
+
+
 PARTIAL = os.path.join(ROOT, "examples", "buggy_partial_output.py")
 
 
@@ -582,18 +667,22 @@ def column_sum(x_ptr, out_ptr, n_rows, n_cols, BLOCK_N: tl.constexpr):
 
 x = torch.randn(4, 4096)
 out = torch.empty(4096)
-column_sum[(4096 // 64,)](x, out, 4, 4096, BLOCK_N=64)
+column_sum[(4096 // 64,)](x, out, 4, 4096, BLOCK_N=64)  # 64 columns a program
+column_sum[(1,)](x, out, 4, 4096, BLOCK_N=4096)  # one program, every column
 """
 
 LOAD_BLUE, OOB_RED = "#3b82f6", "#e5484d"  # web/src/marks.ts: the colours the legend names
 
 
 def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
-    """A 4 x 4096 argument fitted whole is 0.1 pixel a cell. The finding's op, program p's load of columns
-    64 p .. 64 p + 63 of rows 0..4 (row 4 past the end of x: elements 16384 + those columns), is shown
-    zoomed: the red out-of-bounds cells and the blue loaded cells, measured in the canvas's own pixels,
-    are at least 8 CSS pixels wide (web/src/heatmap.ts READABLE_CELL); the wheel and `f` still zoom out, `z`
-    back in."""
+    """A 4 x 4096 argument fitted whole is 0.1 pixel a cell. Launch 1: the finding's op, program p's load of
+    columns 64 p .. 64 p + 63 of rows 0..4 (row 4 past the end of x: elements 16384 + those columns), is
+    shown zoomed to those 64 columns across the panel, every marked cell in view (web/src/heatmap.ts: the
+    marks' span fits at MIN_SPAN_CELL, 2 px, or more), its out-of-bounds cells in red past the tensor's
+    edge; `f` shows the tensor whole (the rings still show where the lanes fell), `z`
+    zooms back. Launch 2: one program loads all 4096 columns, which do not fit at 2 px: the page zooms
+    to 8 px or more around the out-of-bounds lanes and says how many marked cells are in view. Cell sizes,
+    counts of red and blue pixels, measured in the canvas's own pixels."""
     prog = tmp_path / "wide.py"
     prog.write_text(WIDE)
     trace = tmp_path / "wide.tstrace"
@@ -606,6 +695,7 @@ def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
                           {"read": ["marked", ".heatmap", "data-marked"]},
                           {"read": ["outside", ".heatmap", "data-outside"]},
                           {"read": ["scale", ".heatmap", "data-scale"]},
+                          {"measure": ["canvas", ".heatmap"]},
                           {"pixels": ["red", ".heatmap", OOB_RED]},
                           {"pixels": ["blue", ".heatmap", LOAD_BLUE]},
                           {"read": ["in_view", ".heatmap", "data-in-view"]},
@@ -619,24 +709,35 @@ def test_a_wide_tensor_zooms_to_the_bad_access(tmp_path):
                           {"read": ["in_view_whole", ".heatmap", "data-in-view"]},
                           {"read": ["zoom_info_whole", "#zoom-info", "text"]},
                           {"key": "z"},
-                          {"read": ["again", ".heatmap", "data-scale"]}], tmp_path)
+                          {"read": ["again", ".heatmap", "data-scale"]},
+                          {"click": "#launches li[data-launch='2']"},
+                          {"read": ["marked2", ".heatmap", "data-marked"]},
+                          {"read": ["scale2", ".heatmap", "data-scale"]},
+                          {"pixels": ["red2", ".heatmap", OOB_RED]},
+                          {"read": ["in_view2", ".heatmap", "data-in-view"]},
+                          {"read": ["zoom_info2", "#zoom-info", "text"]},
+                          {"screenshot": "view-wide-focused"}], tmp_path)
     pid = int(reads["grid"].split(",")[0])
     cols = range(64 * pid, 64 * pid + 64)
     assert reads["outside"] == runs_of(16384 + c for c in cols)
     assert reads["marked"] == runs_of([r * 4096 + c for r in range(5) for c in cols])
-    assert float(reads["scale"]) >= 8
+    scale, width = float(reads["scale"]), reads["canvas"]["width"]
+    assert 2 <= scale and 64 * scale <= width <= 64 * scale + 20, (scale, width)  # the 64 columns span it
+    assert reads["in_view"] == "320" and reads["zoom_info"] == ""  # 5 rows of 64, all on screen
     red, blue = reads["red"], reads["blue"]
-    assert red["box"] and red["box"][2] - red["box"][0] >= 8 and red["box"][3] - red["box"][1] >= 8, red
-    # Many loaded cells, each 6+ px of blue wide between the grid's lines.
-    assert blue["count"] >= 10 * 8 * 8 and blue["run"] >= 6, blue
-    assert float(reads["wheeled"]) < float(reads["scale"])
-    # Whole, a cell is a tenth of a pixel: less red than one readable cell shows (what the zoom is for).
-    assert float(reads["whole"]) < 1 and reads["red_whole"]["count"] < 8 * 8, reads["red_whole"]
-    assert float(reads["again"]) == float(reads["scale"])
-    # 320 marked cells (5 rows of 64); zoomed, the page says how many are on screen; whole, all of them.
-    in_view = int(reads["in_view"])
-    assert 0 < in_view < 320 and reads["zoom_info"] == f"{in_view} of 320 marked in view"
+    assert red["box"] and red["box"][2] - red["box"][0] >= 64 * scale - 1 and red["box"][3] - red["box"][1] >= 0.6 * scale, red
+    assert blue["count"] >= 0.5 * 4 * 64 * scale * scale, blue  # rows 0..3 of the op's columns
+    assert float(reads["wheeled"]) < scale
+    # Whole, a cell is a tenth of a pixel; the rings still mark where the out-of-bounds lanes are.
+    assert float(reads["whole"]) < 1 and reads["red_whole"]["box"], reads["red_whole"]
     assert reads["in_view_whole"] == "320" and reads["zoom_info_whole"] == ""
+    assert float(reads["again"]) == scale
+    # Launch 2: 5 rows of 4096 marked, zoomed to readable cells around the out-of-bounds row.
+    assert reads["marked2"] == runs_of(range(5 * 4096))
+    assert float(reads["scale2"]) >= 8
+    assert reads["red2"]["box"][2] - reads["red2"]["box"][0] >= 8 and reads["red2"]["box"][3] - reads["red2"]["box"][1] >= 8
+    in_view = int(reads["in_view2"])
+    assert 0 < in_view < 5 * 4096 and reads["zoom_info2"] == f"{in_view} of {5 * 4096} marked in view"
 
 
 NEIGHBOURS = """
@@ -709,13 +810,22 @@ def test_a_program_whose_detail_the_budget_dropped_says_so(tmp_path):
 
 def test_at_1280x800_with_the_assistant_open_nothing_is_cut(server, trace, tmp_path):
     """The assistant's panel takes 360 px of 1280: the memory-ops table still fits its panel (no sideways
-    scrolling: its last column, out of bounds, is on screen), the panel titles keep to one line so the map
-    keeps its height, the code panels wrap, and the header fits."""
+    scrolling: its last column, out of bounds, is on screen) and wraps its names only after "_" or "."
+    (never mid-word: x_ptr wrapped as x_pt / r), the panel titles keep to one line so the map keeps its
+    height, the code panels wrap, and the header fits. The op the page opens on (100 elements of one row
+    of x and 1 past its end: a row of 100 is 3.4 px a cell in the 340 px panel) is drawn whole inside the
+    tensor panel, every marked cell on screen (it was zoomed to 14 px, the row cut at the panel's edge)."""
     def sizes(prefix):
         return [{"measure": [f"{prefix}_{name}", css]} for name, css in [
             ("ops", "#ops-panel .scroll"), ("map", "#grid-panel .grid-host"), ("header", "header"),
             ("tensor", "#tensor-panel"), ("py", "#py .cm-scroller"), ("ttir", "#ttir .cm-scroller"),
-            ("oob_th", "#ops thead th:last-child")]] + [{"read": [f"{prefix}_scale", "#grid", "data-scale"]}]
+            ("oob_th", "#ops thead th:last-child"), ("heat", ".heatmap")]] + [
+            {"read": [f"{prefix}_scale", "#grid", "data-scale"]},
+            {"read": [f"{prefix}_marked", ".heatmap", "data-marked"]},
+            {"read": [f"{prefix}_in_view", ".heatmap", "data-in-view"]},
+            {"read": [f"{prefix}_heat_scale", ".heatmap", "data-scale"]},
+            {"read": [f"{prefix}_heat_origin", ".heatmap", "data-origin"]},
+            {"line_breaks": [f"{prefix}_breaks", "#ops td.text, #ops th"]}]
     reads = drive(server, sizes("closed") + [{"click": "#assist-toggle"},
                                              {"wait_selector": ["#assistant:not([hidden])"]}] + sizes("open")
                   + [{"screenshot": "view-assistant-open"}], tmp_path)
@@ -725,9 +835,76 @@ def test_at_1280x800_with_the_assistant_open_nothing_is_cut(server, trace, tmp_p
             assert m["scrollWidth"] <= m["clientWidth"], (prefix, name, m)
         ops, th = reads[f"{prefix}_ops"], reads[f"{prefix}_oob_th"]
         assert th["x"] + th["width"] <= ops["x"] + ops["clientWidth"] + 1, (prefix, th, ops)
+        # Names break only after _ . / or a space (x_ / ptr), never inside a word.
+        for text in reads[f"{prefix}_breaks"]:
+            parts = text.split("|")
+            assert all(a and a[-1] in "_./ " for a in parts[:-1]), (prefix, text)
+        assert "x_ptr" in reads[f"{prefix}_breaks"] or "x_|ptr" in reads[f"{prefix}_breaks"]
+        # The map: in the tensor panel, every marked cell drawn in it, the whole width of x on the canvas.
+        heat, tensor = reads[f"{prefix}_heat"], reads[f"{prefix}_tensor"]
+        assert tensor["x"] <= heat["x"] and heat["x"] + heat["width"] <= tensor["x"] + tensor["width"], (heat, tensor)
+        marked = sum(int(r.split(":")[1]) for r in reads[f"{prefix}_marked"].split(","))
+        assert marked == 101 and reads[f"{prefix}_in_view"] == str(marked), (prefix, reads[f"{prefix}_in_view"])
+        x0 = float(reads[f"{prefix}_heat_origin"].split(",")[0])
+        assert 0 <= x0 and x0 + 100 * float(reads[f"{prefix}_heat_scale"]) <= heat["width"], reads[f"{prefix}_heat_origin"]
     closed, opened = reads["closed_map"], reads["open_map"]
     assert opened["width"] >= 300 and opened["height"] >= closed["height"] - 2, (closed, opened)
     assert float(reads["open_scale"]) >= 20  # 16 programs, 20 px or more each
+
+
+def boxes_past(boxes, width):
+    """The boxes (drive.mjs "boxes") that run past the window's `width` or out of their column."""
+    return [b for b in boxes if b["left"] < -0.5 or b["right"] > width + 0.5 or (
+        b["outer_right"] is not None and (b["left"] < b["outer_left"] - 0.5 or b["right"] > b["outer_right"] + 0.5))]
+
+
+def test_at_1024_px_every_panel_fits_the_window(server, tmp_path):
+    """At 1024 x 768 the three columns take less room, and with the assistant open (664 px left for them) the
+    Python and TTIR panels go under the others: no visible element of the header or the main panels runs
+    past the window's right edge or out of its column (the right column was cut off)."""
+    every = {"boxes": ["boxes", "header *, main *", "header, main > *"]}
+    script = [every, {"screenshot": "view-1024"}, {"click": "#assist-toggle"},
+              {"wait_selector": ["#assistant:not([hidden])"]}, dict(boxes=["boxes_open"] + every["boxes"][1:]),
+              {"measure": ["py", "#py-panel"]}, {"measure": ["tensor", "#tensor-panel"]},
+              {"screenshot": "view-1024-assistant-open"}]
+    os.makedirs(SHOTS, exist_ok=True)
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"url": server["url"], "screenshots": SHOTS, "width": 1024, "height": 768,
+                                "steps": script}))
+    p = subprocess.run(["node", os.path.join(ROOT, "web", "tests", "drive.mjs"), str(path)], capture_output=True,
+                       text=True, timeout=120, cwd=os.path.join(ROOT, "web"))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["console_errors"] == []
+    reads = out["reads"]
+    for name, width in (("boxes", 1024), ("boxes_open", 1024 - 360)):
+        assert len(reads[name]) > 100  # the page's elements, not an empty page
+        assert boxes_past(reads[name], width) == [], name
+    assert reads["py"]["y"] >= reads["tensor"]["y"] + reads["tensor"]["height"] - 1  # under it, with the assistant
+
+
+def test_every_id_on_the_page_is_unique(server, trace, tmp_path):
+    """Ids name one element each, whatever the page shows: both launches, each finding, the program links
+    of the race, each mode of the tensor view, the assistant and its settings (a test, a tool or a label
+    that finds an element by id would otherwise get the first of several)."""
+    t = tilescope.load_trace(trace)
+    steps = [{"ids": "start"}]
+    for launch in t.launches:
+        steps.append({"click": f"#launches li[data-launch='{launch['id']}']"})
+        for i, f in enumerate(launch["findings"]):
+            steps += [{"click": f"#findings li[data-finding='{i}']"}, {"ids": f"l{launch['id']}f{i}"}]
+            for side, ps in ((0, f["programs"]["first"]), (1, (f["other"] or {}).get("programs", {}).get("first", []))):
+                for q in ps[:2]:
+                    steps.append({"click": f"#findings a.goto[data-finding='{i}'][data-side='{side}'][data-pid='{','.join(map(str, q))}']"})
+            steps.append({"ids": f"l{launch['id']}f{i}links"})
+    for mode in ("all", "before", "after", "op"):
+        steps += [{"click": f"#modes button[data-mode='{mode}']"}, {"ids": f"mode_{mode}"}]
+    steps += [{"click": "#assist-toggle"}, {"wait_selector": ["#assistant:not([hidden])"]},
+              {"click": "#assist-settings-toggle"}, {"ids": "assistant"}, {"read": ["n", "body", "data-ready"]}]
+    reads = drive(server, steps, tmp_path)
+    names = [s["ids"] for s in steps if "ids" in s]
+    assert len(names) > 10 and reads["n"] == "1"
+    assert {n: reads[n] for n in names if reads[n]} == {}
 
 
 def test_ttir_lines_wrap_and_clicks_still_map_to_python(server, trace, tmp_path):

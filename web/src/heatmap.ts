@@ -4,8 +4,10 @@
 // out-of-bounds lanes show where they fell. Zoom with the wheel, pan by dragging, hover for a cell.
 //
 // When the whole tensor would put cells under READABLE_CELL pixels (a 4 x 4096 argument is 0.1 px a
-// cell), showing a model with marks zooms to them instead (focusMarks): the out-of-bounds lanes nearest
-// the tensor first, with the marks around them; the wheel still zooms out, fit() shows it whole.
+// cell), showing a model with marks zooms to them instead (focusMarks): all of them across the canvas
+// when their cells are MIN_SPAN_CELL pixels or more (under RING_UNDER pixels, marks with `ring` get a
+// READABLE_CELL ring, so that a lone out-of-bounds cell is not missed), else the out-of-bounds lanes nearest the tensor, with
+// the marks around them; the wheel still zooms out, fit() shows it whole.
 //
 // For tests and tools the canvas element carries what it shows: data-marked (the marked offsets as
 // "first:count" runs, sorted), data-outside (the marked offsets outside the tensor, as runs), data-scale
@@ -15,6 +17,8 @@
 
 export interface Mark {
   color: string;
+  /// Drawn with a ring of READABLE_CELL pixels when cells are under RING_UNDER (a finding's element).
+  ring?: boolean;
 }
 
 /// An opaque colour, 0-255 per channel.
@@ -56,7 +60,12 @@ export function runs(offsets: Iterable<number>): string {
 
 /// CSS pixels per cell under which cells are too small to see or hover one by one.
 export const READABLE_CELL = 8;
-/// The size an op's marks are zoomed to when they do not all fit at READABLE_CELL or more.
+/// The smallest cells at which an op's marks are shown all at once (a row of 100 elements across a
+/// 340 px panel is 3.4 px a cell); under it they are zoomed to FOCUS_CELL.
+export const MIN_SPAN_CELL = 2;
+/// Cells under this many pixels draw their ringed marks with a ring (a 3 px cell is easy to miss).
+const RING_UNDER = 6;
+/// The size an op's marks are zoomed to when they do not all fit at MIN_SPAN_CELL or more.
 const FOCUS_CELL = 14;
 
 /// The start of a window of `v` cells that shows cell `a` and as much of [lo, hi) as it can.
@@ -174,7 +183,7 @@ export class Heatmap {
     if (redraw || !m || !w || !h) this.draw();
   }
 
-  /// Zoom and pan to the marked cells: all of them when they fit at READABLE_CELL pixels or more (at most
+  /// Zoom and pan to the marked cells: all of them when they fit at MIN_SPAN_CELL pixels or more (at most
   /// 32), else FOCUS_CELL pixels around the out-of-bounds mark nearest the tensor (the first mark when
   /// none is outside), with as many of the marks near it as the canvas holds. False without marks.
   focusMarks(): boolean {
@@ -194,7 +203,7 @@ export class Heatmap {
     }
     const fits = Math.min(32, (w - 8) / (c1 - c0), (h - 8) / (r1 - r0));
     let s = fits;
-    if (fits < READABLE_CELL) {
+    if (fits < MIN_SPAN_CELL) {
       s = FOCUS_CELL;
       const [ac, ar] = cellOf(past < Infinity ? past : before > -Infinity ? before : first);
       const vw = (w - 8) / s, vh = (h - 8) / s;
@@ -272,6 +281,12 @@ export class Heatmap {
       const x = this.ox + col * s, y = this.oy + (r + above) * s;
       g.fillStyle = o < 0 || o >= m.elements ? "#e5484d" : mark.color;
       g.fillRect(x, y, Math.max(s, 1), Math.max(s, 1));
+      if (mark.ring && s < RING_UNDER) {
+        const r = READABLE_CELL / 2 + 1;
+        g.strokeStyle = g.fillStyle;
+        g.lineWidth = 1.5;
+        g.strokeRect(x + s / 2 - r, y + s / 2 - r, 2 * r, 2 * r);
+      }
       if (x + s > 0 && x < p.clientWidth && y + s > 0 && y < p.clientHeight) inView++;
     }
     c.dataset.inView = String(inView);

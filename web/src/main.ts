@@ -3,7 +3,7 @@
 import { api, ApiError, values as fetchValues, type Value, type Access, type Arg, type Finding, type Launch, type LaunchSummary, type Pid, type Program, type Programs } from "./api";
 import { CodeView } from "./code";
 import { GridMap } from "./gridmap";
-import { KIND_COLOR, OOB_COLOR, UNINIT_COLOR, renderLegend, uninitElements } from "./marks";
+import { KIND_COLOR, OOB_COLOR, RACE_COLOR, UNINIT_COLOR, raceElements, renderLegend, uninitElements } from "./marks";
 import { Heatmap, hexRGB, mix, runs, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
 import { npy } from "./npy";
@@ -135,6 +135,13 @@ function esc(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 }
 
+/// `text` escaped for HTML, breakable after "_", "/" and a "." that a letter follows, and between a
+/// lower-case and a capital letter, besides its spaces (x_ptr wraps as x_ / ptr in a narrow table, never
+/// as x_pt / r; a path at its parts; 1600..1700 and 0.5 stay whole).
+function wrappable(text: string): string {
+  return esc(text).replace(/([_/]|\.(?=[A-Za-z_]))(?=.)/g, "$1<wbr>").replace(/([a-z])(?=[A-Z])/g, "$1<wbr>");
+}
+
 const pidKey = (p: Pid) => p.join(",");
 const base = (path: string) => path.split("/").pop() ?? path;
 
@@ -146,7 +153,7 @@ function renderLaunches() {
   ul.innerHTML = state.launches
     .map(
       (l) => `<li data-launch="${l.id}" class="${state.launch?.id === l.id ? "selected" : ""}">
-        <span class="name">${l.id}. ${esc(l.name)}</span>
+        <span class="name">${l.id}. ${wrappable(l.name)}</span>
         <span class="muted">grid ${l.grid.join("×")} · ${fmtSeconds(l.seconds)}</span>
         ${l.findings ? `<span class="badge bad">${l.findings}</span>` : `<span class="badge ok">0</span>`}
         ${l.error ? `<span class="badge bad" title="${esc(l.error)}">error</span>` : ""}</li>`,
@@ -167,7 +174,7 @@ function renderFindings() {
     ? fs
         .map(
           (f, i) => `<li data-finding="${i}"><span class="kind">${esc(f.kind)}</span>
-            <span class="muted">${esc(base(f.file))}:${f.line}</span><div class="summary">${esc(f.summary)}</div>
+            <span class="muted where">${wrappable(`${base(f.file)}:${f.line}`)}</span><div class="summary">${wrappable(f.summary)}</div>
             ${findingLinks(f, i)}
             ${f.hint ? `<div class="hint">${esc(f.hint)}</div>` : ""}</li>`,
         )
@@ -265,7 +272,7 @@ function renderProfile(l: Launch) {
   body.innerHTML = (p.lines ?? [])
     .slice(0, 8)
     .map(
-      (x, i) => `<tr data-line="${i}" title="${esc(x.source)}"><td>${esc(base(x.file))}:${x.line}</td><td>${fmtCount(x.bytes)}</td>
+      (x, i) => `<tr data-line="${i}" title="${esc(x.source)}"><td class="text">${wrappable(`${base(x.file)}:${x.line}`)}</td><td>${fmtCount(x.bytes)}</td>
         <td>${fmtCount(x.sectors)}</td><td>${fmtCount(x.flops)}</td></tr>`,
     )
     .join("");
@@ -493,9 +500,10 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     .map((a, i) => {
       const s = siteOf(a);
       const arg = argOf(a.arg);
+      const argName = arg?.name ?? "(none)";
       return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
-        <td><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${esc(s.op)}</td>
-        <td>${s.line}</td><td class="text">${esc(s.var)}</td><td class="text">${esc(arg?.name ?? "(none)")}</td><td>${a.seq}</td>
+        <td class="text" title="${esc(s.op)}"><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${wrappable(s.op)}</td>
+        <td>${s.line}</td><td class="text" title="${esc(s.var)}">${wrappable(s.var)}</td><td class="text" title="${esc(argName)}">${wrappable(argName)}</td><td>${a.seq}</td>
         <td>${a.active} / ${a.lanes}</td><td class="${a.oob ? "bad" : ""}">${a.oob || ""}</td></tr>`;
     })
     .join("");
@@ -504,8 +512,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     "beforeend",
     dots
       .map(
-        (d) => `<tr data-dot="${d.site}"><td><span class="dot" style="background:#10b981"></span>${esc(d.op)}</td>
-        <td>${d.line}</td><td class="text">${esc(d.var)}</td><td colspan="4" class="muted text">M × N × K ${d.dot!.join(" × ")}: values step by step along K</td></tr>`,
+        (d) => `<tr data-dot="${d.site}"><td class="text" title="${esc(d.op)}"><span class="dot" style="background:#10b981"></span>${wrappable(d.op)}</td>
+        <td>${d.line}</td><td class="text" title="${esc(d.var)}">${wrappable(d.var)}</td><td colspan="4" class="muted text">M × N × K ${d.dot!.join(" × ")}: values step by step along K</td></tr>`,
       )
       .join(""),
   );
@@ -949,6 +957,7 @@ async function renderTensor() {
     heat.show(null);
     renderLegend($("legend"), false);
     heat.canvas.dataset.uninit = "";
+    heat.canvas.dataset.race = "";
     if (l) document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
     return;
   }
@@ -962,12 +971,14 @@ async function renderTensor() {
   const bg = hexRGB(getComputedStyle(document.documentElement).getPropertyValue("--cell"));
   let counts: { loads: (o: number) => number; stores: (o: number) => number } | null = null;
   let values: DataView | null = null;
-  let uninit = new Set<number>();
+  let uninit = new Set<number>(), raced = new Set<number>();
   if (state.mode === "op" || state.mode === "all") {
     for (const [first, count] of a.runs) for (let o = first; o < first + count; o++) marks.set(o, { color: KIND_COLOR[a.kind] });
-    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: OOB_COLOR });
+    for (const [first, count] of a.oob_runs) for (let o = first; o < first + Math.min(count, 65536); o++) marks.set(o, { color: OOB_COLOR, ring: true });
+    raced = raceElements(l, p!, a, siteOf(a), arg);
+    for (const o of raced) marks.set(o, { color: RACE_COLOR, ring: true });
     uninit = uninitElements(l, p!, a, siteOf(a), arg);
-    for (const o of uninit) marks.set(o, { color: UNINIT_COLOR });
+    for (const o of uninit) marks.set(o, { color: UNINIT_COLOR, ring: true });
   }
   if (state.mode === "all") {
     try {
@@ -1037,7 +1048,9 @@ async function renderTensor() {
   const viewKey = `${l.id}/${pidKey(state.pid)}/${state.access}/${model.width}/${model.elements}/${JSON.stringify(state.slice?.idx ?? null)}`;
   heat.show(model, viewKey === lastView);
   lastView = viewKey;
+  // For tests and tools: the op's elements read before written, and those at which it raced, as runs.
   heat.canvas.dataset.uninit = state.mode === "op" ? runs(uninit) : "";
+  heat.canvas.dataset.race = state.mode === "op" ? runs(raced) : "";
   renderLegend($("legend"), state.mode === "op");
   // What is on screen, for tests and benchmarks: launch / program / op / mode.
   document.body.dataset.shown = `${l.id}/${pidKey(state.pid)}/${state.access}/${state.mode}`;
@@ -1048,6 +1061,7 @@ async function renderTensor() {
     const where = o < 0 || o >= elements ? " (outside the tensor)" : "";
     let text = `element ${o}${where}: ${describe(ci)}`;
     if (uninit.has(o) && state.mode === "op") text += ` · read by this ${a.kind} before anything wrote it (uninitialized)`;
+    else if (raced.has(o) && state.mode === "op") text += ` · touched by this ${a.kind} and, unordered, by the racing access (data race)`;
     else if (model.marks.has(ci)) text += ` · touched by this ${a.kind}`;
     if (counts && o >= 0 && o < elements) text += ` · loads ${counts.loads(o)}, stores ${counts.stores(o)}`;
     if (values) text += ` · value ${formatValue(valueAt(values, dtype, o))}`;

@@ -18,7 +18,10 @@
 // [x0, y0, x1, y1] in CSS pixels from its corner, or null, run: the median length in CSS pixels of the
 // horizontal runs of them}), {"hover": [CSS, X, Y]} (the mouse to X, Y CSS pixels from the element's
 // corner; once more when the requests it started are answered), {"hover_cell": [CSS, ROW, COL]} (the same,
-// at the middle of a heatmap's cell, from its data-origin and data-scale).
+// at the middle of a heatmap's cell, from its data-origin and data-scale), {"line_breaks": [NAME, CSS]} (the
+// text of every match with "|" where the browser broke it onto a new line), {"boxes": [NAME, CSS, OUTER]} (every
+// visible match's left and right edges in CSS pixels, with its id or tag and classes, and those of its
+// nearest ancestor matching OUTER: [{what, left, right, outer_left, outer_right}]), {"ids": NAME} (every id that more than one element of the page has, with its count).
 import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -163,6 +166,46 @@ try {
         return { count: count / (dpr * dpr), box: count ? [x0 / dpr, y0 / dpr, x1 / dpr, y1 / dpr] : null,
                  run: runs.length ? runs[runs.length >> 1] / dpr : 0 };
       }, [css, hex]);
+    } else if (step.line_breaks) {
+      const [name, css] = step.line_breaks;
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      out.reads[name] = await page.evaluate((c) => [...document.querySelectorAll(c)].map((e) => {
+        // Each character's line box: a character below the previous one starts a new line.
+        const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+        let text = "", top = null;
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+          for (let i = 0; i < n.data.length; i++) {
+            const r = document.createRange();
+            r.setStart(n, i);
+            r.setEnd(n, i + 1);
+            const box = r.getClientRects()[0];
+            if (box && box.width > 0) {
+              if (top !== null && box.top > top + box.height / 2) text += "|";
+              top = box.top;
+            }
+            text += n.data[i];
+          }
+        }
+        return text.trim();
+      }), css);
+    } else if (step.boxes) {
+      const [name, css, outer] = step.boxes;
+      await page.waitForFunction(() => (document.body.dataset.busy ?? "0") === "0", null, { timeout: 30000 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      out.reads[name] = await page.evaluate(([c, o]) => [...document.querySelectorAll(c)].flatMap((e) => {
+        const r = e.getBoundingClientRect();
+        if (!r.width || !r.height || getComputedStyle(e).visibility === "hidden") return [];
+        const what = e.id ? `#${e.id}` : `${e.tagName.toLowerCase()}${[...e.classList].map((k) => "." + k).join("")}`;
+        const box = e.parentElement?.closest(o)?.getBoundingClientRect();
+        return [{ what, left: r.left, right: r.right, outer_left: box?.left ?? null, outer_right: box?.right ?? null }];
+      }), [css, outer]);
+    } else if (step.ids) {
+      out.reads[step.ids] = await page.evaluate(() => {
+        const n = {};
+        for (const e of document.querySelectorAll("[id]")) n[e.id] = (n[e.id] ?? 0) + 1;
+        return Object.fromEntries(Object.entries(n).filter(([, k]) => k > 1));
+      });
     } else if (step.screenshot) await page.screenshot({ path: join(script.screenshots, `${step.screenshot}.png`) });
   }
 } finally {
