@@ -271,15 +271,40 @@ nki::Value nki_value(const nb::handle& h, const std::string& key) {
                           std::string(nb::str(h.type()).c_str())));
 }
 
-nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
+nb::dict nki_run(nki::Kernel& k, const std::string& analyses, const std::vector<std::string>& stack,
+                 const std::string& trace_path) {
   launch::RunOptions opts;
   opts.analyses = analysis_requests(analyses);
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
+  std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    res = k.run(opts);
+    std::shared_ptr<trace::Writer> writer;
+    if (!trace_path.empty()) {
+      try {
+        writer = trace_writer(trace_path);
+      } catch (const Error& e) {
+        trace_error = e.what();
+      }
+    }
+    if (writer) {
+      // Recorded as any launch, with its profile (the visualizer's memory and engine views need it).
+      launch::LaunchRecord rec = k.record();
+      rec.stack = stack;
+      const ir::Module& m = k.module();
+      res = writer->run(
+          {m, *m.functions.front(), rec.ttir, "nki"}, rec, opts,
+          [&](const launch::RunOptions& o) {
+            launch::RunResult r = k.run(o);
+            if (!r.reports.contains("profile")) r.reports["profile"] = k.profile();
+            return r;
+          },
+          &trace_error);
+    } else {
+      res = k.run(opts);
+    }
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
     throw nb::python_error();
@@ -294,6 +319,7 @@ nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
   out["statistics"] = res.statistics.dump();
   out["reports"] = res.reports.dump();
   out["seconds"] = res.seconds;
+  out["trace_error"] = trace_error;
   return out;
 }
 
@@ -360,10 +386,11 @@ void bind_nki(nb::module_& m) {
           "Check operation `op` of `program` with `args` (name -> None, NkiView, number, operator name or "
           "list "
           "of numbers), called from file:line, and append it. TilescopeError for a broken constraint.")
-      .def("run", &nki_run, nb::arg("analyses") = "[]",
-           "Run every program under `analyses` (JSON [name, options] pairs). Returns {findings (JSON), "
-           "programs, "
-           "statistics, reports, seconds}.")
+      .def("run", &nki_run, nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>(),
+           nb::arg("trace") = "",
+           "Run every program under `analyses` (JSON [name, options] pairs; 'profile' gives the NKI "
+           "profile), recorded into the trace file `trace` when it is not empty, with the launch's Python "
+           "`stack`. Returns {findings (JSON), programs, statistics, reports, seconds, trace_error}.")
       .def_prop_ro("programs", &nki::Kernel::programs);
   m.def(
       "nki_ops",

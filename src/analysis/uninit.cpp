@@ -371,9 +371,10 @@ struct UninitAnalysis::Impl {
   /// A read of `n` lanes: undefined ones become findings at `op`; `define` marks them defined after
   /// (an atomic writes what it read).
   void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-            bool mask_scalar, int eb, bool define) {
+            bool mask_scalar, int eb, bool define, int part = 0) {
     st.hits.clear();
-    const int64_t seq = evidence ? st.seq[op]++ : -1;
+    // A later part of an execution (AccessEvent::part) belongs to the execution its part 0 began.
+    const int64_t seq = !evidence ? -1 : part > 0 ? st.seq[op] - 1 : st.seq[op]++;
     const auto ueb = static_cast<uint64_t>(eb);
     runs(n, addrs, mask, mask_scalar, eb,
          [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
@@ -568,9 +569,12 @@ void UninitAnalysis::on_op_begin(const exec::OpEvent& e, void* state) {
 void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
   Impl& I = *impl_;
   if (e.kind == exec::AccessKind::load) {
-    I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false);
+    I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false,
+           e.part);
     return;
   }
+  // A store that begins an execution (an NKI instruction writing before it reads) counts it.
+  if (e.kind == exec::AccessKind::store && e.part == 0 && I.evidence) static_cast<State*>(state)->seq[e.op]++;
   // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
   I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
          [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,

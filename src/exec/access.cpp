@@ -517,7 +517,7 @@ void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, c
                  const uint8_t* mask, int elem_bytes, int64_t bad_lanes) {
   if (!p.dispatch) return;
   AccessEvent e{kind,       op,        p.pid,   lanes, addrs, mask ? mask : all_ones(lanes),
-                elem_bytes, bad_lanes, p.memory};
+                elem_bytes, bad_lanes, p.memory, 0};
   const Dispatch& d = *p.dispatch;
   for (int i : bad_lanes > 0 ? d.out_of_bounds : d.access) d.observers[i]->on_access(e, p.state[i]);
 }

@@ -93,9 +93,9 @@ void Kernel::Impl::check_capacity(int program) const {
   // First and last use of every on-chip tensor of the program.
   std::map<int, std::pair<size_t, size_t>> live;
   for (size_t i = 0; i < code.size(); ++i)
-    for (int t : code[i].tensors) {
-      if (tensors[static_cast<size_t>(t)].info.space == Space::hbm) continue;
-      auto [it, fresh] = live.try_emplace(t, i, i);
+    for (const Touch& t : code[i].touches) {
+      if (tensors[static_cast<size_t>(t.tensor)].info.space == Space::hbm) continue;
+      auto [it, fresh] = live.try_emplace(t.tensor, i, i);
       if (!fresh) it->second.second = i;
     }
   for (Space space : {Space::sbuf, Space::psum}) {
@@ -136,6 +136,7 @@ void Kernel::Impl::check_capacity(int program) const {
 }
 
 Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
+const Storage& Kernel::Impl::storage(const View& v) const { return tensors.at(static_cast<size_t>(v.tensor)); }
 
 std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, bool required) {
   auto it = args.find(key);
@@ -327,10 +328,43 @@ void Kernel::append(int program, std::string_view op, const Args& args, const ir
     if (s.name == op) spec = &s;
   if (!spec) k.fail("not an operation tilescope knows (see the README's table of supported NKI ops)");
   std::function<void(Exec&)> run = spec->check(k, program, args);
-  std::vector<int> tensors;
-  for (const auto& [key, value] : args)
-    if (const View* v = std::get_if<View>(&value)) tensors.push_back(v->tensor);
-  k.code[static_cast<size_t>(program)].push_back({k.site(op, loc), std::move(run), std::move(tensors)});
+  // What each operand reaches: the destinations (and reduce_res, dst_idx) are written, the rest read; a
+  // dma_copy with dst_rmw_op also reads its destination.
+  std::vector<Touch> touches;
+  for (const auto& [key, value] : args) {
+    const View* v = std::get_if<View>(&value);
+    if (!v) continue;
+    int64_t lo = v->offset, hi = v->offset;
+    for (size_t d = 0; d < v->shape.size() && v->numel() > 0; ++d)
+      (v->strides[d] < 0 ? lo : hi) += v->strides[d] * (v->shape[d] - 1);
+    const bool write = key == "dst" || key == "reduce_res" || key == "dst_idx";
+    touches.push_back({v->tensor, lo, hi, write});
+    if (write && key == "dst" && args.contains("dst_rmw_op") &&
+        !std::holds_alternative<std::monostate>(args.at("dst_rmw_op")))
+      touches.push_back({v->tensor, lo, hi, false});
+  }
+  k.code[static_cast<size_t>(program)].push_back(
+      {k.site(op, loc), std::move(run), std::move(touches), estimate(k, op, args)});
+}
+
+const ir::Module& Kernel::module() const { return impl_->module; }
+
+launch::LaunchRecord Kernel::record() const {
+  const Impl& k = *impl_;
+  launch::LaunchRecord r;
+  r.kernel = k.name;
+  r.ttir_file = k.module.filename;
+  r.grid = {k.programs, 1, 1};
+  for (const Storage& s : k.tensors) {
+    if (s.info.program >= 0) continue;
+    const exec::Buffer& b = k.memory.buffer(s.buffer);
+    r.args.push_back(launch::ArgRecord::buffer(s.info.name, s.info.dtype.elem, b.host, b.bytes, b.shape, b.strides));
+  }
+  for (const auto& op : k.fn->body.blocks[0]->ops) {
+    const ir::PyLoc& l = op->loc;
+    r.ttir += fmt::format("{}  # {}\n", op->name, l.known() ? l.str() : "?");
+  }
+  return r;
 }
 
 std::vector<std::string_view> Kernel::ops() {
@@ -346,7 +380,11 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   // The instructions of one program are ordered: the NKI compiler synchronizes the engines on every
   // dependency between them, so only accesses of different programs can race (no intra-program-race,
   // which is about a GPU program's lanes being threads).
+  // The GPU profiler's model does not apply: a "profile" request gets the NKI profile (profile.cpp).
   launch::RunOptions o = options;
+  const bool profiling = std::erase_if(o.analyses, [](const launch::AnalysisRequest& a) {
+                           return a.name == "profile";
+                         }) > 0;
   for (launch::AnalysisRequest& a : o.analyses)
     if (a.name == "races") {
       if (!a.options.is_object()) a.options = nlohmann::json::object();
@@ -385,7 +423,7 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
         if (kinds[i] & exec::kProgram) states[i] = observers[i]->on_program_begin(pid);
       Exec ex(k, pid, observers, kinds, states);
       for (const Instr& in : k.code[static_cast<size_t>(p)]) {
-        ex.site = in.site;
+        ex.begin(in.site);
         in.run(ex);
       }
       for (size_t i = 0; i < observers.size(); ++i)
@@ -401,6 +439,7 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.stats = stats;
   analyses.collect({k.name, {}}, r);
+  if (profiling) r.reports["profile"] = profile();
   return r;
 }
 
@@ -428,7 +467,8 @@ void Exec::event(exec::AccessKind kind, const View& v, const std::vector<uint64_
                             mask.data(),
                             k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype.bytes(),
                             0,
-                            &k_.memory};
+                            &k_.memory,
+                            part_++};
   for (size_t i = 0; i < observers_.size(); ++i)
     if (kinds_[i] & exec::kAccess) observers_[i]->on_access(e, states_[i]);
 }

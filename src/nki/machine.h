@@ -21,12 +21,37 @@ namespace tilescope::nki {
 
 class Exec;
 
-/// One instruction of one program: its site (the op the analyses see, with the kernel's source line)
-/// and what it does when the program runs.
+/// The engines an instruction can run on (the architecture guides' Tensor (PE), Vector (DVE), Scalar
+/// (ACT) and GpSimd (Pool) engines, and the DMA queues).
+enum class Engine : uint8_t { tensor, vector, scalar, gpsimd, dma };
+inline constexpr int kEngines = 5;
+std::string_view engine_name(Engine e);
+
+/// The elements [lo, hi] of one tensor an operand's access pattern reaches, and whether it writes them.
+struct Touch {
+  int tensor = -1;
+  int64_t lo = 0, hi = 0;
+  bool write = false;
+};
+
+/// An instruction's estimated cost (profile.cpp, from the NKI API reference's "estimated instruction
+/// cost" formulas and the architecture guides' clocks).
+struct Cost {
+  Engine engine = Engine::vector;
+  double ns = 0;     // how long it keeps its engine (each of its queues, for a DMA) busy
+  int queues = 1;    // DMA: how many of the 16 queues it is spread over
+  double flops = 0;  // nc_matmul: 2 * K * M * N
+  Space from = Space::hbm, to = Space::hbm;  // DMA: the source's and the destination's memories
+  int64_t read_bytes = 0, written_bytes = 0;  // DMA
+};
+
+/// One instruction of one program: its site (the op the analyses see, with the kernel's source line),
+/// what it does when the program runs, the tensor elements its operands reach, and its estimated cost.
 struct Instr {
   const ir::Op* site = nullptr;
   std::function<void(Exec&)> run;
-  std::vector<int> tensors;  // the tensors its operands view (for the on-chip tensors' live ranges)
+  std::vector<Touch> touches;
+  Cost cost;
 };
 
 /// An op of nki.isa / nki.language: its name and the function that checks one call and returns the
@@ -36,6 +61,9 @@ struct OpSpec {
   std::function<void(Exec&)> (*check)(Kernel::Impl& k, int program, const Args& args);
 };
 std::span<const OpSpec> op_table();
+
+/// The estimated cost of instruction `op` with `args` (checked by its OpSpec already) on `k`'s target.
+Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args);
 
 /// A tensor's storage: the user's array (HBM arguments), or memory the kernel owns (on-chip tensors).
 struct Storage {
@@ -75,6 +103,7 @@ struct Kernel::Impl {
   /// An Error located at the call being checked: "file:line: nki.isa.<op>: <message>".
   [[noreturn]] void fail(const std::string& message) const;
   Storage& storage(const View& v);
+  const Storage& storage(const View& v) const;
   /// The view `args[key]`, checked in bounds of its tensor; std::nullopt when absent or None and not
   /// `required`.
   std::optional<View> view(const Args& args, std::string_view key, bool required = true);
@@ -95,6 +124,11 @@ class Exec {
        const std::vector<unsigned>& kinds, const std::vector<void*>& states)
       : k_(k), pid_(pid), observers_(observers), kinds_(kinds), states_(states) {}
   const ir::Op* site = nullptr;  // the instruction running
+  /// The next instruction, at `s`: its accesses are parts 0, 1, ... of one execution (AccessEvent::part).
+  void begin(const ir::Op* s) {
+    site = s;
+    part_ = 0;
+  }
   exec::ProgramId pid() const { return pid_; }
 
   /// The elements of `v` in row-major order as float32 (integers converted), after a load event.
@@ -125,6 +159,7 @@ class Exec {
   const std::vector<exec::Observer*>& observers_;
   const std::vector<unsigned>& kinds_;
   const std::vector<void*>& states_;
+  int part_ = 0;
   std::vector<float> scalar_acc_ = std::vector<float>(128, 0.0f);
   std::vector<float> vector_acc_ = std::vector<float>(128, 0.0f);
 };

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,10 @@ struct Target {
   int64_t sbuf_bytes;     // per partition, usable by kernels
   int64_t psum_bytes;     // per partition
   int psum_banks;         // PSUM banks per partition (2 KiB each)
+  // The profiler's clocks (GHz) and DMA rate, from the same guides ("Engines" of each; the DMA
+  // overview's "theoretical peak DMA bandwidth per NeuronCore": 16 queues of 17 / 23 / 33 bytes per ns).
+  double tensor_ghz, vector_ghz, scalar_ghz, gpsimd_ghz;
+  double dma_bytes_per_ns;  // per DMA queue
 };
 
 /// The target called `name` (trn1, trn2, trn3; also gen2, gen3, gen4 and inf2 = trn1); throws Error
@@ -125,6 +130,20 @@ class Kernel {
   /// Run every program's instructions in program order under `options.analyses` (and its observers),
   /// as launch::run_launch runs a TTIR launch. Runs once. Throws Error for a failure while running.
   launch::RunResult run(const launch::RunOptions& options);
+
+  /// The estimated per-engine profile of the kernel's instructions (README "NKI profile"): instruction
+  /// counts per engine, DMA bytes per direction, the estimated per-engine timeline of each program from
+  /// the documented instruction costs and clocks, SBUF / PSUM usage over time, and the costliest Python
+  /// lines. Static: it does not need run(). JSON, `"kind": "nki"`.
+  nlohmann::json profile() const;
+  /// What the trace stores of this kernel: a module with one op per instruction site, in the order the
+  /// kernel first called them (the site's line in the listing is its index + 1).
+  const ir::Module& module() const;
+  /// The kernel as a launch record (launch/record.h): its name, the grid {programs, 1, 1}, the HBM tensors
+  /// (arguments, then outputs: the analyses' and the trace's argument order) as buffers over their host
+  /// memory, and as its text the instruction listing, one line per site
+  /// ("nki.isa.tensor_tensor  # file.py:12:4"), named "<kernel>.nki".
+  launch::LaunchRecord record() const;
 
   /// The ops append() knows, in documentation order (README's table).
   static std::vector<std::string_view> ops();

@@ -427,25 +427,14 @@ class Kernel:
                     results = r
         finally:
             _current.trace = previous
+        # Under the profiler, the NKI profile (estimated per-engine timeline, DMA traffic) instead of the GPU's.
         profiling = _state.profile_options is not None or bool(_state.profilers)
-        if profiling:
-            _note_once("profile", "tilescope: note: the profiler models GPUs, not NeuronCores: NKI kernels "
-                                  f"('{self.fn.__name__}') run without it (README, \"NKI kernels\")")
-        if _state.trace_path:
-            _note_once("trace", "tilescope: note: NKI launches are not recorded in traces yet "
-                                f"('{self.fn.__name__}' runs and is sanitized, but is not in the trace)")
-        res = native_call(trace.native.run, "[]" if profiling else _state.analyses_json())
-        _state.record(res["findings"], self.fn.__name__, _launch_stack(), "" if profiling else res["reports"])
+        stack = _launch_stack()
+        res = native_call(trace.native.run, '[["profile", {}]]' if profiling else _state.analyses_json(),
+                          stack, _state.trace_path)
+        _state.trace_error(res.get("trace_error"))
+        _state.record(res["findings"], self.fn.__name__, stack, res["reports"])
         return _outputs(results, trace, torch_out)
-
-
-_noted = set()
-
-
-def _note_once(key, text):
-    if key not in _noted:
-        _noted.add(key)
-        sys.stderr.write(text + "\n")
 
 
 def _launch_stack():
