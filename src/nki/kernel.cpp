@@ -360,9 +360,11 @@ launch::LaunchRecord Kernel::record() const {
     const exec::Buffer& b = k.memory.buffer(s.buffer);
     r.args.push_back(launch::ArgRecord::buffer(s.info.name, s.info.dtype.elem, b.host, b.bytes, b.shape, b.strides));
   }
-  for (const auto& op : k.fn->body.blocks[0]->ops) {
+  for (const auto& op : k.fn->body.blocks[0]->ops) {  // the file's name only: the listing is to read
     const ir::PyLoc& l = op->loc;
-    r.ttir += fmt::format("{}  # {}\n", op->name, l.known() ? l.str() : "?");
+    const size_t slash = l.file.rfind('/');
+    r.ttir += fmt::format("{}  # {}:{}:{}\n", op->name, slash == std::string::npos ? l.file : l.file.substr(slash + 1),
+                          l.line, l.col);
   }
   return r;
 }

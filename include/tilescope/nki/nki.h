@@ -142,7 +142,7 @@ class Kernel {
   /// The kernel as a launch record (launch/record.h): its name, the grid {programs, 1, 1}, the HBM tensors
   /// (arguments, then outputs: the analyses' and the trace's argument order) as buffers over their host
   /// memory, and as its text the instruction listing, one line per site
-  /// ("nki.isa.tensor_tensor  # file.py:12:4"), named "<kernel>.nki".
+  /// ("nki.isa.tensor_tensor  # file.py:12:4", the file without its directory), named "<kernel>.nki".
   launch::LaunchRecord record() const;
 
   /// The ops append() knows, in documentation order (README's table).
