@@ -329,11 +329,17 @@ void bind_nki(nb::module_& m) {
       .def(nb::init<>())
       .def(
           "__init__",
-          [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape,
-             std::vector<int64_t> strides) {
+          [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides,
+             const nki::View* vector_offset, const nki::View* scalar_offset, int indirect_dim) {
             new (v) nki::View{tensor, offset, std::move(shape), std::move(strides)};
+            if (vector_offset) v->vector_offset = std::make_shared<const nki::View>(*vector_offset);
+            if (scalar_offset) v->scalar_offset = std::make_shared<const nki::View>(*scalar_offset);
+            v->indirect_dim = indirect_dim;
           },
-          nb::arg("tensor"), nb::arg("offset"), nb::arg("shape"), nb::arg("strides"))
+          nb::arg("tensor"), nb::arg("offset"), nb::arg("shape"), nb::arg("strides"),
+          nb::arg("vector_offset").none() = nb::none(), nb::arg("scalar_offset").none() = nb::none(),
+          nb::arg("indirect_dim") = 0,
+          "A view; `vector_offset` / `scalar_offset`: index tiles (NkiView) of a dynamic one (nki.h, View).")
       .def_rw("tensor", &nki::View::tensor)
       .def_rw("offset", &nki::View::offset)
       .def_rw("shape", &nki::View::shape)

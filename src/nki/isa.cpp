@@ -337,9 +337,23 @@ std::string engine_of(K& k, const Args& args, std::string_view fallback,
 // ------------------------------------------------------------------------------------------------
 // Data movement
 
+/// dst = src element by element (bit-exact when `same`, else through float32), only the elements a
+/// dynamic source read (View::vector_offset): a gather's rows outside its tensor are not written.
+void copy(Exec& ex, const View& dst, const View& src, bool same) {
+  std::vector<uint8_t> valid;
+  const bool dynamic = src.dynamic();
+  if (same)
+    ex.write_bits(dst, ex.read_bits(src, &valid), dynamic ? &valid : nullptr);
+  else
+    ex.write(dst, ex.read(src, &valid), dynamic ? &valid : nullptr);
+}
+
 /// isa/dma_copy: dst = src element by element in the row-major order of both access patterns (equal
 /// element counts), converting through float32 when the dtypes differ; HBM and SBUF on both sides.
-/// nl.load / nl.store (nki.language, 0.3.0) are the same copy.
+/// Either side may be a gather / scatter (`.ap(vector_offset=)`, indirect DMA): elements it moves outside
+/// its tensor are out-of-bounds accesses with oob_mode=error (on Trainium the DMA fails; here the
+/// sanitizer reports them and they are not moved), dropped with oob_mode=skip. nl.load / nl.store
+/// (nki.language, 0.3.0) are the same copy.
 Body dma_copy(K& k, int, const Args& args) {
   const View dst = *k.view(args, "dst"), src = *k.view(args, "src");
   k.space(dst, "dst", {Space::hbm, Space::sbuf});
@@ -350,16 +364,19 @@ Body dma_copy(K& k, int, const Args& args) {
         fmt::join(dst.shape, "x"), dst.numel(), fmt::join(src.shape, "x"), src.numel()));
   const auto rmw = opt_name(k, args, "dst_rmw_op");
   if (rmw && *rmw != "add") k.fail(fmt::format("dst_rmw_op must be nl.add, not nl.{}", *rmw));
+  const std::string oob = k.name_arg(args, "oob_mode", "error");
+  if (oob != "error" && oob != "skip") k.fail(fmt::format("oob_mode must be oob_mode.error or oob_mode.skip, not {}", oob));
+  if (rmw && (dst.dynamic() || src.dynamic()))
+    k.fail("dst_rmw_op does not take dynamic offsets here (tilescope models the plain copy's gather and scatter)");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
-  return [dst, src, same, add = rmw.has_value()](Exec& ex) {
+  return [dst, src, same, add = rmw.has_value(), skip = oob == "skip"](Exec& ex) {
+    ex.oob_skip = skip;
     if (add) {
       std::vector<float> a = ex.read(dst), b = ex.read(src);
       for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
       ex.write(dst, a);
-    } else if (same) {
-      ex.write_bits(dst, ex.read_bits(src));
     } else {
-      ex.write(dst, ex.read(src));
+      copy(ex, dst, src, same);
     }
   };
 }
@@ -382,10 +399,7 @@ Body tensor_copy(K& k, int, const Args& args) {
         "op=nl.copy");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
   return [dst, src, same](Exec& ex) {
-    if (same)
-      ex.write_bits(dst, ex.read_bits(src));
-    else
-      ex.write(dst, ex.read(src));
+    copy(ex, dst, src, same);
   };
 }
 

@@ -107,6 +107,9 @@ struct Kernel::Impl {
   /// The view `args[key]`, checked in bounds of its tensor; std::nullopt when absent or None and not
   /// `required`.
   std::optional<View> view(const Args& args, std::string_view key, bool required = true);
+  /// A dynamic view's rules (View::vector_offset, scalar_offset): the ops that take one, the index tiles'
+  /// memory, dtype and shape; fail(...) naming `key`.
+  void check_dynamic(const View& v, std::string_view key);
   double number(const Args& args, std::string_view key, std::optional<double> fallback = std::nullopt);
   std::string name_arg(const Args& args, std::string_view key,
                        std::optional<std::string> fallback = std::nullopt);
@@ -128,17 +131,24 @@ class Exec {
   void begin(const ir::Op* s) {
     site = s;
     part_ = 0;
+    oob_skip = false;
   }
   exec::ProgramId pid() const { return pid_; }
 
   /// The elements of `v` in row-major order as float32 (integers converted), after a load event.
-  std::vector<float> read(const View& v);
+  std::vector<float> read(const View& v, std::vector<uint8_t>* valid = nullptr);
   /// Raw element bits (zero-extended to 64), after a load event.
-  std::vector<uint64_t> read_bits(const View& v);
+  /// `valid` (when given): per element, whether it was read (a dynamic view's elements outside its tensor
+  /// are not: they read as 0).
+  std::vector<uint64_t> read_bits(const View& v, std::vector<uint8_t>* valid = nullptr);
   /// Writes `values` (row-major over `v`) converted to the tensor's dtype (round to nearest even;
   /// integers saturate, NaN -> 0), then a store event.
-  void write(const View& v, std::span<const float> values);
-  void write_bits(const View& v, std::span<const uint64_t> bits);
+  /// `keep` (when given): only the elements it marks are written (those a dynamic source read).
+  void write(const View& v, std::span<const float> values, const std::vector<uint8_t>* keep = nullptr);
+  void write_bits(const View& v, std::span<const uint64_t> bits, const std::vector<uint8_t>* keep = nullptr);
+  /// dma_copy's oob_mode=skip for the running instruction: elements a dynamic view moves outside its tensor
+  /// are dropped without a finding (else they are out-of-bounds accesses). Reset by begin().
+  bool oob_skip = false;
   Storage& storage(const View& v) { return k_.storage(v); }
   const DType& dtype(const View& v) { return k_.storage(v).info.dtype; }
   /// The Scalar engine's per-partition float32 accumulator (activation's reduce_cmd), per program.
@@ -152,8 +162,17 @@ class Exec {
   static uint64_t from_float(const DType& t, float f);
 
  private:
-  void event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs);
-  std::vector<uint64_t> addresses(const View& v) const;
+  /// The addresses of `v`'s elements, with `in[i]` whether element i is inside its tensor (always, for a
+  /// static view: checked when appended); a dynamic view's index tiles are read (load events) first.
+  struct Lanes {
+    std::vector<uint64_t> addrs;
+    std::vector<uint8_t> in;
+    int64_t outside = 0;
+  };
+  Lanes lanes(const View& v);
+  /// An access event for the lanes `mask` lets through (null: all), `bad` of them outside their tensor.
+  void event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs,
+             const std::vector<uint8_t>* mask = nullptr, int64_t bad = 0);
   Kernel::Impl& k_;
   exec::ProgramId pid_;
   const std::vector<exec::Observer*>& observers_;

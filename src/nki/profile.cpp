@@ -125,8 +125,10 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
     c.to = to.info.space;
     c.read_bytes = src->numel() * from.info.dtype.bytes();
     c.written_bytes = dst->numel() * to.info.dtype.bytes();
-    const int64_t piece = std::max<int64_t>(1, std::min(contiguous(*src, from.info.space != Space::hbm),
-                                                        contiguous(*dst, to.info.space != Space::hbm)));
+    // A gather / scatter (vector_offset) moves each row on its own.
+    const int64_t piece = std::max<int64_t>(
+        1, std::min(contiguous(*src, from.info.space != Space::hbm || src->vector_offset),
+                    contiguous(*dst, to.info.space != Space::hbm || dst->vector_offset)));
     const int64_t pieces = (dst->numel() + piece - 1) / piece;
     c.queues = static_cast<int>(std::clamp<int64_t>(pieces, 1, kDmaQueues));
     double rate = t.dma_bytes_per_ns * c.queues;
@@ -168,11 +170,8 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
     cycles = std::max(kMinII, n);
     const View* res = view_of(args, "reduce_res");
     if (op == "activation_reduce" || res) cycles += kMinII;  // reading the accumulator
-  } else if (op == "iota" || op == "affine_select") {
-    c.engine = Engine::gpsimd;
-    cycles = kGpSimdStart + n;
-  } else if (op == "local_gather") {
-    c.engine = Engine::gpsimd;
+  } else if (op == "iota" || op == "affine_select" || op == "local_gather") {
+    c.engine = Engine::gpsimd;  // local_gather: 150 + N here (its page's formula also counts valid indexes)
     cycles = kGpSimdStart + n;
   } else {
     c.engine = engine_or(Engine::vector);
@@ -398,6 +397,7 @@ nlohmann::json Kernel::profile() const {
 
   analysis::SiteMaker sm(k.module);
   std::vector<Line> ranked;
+  ranked.reserve(lines.size());
   for (auto& [key, L] : lines) ranked.push_back(L);
   std::sort(ranked.begin(), ranked.end(), [](const Line& a, const Line& b) { return a.ns > b.ns; });
   json lines_j = json::array();

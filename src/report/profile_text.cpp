@@ -160,7 +160,7 @@ std::string profile_to_text(const json& launches, int top) {
   std::vector<const json*> nki;
   for (const json& L : launches)
     if (L.is_object() && L.value("kind", std::string()) == "nki") nki.push_back(&L);
-  const std::string nki_part = nki.empty() ? std::string() : nki_text(nki, top);
+  std::string nki_part = nki.empty() ? std::string() : nki_text(nki, top);
   if (nki.size() == launches.size()) return nki_part;
   std::vector<Kernel> kernels;
   for (const json& L : launches) {

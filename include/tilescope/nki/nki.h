@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -87,10 +88,23 @@ struct TensorInfo {
 /// An access pattern: elements of one tensor, row-major over `shape`, element (i0, i1, ...) at
 /// `offset + sum(i_k * strides[k])` (elements of the tensor's dtype, from its first element).
 struct View {
+  View() = default;
+  View(int tensor, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides)
+      : tensor(tensor), offset(offset), shape(std::move(shape)), strides(std::move(strides)) {}
   int tensor = -1;
   int64_t offset = 0;
   std::vector<int64_t> shape, strides;
+  /// Offsets known only when the instruction runs (the access-pattern guide's `.ap(vector_offset=,
+  /// scalar_offset=, indirect_dim=)`, nki/deep-dives/nki-aps.html; dma_copy's indirect DMA), each an
+  /// integer tile in SBUF read by the instruction. `vector_offset` ([P, 1], HBM tensors, indirect_dim 0):
+  /// row i0 of the view starts at idx[i0] * R instead of i0 * strides[0], R the elements of one index step
+  /// of the tensor (the product of its shape past `indirect_dim`). `scalar_offset` ([1, 1]): adds its
+  /// value * R. Only dma_copy and tensor_copy take such views. An element they move outside the tensor is
+  /// an out-of-bounds access (a sanitizer finding; with oob_mode=skip, dropped): never dereferenced.
+  std::shared_ptr<const View> vector_offset, scalar_offset;
+  int indirect_dim = 0;
   int64_t numel() const;
+  bool dynamic() const { return vector_offset || scalar_offset; }
 };
 
 /// One argument of an instruction as the Python front end hands it over: absent (None), a view, a

@@ -143,9 +143,10 @@ class Tensor:
     nl.shared_hbm, ...) and an access pattern into its tensor. Indexing with ints, slices (step >= 1),
     `nl.ds` and `...` gives tiles; an int index drops its dimension."""
 
-    def __init__(self, trace, tid, dtype, buffer, offset, shape, strides, name=""):
+    def __init__(self, trace, tid, dtype, buffer, offset, shape, strides, name="", dynamic=None):
         self._trace, self._tid, self.dtype, self.buffer = trace, tid, dtype, buffer
         self._offset, self.shape, self._strides, self.name = offset, tuple(shape), tuple(strides), name
+        self._dynamic = dynamic  # (vector_offset, scalar_offset, indirect_dim) of an .ap() with runtime offsets
 
     @property
     def ndim(self):
@@ -157,9 +158,15 @@ class Tensor:
     def _view(self):
         from .. import _native
 
-        return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides))
+        if self._dynamic is None:
+            return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides))
+        vec, sca, dim = self._dynamic
+        return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides),
+                               vec._view() if vec is not None else None, sca._view() if sca is not None else None, dim)
 
     def __getitem__(self, index):
+        if self._dynamic is not None:
+            raise located(f"index {self!r} before .ap() with dynamic offsets, not after")
         if not isinstance(index, tuple):
             index = (index,)
         if any(i is Ellipsis for i in index):
@@ -223,10 +230,19 @@ class Tensor:
         """An explicit access pattern over the tensor's storage (language guide, "View methods"):
         `pattern` = [[stride, count], ...] (outermost first; on chip the first pair is the partition
         dimension), in elements, from `offset` (default: this view's own offset). The result's shape is
-        the counts. Dynamic offsets (scalar_offset, vector_offset) and dtype reinterpretation are not
-        modelled yet."""
+        the counts. Runtime offsets, read when the instruction runs (dma_copy and tensor_copy take them):
+        `vector_offset`, a [P, 1] int32 / uint32 SBUF tile, starts row i of an HBM tensor's view at
+        idx[i] * (the elements of one step of dim 0) (indirect DMA: a gather or a scatter of rows);
+        `scalar_offset`, a [1, 1] integer SBUF tile, adds its value times the elements of one step of
+        `indirect_dim`. Elements moved outside the tensor are out-of-bounds findings (dma_copy's
+        oob_mode=skip drops them). A dtype that reinterprets the tensor is not modelled yet."""
+        dynamic = None
         if scalar_offset is not None or vector_offset is not None:
-            raise located("ap(): dynamic offsets (scalar_offset, vector_offset) are not supported by tilescope yet")
+            for what, t in (("vector_offset", vector_offset), ("scalar_offset", scalar_offset)):
+                if t is not None and not isinstance(t, Tensor):
+                    raise located(f"ap(): {what} must be an integer tile in SBUF (a register is not modelled), "
+                                  f"not {t!r}")
+            dynamic = (vector_offset, scalar_offset, int(indirect_dim))
         if dtype is not None and dtype_name(dtype) != self.dtype:
             raise located("ap(): a dtype that reinterprets the tensor is not supported by tilescope yet")
         try:
@@ -237,10 +253,12 @@ class Tensor:
             raise located(f"ap(): every count of the pattern must be positive ({pattern!r})")
         base = self._offset if offset is None else int(offset)
         return Tensor(self._trace, self._tid, self.dtype, self.buffer, base, [n for _, n in pairs],
-                      [st for st, _ in pairs], self.name)
+                      [st for st, _ in pairs], self.name, dynamic)
 
     def reshape(self, shape):
         """The same elements with another shape (row-major); the tile must be contiguous."""
+        if self._dynamic is not None:
+            raise located(f"reshape {self!r} before .ap() with dynamic offsets, not after")
         shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         n = 1
         for s in shape:
