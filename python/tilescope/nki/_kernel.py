@@ -11,6 +11,8 @@ arrays of the caller's kind.
 """
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
 import inspect
 import itertools
@@ -438,11 +440,12 @@ class Kernel:
         previous = getattr(_current, "trace", None)
         _current.trace = trace
         try:
-            for p in range(programs):
-                trace.program, trace.hbm_seen = p, 0
-                r = self.fn(**call)
-                if p == 0:
-                    results = r
+            with _region_keywords():
+                for p in range(programs):
+                    trace.program, trace.hbm_seen = p, 0
+                    r = self.fn(**call)
+                    if p == 0:
+                        results = r
         finally:
             _current.trace = previous
         # Under the profiler, the NKI profile (estimated per-engine timeline, DMA traffic) instead of the GPU's.
@@ -453,6 +456,50 @@ class Kernel:
         _state.trace_error(res.get("trace_error"))
         _state.record(res["findings"], self.fn.__name__, stack, res["reports"])
         return _outputs(results, trace, torch_out)
+
+
+class MemoryRegion:
+    """NKI 0.2.0's memory-region keywords: `sbuf`, `psum` and `hbm` are names in every kernel without an
+    import ("'sbuf' is a keyword in NKI", the 0.2.0 quickstart), and `sbuf.view(dtype=..., shape=...)`
+    allocates a tensor there as nl.ndarray does (an `hbm` view is a kernel output). Explicit placement
+    (`.ptr()`, sub-regions by slicing) is not modelled."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return self.buffer
+
+    def view(self, dtype, shape, name=None):
+        return current().allocate(shape, dtype, self.buffer, name=name)
+
+    def ptr(self, *args, **kwargs):
+        raise located(f"{self.buffer}.ptr(): explicit memory placement is not modelled by tilescope; use "
+                      f"{self.buffer}.view(dtype=..., shape=...)")
+
+    def __getitem__(self, index):
+        raise located(f"{self.buffer}[...]: sub-regions (explicit memory placement) are not modelled by tilescope; "
+                      f"use {self.buffer}.view(dtype=..., shape=...)")
+
+
+_REGIONS = {name: MemoryRegion(name) for name in ("sbuf", "psum", "hbm")}
+_NO_NAME = object()
+
+
+@contextlib.contextmanager
+def _region_keywords():
+    """The 0.2.0 keywords as builtins while the kernel's Python runs: a kernel's own global or local of the
+    same name still wins (builtins come last in Python's name lookup)."""
+    saved = {k: builtins.__dict__.get(k, _NO_NAME) for k in _REGIONS}
+    builtins.__dict__.update(_REGIONS)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is _NO_NAME:
+                builtins.__dict__.pop(k, None)
+            else:
+                builtins.__dict__[k] = v
 
 
 def _launch_stack():
