@@ -8,7 +8,7 @@
    then a buggy launch and an op the CPU cannot run.
 3. NKI (AWS Trainium) kernels on the same engine: unmodified `import nki` programs (examples/nki_*.py,
    buggy_nki_*.py) under `tilescope sanitize`, and a constraint the NKI compiler checks
-   (examples/error_nki_*.py), reported at its line.
+   (examples/error_nki_*.py), reported at its line; the NKI profile (an estimated NeuronCore timeline).
 
 Options: --quick (only the sanitizer part, first three buggy examples), --only NAME (one example).
 """
@@ -232,6 +232,14 @@ def nki_part() -> list[tuple[str, bool, str]]:
     for path in [EXAMPLES / "nki_rmsnorm.py", *sorted(EXAMPLES.glob("buggy_nki_*.py"))]:
         introduce(path)
         results.append((path.name, *sanitize_example(path)))
+    # The profile: a NeuronCore model, not the GPU roofline (README "NKI profile").
+    rel = (EXAMPLES / "nki_rmsnorm.py").relative_to(ROOT)
+    print(f"\n$ tilescope profile -- python {rel}   # the estimated engine timeline and DMA traffic")
+    p = subprocess.run([BIN, "profile", "--", sys.executable, str(rel)], capture_output=True, text=True, cwd=ROOT)
+    shown = [l for l in p.stderr.splitlines() if l.startswith(("kernel ", "  "))][:8]
+    print("\n".join("  " + l for l in shown))
+    results.append(("profile " + rel.name, p.returncode == 0 and any("estimated time" in l for l in shown),
+                    "instructions per engine, DMA bytes, an estimated timeline"))
     for path in sorted(EXAMPLES.glob("error_nki_*.py")):
         introduce(path)
         rel = path.relative_to(ROOT)

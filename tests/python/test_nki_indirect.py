@@ -59,6 +59,7 @@ def test_rows_outside_the_table_are_an_out_of_bounds_finding_naming_it():
     assert (oob["offsets"]["min"], oob["offsets"]["max"]) == (-8, 103)
     assert oob["lanes"] == {"count": 16, "first": [8, 9, 10, 11, 12]} and oob["op"] == "nki.isa.dma_copy"
     assert oob["file"] == __file__ and oob["line"] == gather_rows.fn.__code__.co_firstlineno + 9
+    assert "vector_offset" in oob["hint"] and "oob_mode" in oob["hint"]
     # The rows in the table are copied; the others are not moved (the tile keeps its memset value).
     assert np.array_equal(y[[0, 2]], table[[3, 9]]) and (y[[1, 3]] == -1).all()
 
