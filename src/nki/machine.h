@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -43,6 +44,9 @@ struct Cost {
   double flops = 0;  // nc_matmul: 2 * K * M * N
   Space from = Space::hbm, to = Space::hbm;  // DMA: the source's and the destination's memories
   int64_t read_bytes = 0, written_bytes = 0;  // DMA
+  /// Bytes the instruction reads from each memory into the memory of its destination, any engine:
+  /// flow[from * 3 + to], Space order (the profile's "flows": HBM / SBUF / PSUM traffic).
+  std::array<int64_t, 9> flow{};
 };
 
 /// One instruction of one program: its site (the op the analyses see, with the kernel's source line),

@@ -113,6 +113,16 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
   }
   if (!main) main = dst;
   const double n = main ? static_cast<double>(free_size(*main)) : 1;
+  // The traffic: every operand read, into the destination's memory.
+  if (dst) {
+    const auto to = static_cast<size_t>(k.storage(*dst).info.space);
+    for (const auto& [key, value] : args) {
+      const View* v = std::get_if<View>(&value);
+      if (!v || key == "dst" || key == "reduce_res" || key == "dst_idx") continue;
+      const Storage& s = k.storage(*v);
+      c.flow[static_cast<size_t>(s.info.space) * 3 + to] += v->numel() * s.info.dtype.bytes();
+    }
+  }
   auto dtype_of = [&](const View* v) { return v ? k.storage(*v).info.dtype.name : std::string(); };
 
   // DMA: bytes over the queues, pieces as contiguous as both sides allow.
@@ -248,6 +258,7 @@ nlohmann::json Kernel::profile() const {
     int64_t transfers = 0, read = 0, written = 0;
   };
   std::map<std::string, Dir> dma;
+  std::array<int64_t, 9> flow{};
   double flops = 0;
   struct Line {
     std::string file;
@@ -313,6 +324,7 @@ nlohmann::json Kernel::profile() const {
       ++count[e];
       busy[e] += in.cost.ns * (in.cost.engine == Engine::dma ? in.cost.queues : 1);
       flops += in.cost.flops;
+      for (size_t f = 0; f < flow.size(); ++f) flow[f] += in.cost.flow[f];
       if (in.cost.engine == Engine::dma) {
         Dir& d = dma[fmt::format("{}_to_{}", space_name(in.cost.from), space_name(in.cost.to))];
         ++d.transfers;
@@ -391,6 +403,11 @@ nlohmann::json Kernel::profile() const {
         {"busy_ns", busy[static_cast<size_t>(e)]},
         {"utilization", denom > 0 ? busy[static_cast<size_t>(e)] / denom : 0.0}};
   }
+  json flows = json::object();
+  for (size_t f = 0; f < flow.size(); ++f)
+    if (flow[f])
+      flows[fmt::format("{}_to_{}", space_name(static_cast<Space>(f / 3)), space_name(static_cast<Space>(f % 3)))] =
+          flow[f];
   json dma_j = json::object();
   for (const auto& [dir, d] : dma)
     dma_j[dir] = {{"transfers", d.transfers}, {"read_bytes", d.read}, {"written_bytes", d.written}};
@@ -437,6 +454,7 @@ nlohmann::json Kernel::profile() const {
             {"dma_fixed_ns", kDmaFixedNs}}},
           {"engines", engines},
           {"dma", dma_j},
+          {"flows", flows},
           {"flops", {{"matmul", flops}}},
           {"estimate",
            {{"seconds", longest * 1e-9},

@@ -146,6 +146,8 @@ def test_profile_counts_engines_dma_bytes_and_the_documented_costs():
             e["tensor"]["instructions"], e["gpsimd"]["instructions"]) == (2, 2, 1, 0, 0)
     assert prof["dma"]["hbm_to_sbuf"] == {"transfers": 1, "read_bytes": x.nbytes, "written_bytes": x.nbytes}
     assert prof["dma"]["sbuf_to_hbm"] == {"transfers": 1, "read_bytes": x.nbytes, "written_bytes": x.nbytes}
+    # All traffic: the engines read five SBUF operands of x's size (2 + 1 + 2) into SBUF.
+    assert prof["flows"] == {"hbm_to_sbuf": x.nbytes, "sbuf_to_sbuf": 5 * x.nbytes, "sbuf_to_hbm": x.nbytes}
     # The API reference's costs on trn2 (NeuronCore-v3): tensor_tensor of two float32 SBUF inputs
     # max(MIN_II, 2N) Vector cycles at 0.96 GHz; activation max(MIN_II, N) Scalar cycles at 1.2 GHz;
     # N = 512 elements per partition. A DMA: ~1300 ns fixed, then 23 bytes/ns on each of 16 queues.

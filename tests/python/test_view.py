@@ -830,6 +830,7 @@ def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
             {"read": ["psum", "#nki", "data-psum-peak"]},
             {"read": ["title", "#ttir-title", "text"]},
             {"read": ["profile", "#profile-gpu", "text"]},
+            {"read": ["flows", "#roofline", "data-flows"]},
             {"read": ["marked", ".heatmap", "data-marked"]},
             {"screenshot": "view-nki"},
             {"key": "ArrowRight"},
@@ -839,5 +840,7 @@ def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
     assert reads["panel_hidden"] is None
     assert (reads["program"], reads["bars"], reads["sbuf"], reads["psum"]) == ("0", "3", "512", "0")
     assert reads["title"] == "NKI instructions" and reads["profile"] == "estimated on trn2"
+    # 300 x 64 floats in by DMA, read once more by the Vector engine within SBUF, and out by DMA.
+    assert reads["flows"] == "hbm_to_sbuf=76800,sbuf_to_hbm=76800,sbuf_to_sbuf=76800"
     assert reads["marked"] == runs_of(range(0, 128 * 64))
     assert reads["program2"] == "1" and reads["marked2"] == runs_of(range(128 * 64, 256 * 64))

@@ -9,7 +9,7 @@ import "./style.css";
 import { npy } from "./npy";
 import { elemBytes, fmtBytes, formatValue, valueAt } from "./values";
 import { mountAssistant } from "./assistant";
-import { NkiView, dmaSummary, fmtNs, isNki, type NkiProfile } from "./nki";
+import { NkiView, dmaSummary, drawFlows, fmtNs, isNki, type NkiProfile } from "./nki";
 
 type TensorMode = "op" | "all" | "before" | "after";
 
@@ -283,7 +283,9 @@ function renderNkiProfile(p: NkiProfile) {
   panel.hidden = false;
   delete panel.dataset.bound;
   $("profile-gpu").textContent = `estimated on ${p.target}`;
-  $("roofline").hidden = true;
+  const canvas = $<HTMLCanvasElement>("roofline");
+  canvas.title = "bytes moved between HBM, SBUF and PSUM (DMA and the engines)";
+  drawFlows(canvas, p);
   const counts = Object.entries(p.engines).filter(([, e]) => e.instructions).map(([n, e]) => `${n} ${e.instructions}`);
   $("profile-summary").textContent = `${fmtNs(p.estimate.seconds * 1e9)} (the slowest program); instructions: ${counts.join(", ")}; DMA: ${dmaSummary(p) || "none"}`;
   const table = $("profile-lines");
@@ -305,7 +307,8 @@ function renderNkiProfile(p: NkiProfile) {
 
 function renderProfile(l: Launch) {
   if (isNki(l.reports?.profile)) return renderNkiProfile(l.reports.profile);
-  $("roofline").hidden = false;
+  $("roofline").title = "roofline: attainable FLOP/s against arithmetic intensity";
+  delete $("roofline").dataset.flows;
   $("profile-lines").querySelector("thead")!.innerHTML = "<tr><th>line</th><th>bytes</th><th>sectors</th><th>FLOPs</th></tr>";
   const p = l.reports?.profile as { roofline?: Roofline; lines?: ProfileLine[]; flops?: Record<string, number> } | undefined;
   const panel = $("profile");

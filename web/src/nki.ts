@@ -14,6 +14,8 @@ export interface NkiProfile {
   programs: number;
   engines: Record<string, { instructions: number; busy_ns: number; utilization: number }>;
   dma: Record<string, { transfers: number; read_bytes: number; written_bytes: number }>;
+  /// Bytes read from a memory into another (or the same) by any engine: "hbm_to_sbuf", "sbuf_to_psum", ...
+  flows: Record<string, number>;
   estimate: { seconds: number; program_ns: number[]; sbuf_bytes_per_partition: number; psum_bytes_per_partition: number };
   sites: { op: string; file: string; line: number; col: number }[];
   timeline: { columns: string[]; stride: number; rows: [number, string, number, number, number, number][] };
@@ -179,4 +181,54 @@ export class NkiView {
     g.fillText(`PSUM peak ${fmtBytes(mem.psum_peak)} of ${fmtBytes(p.estimate.psum_bytes_per_partition)} per partition`,
       left + g.measureText(sb).width + 14, h - 2);
   }
+}
+
+/// The launch's traffic between HBM, SBUF and PSUM (`flows`) on `c`: a box per memory, an arrow per
+/// direction labelled with its bytes, and under each box the bytes its engines moved within it. For tests
+/// the canvas carries data-flows ("hbm_to_sbuf=76800,...", sorted).
+export function drawFlows(c: HTMLCanvasElement, p: NkiProfile) {
+  const g = c.getContext("2d")!;
+  const css = getComputedStyle(document.documentElement);
+  const fg = css.getPropertyValue("--fg") || "#000", muted = css.getPropertyValue("--muted") || "#888";
+  g.clearRect(0, 0, c.width, c.height);
+  c.dataset.flows = Object.entries(p.flows).sort().map(([k, v]) => `${k}=${v}`).join(",");
+  const names = ["hbm", "sbuf", "psum"], w = c.width, bw = 52, bh = 26, y = 44;
+  const x = names.map((_, i) => 6 + i * ((w - 12 - bw) / 2));
+  g.font = "10px system-ui";
+  g.textAlign = "center";
+  names.forEach((n, i) => {
+    g.strokeStyle = muted;
+    g.strokeRect(x[i] + 0.5, y + 0.5, bw, bh);
+    g.fillStyle = fg;
+    g.fillText(n.toUpperCase(), x[i] + bw / 2, y + bh / 2 + 4);
+    const within = p.flows[`${n}_to_${n}`];
+    if (within) {
+      g.fillStyle = muted;
+      g.fillText(`within ${fmtBytes(within)}`, x[i] + bw / 2, y + bh + 14);
+    }
+  });
+  const arrow = (from: number, to: number, lane: number, label: string) => {
+    const x0 = from < to ? x[from] + bw : x[from], x1 = from < to ? x[to] : x[to] + bw;
+    const yy = lane < 0 ? y + 7 : y + bh - 7;
+    g.strokeStyle = ENGINE_COLOR.dma;
+    g.fillStyle = ENGINE_COLOR.dma;
+    g.beginPath();
+    g.moveTo(x0, yy);
+    g.lineTo(x1, yy);
+    g.stroke();
+    const d = from < to ? -5 : 5;
+    g.beginPath();
+    g.moveTo(x1, yy);
+    g.lineTo(x1 + d, yy - 3);
+    g.lineTo(x1 + d, yy + 3);
+    g.fill();
+    g.fillStyle = fg;
+    g.fillText(label, (x0 + x1) / 2, lane < 0 ? y - 4 - (Math.abs(to - from) > 1 ? 12 : 0) : y + bh + 26);
+  };
+  for (let a = 0; a < 3; a++)
+    for (let b = 0; b < 3; b++) {
+      const v = p.flows[`${names[a]}_to_${names[b]}`];
+      if (a !== b && v) arrow(a, b, a < b ? -1 : 1, fmtBytes(v));
+    }
+  g.textAlign = "start";
 }
