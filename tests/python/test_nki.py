@@ -521,6 +521,27 @@ def test_reading_sbuf_never_written_is_a_finding_at_the_kernel_line():
 
 
 @nki.jit
+def loop_tiles_kernel(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(3):
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, :6], src=a[:, i * 8:i * 8 + 6])  # BUG: columns 6 and 7 never written
+        nisa.dma_copy(dst=out[:, i * 8:(i + 1) * 8], src=t)
+    return out
+
+
+def test_tiles_of_one_line_in_a_loop_are_one_finding_of_one_launch():
+    loop_tiles_kernel(np.ones((4, 24), dtype=np.float32))
+    found = tilescope.findings()
+    assert len(found) == 1, found
+    f = found[0]
+    # Three tiles (one per iteration) from one nl.ndarray line, read by one program of one launch.
+    assert f["programs"]["count"] == 1 and f["launches"]["count"] == 1 and f["occurrences"] == 3
+    assert f["lanes"]["count"] == 3 * 4 * 2 and (f["offsets"]["min"], f["offsets"]["max"]) == (6, 31)
+    assert "in 1 program" in f["summary"] and "launches" not in tilescope.report_text(color=False)
+
+
+@nki.jit
 def hbm_out_read_kernel(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
