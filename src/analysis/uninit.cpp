@@ -406,8 +406,9 @@ struct UninitAnalysis::Impl {
       if (alloc != last) {
         last = alloc;
         const bool sited = alloc->site.line > 0;
-        auto [it, fresh] = aggs.try_emplace(AggKey{op, sited ? alloc->site.file : std::string(), alloc->site.line,
-                                                   buf->name, buf->bytes, sited ? 0 : alloc->id});
+        auto [it, fresh] =
+            aggs.try_emplace(AggKey{op, sited ? alloc->site.file : std::string(), alloc->site.line, buf->name,
+                                    buf->bytes, sited ? 0 : alloc->id});
         a = &it->second;
         if (fresh) {
           a->id = static_cast<uint32_t>(aggs.size() - 1);

@@ -631,7 +631,8 @@ def run_bad(body: str, *arrays, programs=1):
      "nki.isa.tensor_tensor: 'data1' and 'data2' cannot both be in PSUM", 5),
     ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
      "nisa.activation(dst=t, op=nl.add, data=t)\n",
-     "nki.isa.activation: 'op' nl.add is not an activation function", 3),
+     "nki.isa.activation: 'op' nl.add is not an activation function (nl.add is an ALU operator: "
+     "nisa.tensor_tensor and nisa.tensor_scalar take it)", 3),
     ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
      "nisa.dma_copy(dst=t, src=a[:, 8:16])\n",
      "outside 0..7", 3),
@@ -639,6 +640,14 @@ def run_bad(body: str, *arrays, programs=1):
      "nisa.activation(dst=t, op=np.exp, data=t)\n",
      "nki.isa.activation: argument 'op' is numpy's np.exp; NKI ops take the operators of nki.language (such as "
      "nl.exp)", 3),
+    ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+     "u = t.reshape((64, 16))\n",
+     "cannot reshape the on-chip tensor <nki tensor sbuf_2 float32[128, 8] in sbuf> to (64, 16): the partition "
+     "dimension (dim 0, 128) must stay as it is", 3),
+    ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
+     "nisa.tensor_scalar(dst=t, data=t, op0=nl.exp, operand0=0.0)\n",
+     "nki.isa.tensor_scalar: 'op0' nl.exp is not an ALU operator (nl.exp is an activation function: "
+     "nisa.activation computes it on the Scalar engine)", 3),
     ("t = nl.load(a.reshape((256, 4)))\n",
      "nki.language.load: 'src' (256x4) has 256 rows, but the new SBUF tile puts dim 0 on the partitions: at most 128",
      2),

@@ -287,6 +287,9 @@ class Tensor:
             m *= s
         if n != m:
             raise located(f"cannot reshape {self!r} ({m} elements) to {shape} ({n} elements)")
+        if self.buffer in ("sbuf", "psum") and (not shape or shape[0] != self.shape[0]):
+            raise located(f"cannot reshape the on-chip tensor {self!r} to {shape}: the partition dimension (dim 0, "
+                          f"{self.shape[0]}) must stay as it is (moving data across partitions takes an instruction)")
         expect = 1
         for s, st in zip(reversed(self.shape), reversed(self._strides)):
             if s != 1 and st != expect:
@@ -580,7 +583,8 @@ class Kernel:
     def __getitem__(self, grid):
         if isinstance(grid, tuple):
             if len(grid) != 1:
-                raise located(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}")
+                raise located(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}: launch "
+                              f"kernel[n] with n the number of programs and derive the indexes from nl.program_id(0)")
             grid = grid[0]
         n = int(grid)
         if n < 1:
