@@ -444,25 +444,31 @@ def test_view_method_attributes_and_errors():
                     perm_contiguous=t.permute((0, 2, 1)).is_contiguous(), part=t[0:64].is_contiguous(),
                     pattern=t[:, :, 2:4].get_pattern(), indirect=t.is_indirect(),
                     bshape=t[:, 0:1, :].broadcast(1, 9).shape, bstrides=t[:, 0:1, :].broadcast(1, 9).strides)
+        idx = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        g = a.ap([[2, 1], [1, 2]], scalar_offset=idx, indirect_dim=0)  # a runtime offset: an indirect view
+        seen.update(dyn_indirect=g.is_indirect())
         for bad in (lambda: t.permute((1, 0, 2)), lambda: t.broadcast(1, 3), lambda: t.broadcast(0, 3),
                     lambda: t.squeeze_dim(1), lambda: t.reshape_dim(1, (3, 3)), lambda: t.slice(2, 4, 2),
-                    lambda: t.select(1, 4), lambda: t.permute((0, 2, 1)).flatten_dims(1, 2)):
+                    lambda: t.select(1, 4), lambda: t.permute((0, 2, 1)).flatten_dims(1, 2),
+                    lambda: g.expand_dim(1)):
             try:
                 bad()
             except nki.NkiError as e:
                 seen.setdefault("errors", []).append(str(e))
 
-    k(np.zeros((1, 1), np.float32))
+    k(np.zeros((4, 2), np.float32))
     # NKI language guide, "Anatomy of a tensor": strides in elements, offset of the view, size = elements.
     assert seen["strides"] == (24, 6, 1) and seen["offset"] == 6 and seen["size"] == 128 * 24
     assert seen["contiguous"] and not seen["perm_contiguous"] and seen["part"] and not seen["indirect"]
     assert seen["pattern"] == [[24, 128], [6, 4], [1, 2]]
     assert seen["bshape"] == (128, 9, 6) and seen["bstrides"] == (24, 0, 1)
     errors = seen["errors"]
-    assert len(errors) == 8 and all(e.startswith(f"{__file__}:") for e in errors), errors
+    assert seen["dyn_indirect"]
+    assert len(errors) == 9 and all(e.startswith(f"{__file__}:") for e in errors), errors
     for text in ("permute(): dims[0] must be 0", "broadcast(): dimension 1 of", "broadcast(): dim 0 is the partition",
                  "squeeze_dim(): dimension 1", "reshape_dim(): (3, 3) has 9 elements", "slice(): [4:2:1]",
-                 "select(): index 4 is outside 0..3", "flatten_dims(): dimensions 1..2"):
+                 "select(): index 4 is outside 0..3", "flatten_dims(): dimensions 1..2",
+                 "before .ap() with dynamic offsets, not after"):
         assert any(text in e for e in errors), (text, errors)
 
 

@@ -305,6 +305,8 @@ class Tensor:
     # same storage, built at specialization time. On-chip tensors keep their partition dim at dim 0.
 
     def _with(self, shape, strides, offset=None):
+        if self._dynamic is not None:
+            raise located(f"take views of {self!r} before .ap() with dynamic offsets, not after")
         return Tensor(self._trace, self._tid, self.dtype, self.buffer, self._offset if offset is None else offset,
                       shape, strides, self.name)
 
@@ -335,8 +337,8 @@ class Tensor:
         return True
 
     def is_indirect(self):
-        """Whether the view uses runtime (dynamic) addressing: never, as tilescope models only static views."""
-        return False
+        """Whether the view uses runtime (dynamic) addressing: an .ap() with vector_offset / scalar_offset."""
+        return self._dynamic is not None
 
     def get_pattern(self):
         """The view as [[stride, count], ...], the format .ap() takes."""
