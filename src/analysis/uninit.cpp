@@ -272,7 +272,11 @@ struct UninitAnalysis::Impl {
   std::vector<State*> free_states;
 
   std::mutex mu;  // guards aggs
-  std::map<std::pair<const ir::Op*, uint64_t>, Agg> aggs;
+  // One finding per op and allocation site: the allocations one line makes during a launch (an NKI
+  // kernel's tile allocated in a loop, nki/nki.h) are one finding of that launch, as long as they are the
+  // same buffer (name and size); an allocation of unknown site is its own.
+  using AggKey = std::tuple<const ir::Op*, std::string, int, std::string, uint64_t, uint64_t>;
+  std::map<AggKey, Agg> aggs;
   SiteMaker sites;
   // tt.atomic_rmw exch ops whose old value the kernel never uses: they only write (the value stored does
   // not depend on what was there), so they are not checked as reads.
@@ -401,7 +405,10 @@ struct UninitAnalysis::Impl {
     for (auto& [alloc, lane, elem, buf] : st.hits) {
       if (alloc != last) {
         last = alloc;
-        auto [it, fresh] = aggs.try_emplace({op, alloc->id});
+        const bool sited = alloc->site.line > 0;
+        auto [it, fresh] =
+            aggs.try_emplace(AggKey{op, sited ? alloc->site.file : std::string(), alloc->site.line, buf->name,
+                                    buf->bytes, sited ? 0 : alloc->id});
         a = &it->second;
         if (fresh) {
           a->id = static_cast<uint32_t>(aggs.size() - 1);

@@ -140,6 +140,22 @@ const BitRow* find_bits(std::string_view n) {
     if (r.name == n) return &r;
   return nullptr;
 }
+const ActRow* find_act(std::string_view n) {
+  for (const ActRow& r : kAct)
+    if (r.name == n) return &r;
+  return nullptr;
+}
+
+/// For an operator an op does not take: which ops do take it (nki.api.shared's two tables), so that the
+/// error says where nl.exp or nl.add belongs.
+std::string where_it_goes(std::string_view n) {
+  if (find_alu(n) || find_bits(n))
+    return fmt::format(" (nl.{} is an ALU operator: nisa.tensor_tensor and nisa.tensor_scalar take it)", n);
+  if (find_act(n))
+    return fmt::format(" (nl.{} is an activation function: nisa.activation computes it on the Scalar engine)",
+                       n);
+  return "";
+}
 
 // ------------------------------------------------------------------------------------------------
 // Shared checks
@@ -232,7 +248,7 @@ const AluRow* arith_op(K& k, const Args& args, std::string_view key) {
   if (find_bits(n))
     k.fail(fmt::format("'{}' nl.{} is a bitvec operator; this op takes arithmetic operators only", key, n));
   const AluRow* r = find_alu(n);
-  if (!r) k.fail(fmt::format("'{}' nl.{} is not an ALU operator", key, n));
+  if (!r) k.fail(fmt::format("'{}' nl.{} is not an ALU operator{}", key, n, where_it_goes(n)));
   return r;
 }
 
@@ -531,7 +547,7 @@ Body tensor_tensor(K& k, int, const Args& args) {
     };
   }
   const AluRow* r = find_alu(op);
-  if (!r) k.fail(fmt::format("'op' nl.{} is not an ALU operator", op));
+  if (!r) k.fail(fmt::format("'op' nl.{} is not an ALU operator{}", op, where_it_goes(op)));
   return [dst, a, b, f = r->f](Exec& ex) {
     std::vector<float> x = ex.read(a), y = ex.read(b);
     for (size_t i = 0; i < x.size(); ++i) x[i] = f(x[i], y[i]);
@@ -552,6 +568,9 @@ Body tensor_scalar(K& k, int, const Args& args) {
   const int64_t p = k.tile(data, "data").first, f = k.tile(data, "data").second;
   const std::string op0 = k.name_arg(args, "op0");
   const auto op1 = opt_name(k, args, "op1");
+  for (auto [n, key] : {std::pair{&op0, "op0"}, std::pair{op1 ? &*op1 : nullptr, "op1"}})
+    if (n && !find_alu(*n) && !find_bits(*n))  // the operators first: an operand of a wrong one is moot
+      k.fail(fmt::format("'{}' nl.{} is not an ALU operator{}", key, *n, where_it_goes(*n)));
   if (!op1 && given(args, "operand1")) k.fail("'operand1' must be None when 'op1' is None");
   const bool bits = find_bits(op0) != nullptr;
   if (op1 && (find_bits(*op1) != nullptr) != bits)
@@ -644,10 +663,9 @@ Body activation_common(K& k, const Args& args, bool always_reduce) {
   same_tile(k, dst, "dst", data, "data");
   const int64_t p = k.tile(data, "data").first, f = k.tile(data, "data").second;
   const std::string op = k.name_arg(args, "op");
-  Act fn = nullptr;
-  for (const ActRow& r : kAct)
-    if (r.name == op) fn = r.f;
-  if (!fn) k.fail(fmt::format("'op' nl.{} is not an activation function", op));
+  const ActRow* act = find_act(op);
+  if (!act) k.fail(fmt::format("'op' nl.{} is not an activation function{}", op, where_it_goes(op)));
+  const Act fn = act->f;
   const Scalar scale = scalar_operand(k, args, "scale", p, 1.0f, false);
   if (scale.tile && dtype_name(k, *scale.tile) != "float32")
     k.fail(fmt::format("'scale' is {}; a scale tile must be float32", dtype_name(k, *scale.tile)));

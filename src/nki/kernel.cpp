@@ -113,23 +113,41 @@ void Kernel::Impl::check_capacity(int program) const {
     for (size_t i = 0; i < code.size(); ++i) {
       used += delta[i];
       if (used <= capacity) continue;
-      std::vector<std::pair<int64_t, std::string>> at;  // the tensors live there, largest first
+      // The tensors live there, largest first; the tiles of one allocation line (a loop's) as one group.
+      struct Group {
+        int64_t bytes;  // per partition, each
+        std::string name, where;
+        int count;
+      };
+      std::vector<Group> at;
+      size_t live_here = 0;
       for (const auto& [t, range] : live) {
         const Storage& s = tensors[static_cast<size_t>(t)];
         if (s.info.space != space || range.first > i || range.second < i) continue;
-        at.emplace_back(static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
-                        fmt::format("{} ({} bytes, {})", s.info.name,
-                                    static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
-                                    s.info.loc.known() ? s.info.loc.str() : "?"));
+        ++live_here;
+        const int64_t bytes = static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0));
+        const std::string where = s.info.loc.known() ? s.info.loc.str() : "?";
+        auto g = std::find_if(at.begin(), at.end(), [&](const Group& x) {
+          return x.bytes == bytes && x.name == s.info.name && x.where == where;
+        });
+        if (g == at.end())
+          at.push_back({bytes, s.info.name, where, 1});
+        else
+          ++g->count;
       }
-      std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::stable_sort(at.begin(), at.end(),
+                       [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
       std::vector<std::string> names;
-      for (size_t j = 0; j < at.size() && j < 8; ++j) names.push_back(at[j].second);
+      for (size_t j = 0; j < at.size() && j < 8; ++j)
+        names.push_back(at[j].count == 1
+                            ? fmt::format("{} ({} bytes, {})", at[j].name, at[j].bytes, at[j].where)
+                            : fmt::format("{} x {} ({} bytes each, {})", at[j].count, at[j].name, at[j].bytes,
+                                          at[j].where));
       const ir::PyLoc& l = code[i].site->loc;
       throw Error(fmt::format(
           "{}{}: program {}: {} tensors live here need {} bytes per partition of {}, which "
           "holds {} on {}: {}{}",
-          l.known() ? l.str() + ": " : "", code[i].site->name, program, at.size(), used, space_name(space),
+          l.known() ? l.str() + ": " : "", code[i].site->name, program, live_here, used, space_name(space),
           capacity, target->name, fmt::join(names, ", "), at.size() > names.size() ? ", ..." : ""));
     }
   }
