@@ -329,8 +329,9 @@ void bind_nki(nb::module_& m) {
       .def(nb::init<>())
       .def(
           "__init__",
-          [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides,
-             const nki::View* vector_offset, const nki::View* scalar_offset, int indirect_dim) {
+          [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape,
+             std::vector<int64_t> strides, const nki::View* vector_offset, const nki::View* scalar_offset,
+             int indirect_dim) {
             new (v) nki::View{tensor, offset, std::move(shape), std::move(strides)};
             if (vector_offset) v->vector_offset = std::make_shared<const nki::View>(*vector_offset);
             if (scalar_offset) v->scalar_offset = std::make_shared<const nki::View>(*scalar_offset);

@@ -381,9 +381,12 @@ Body dma_copy(K& k, int, const Args& args) {
   const auto rmw = opt_name(k, args, "dst_rmw_op");
   if (rmw && *rmw != "add") k.fail(fmt::format("dst_rmw_op must be nl.add, not nl.{}", *rmw));
   const std::string oob = k.name_arg(args, "oob_mode", "error");
-  if (oob != "error" && oob != "skip") k.fail(fmt::format("oob_mode must be oob_mode.error or oob_mode.skip, not {}", oob));
+  if (oob != "error" && oob != "skip")
+    k.fail(fmt::format("oob_mode must be oob_mode.error or oob_mode.skip, not {}", oob));
   if (rmw && (dst.dynamic() || src.dynamic()))
-    k.fail("dst_rmw_op does not take dynamic offsets here (tilescope models the plain copy's gather and scatter)");
+    k.fail(
+        "dst_rmw_op does not take dynamic offsets here (tilescope models the plain copy's gather and "
+        "scatter)");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
   return [dst, src, same, add = rmw.has_value(), skip = oob == "skip"](Exec& ex) {
     ex.oob_skip = skip;
@@ -414,9 +417,7 @@ Body tensor_copy(K& k, int, const Args& args) {
         "tensor_copy is not supported on the Scalar engine on NeuronCore-v2 (trn1): use nisa.activation with "
         "op=nl.copy");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
-  return [dst, src, same](Exec& ex) {
-    copy(ex, dst, src, same);
-  };
+  return [dst, src, same](Exec& ex) { copy(ex, dst, src, same); };
 }
 
 /// isa/memset: every element of dst = value (converted to dst's dtype), on the Vector or GpSimd engine

@@ -154,7 +154,9 @@ void Kernel::Impl::check_capacity(int program) const {
 }
 
 Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
-const Storage& Kernel::Impl::storage(const View& v) const { return tensors.at(static_cast<size_t>(v.tensor)); }
+const Storage& Kernel::Impl::storage(const View& v) const {
+  return tensors.at(static_cast<size_t>(v.tensor));
+}
 
 std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, bool required) {
   auto it = args.find(key);
@@ -192,9 +194,10 @@ std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, b
 
 void Kernel::Impl::check_dynamic(const View& v, std::string_view key) {
   if (op != "dma_copy" && op != "load" && op != "store" && op != "tensor_copy")
-    fail(fmt::format("argument '{}': dynamic offsets (.ap(scalar_offset=, vector_offset=)) are taken by "
-                     "dma_copy and tensor_copy only",
-                     key));
+    fail(
+        fmt::format("argument '{}': dynamic offsets (.ap(scalar_offset=, vector_offset=)) are taken by "
+                    "dma_copy and tensor_copy only",
+                    key));
   const Storage& s = tensors[static_cast<size_t>(v.tensor)];
   if (v.indirect_dim < 0 || v.indirect_dim >= static_cast<int>(s.info.shape.size()))
     fail(fmt::format("argument '{}': indirect_dim {} is not a dimension of '{}' ({} dimensions)", key,
@@ -206,7 +209,8 @@ void Kernel::Impl::check_dynamic(const View& v, std::string_view key) {
       fail(fmt::format("argument '{}': the {} names no tensor of this kernel", key, what));
     const Storage& ts = tensors[static_cast<size_t>(t->tensor)];
     if (ts.info.space != Space::sbuf)
-      fail(fmt::format("argument '{}': the {} must be a tile in SBUF, not in {}", key, what, space_name(ts.info.space)));
+      fail(fmt::format("argument '{}': the {} must be a tile in SBUF, not in {}", key, what,
+                       space_name(ts.info.space)));
     if (ts.info.dtype.is_float())
       fail(fmt::format("argument '{}': the {} must be of an integer dtype (int32, uint32), not {}", key, what,
                        ts.info.dtype.name));
@@ -217,7 +221,8 @@ void Kernel::Impl::check_dynamic(const View& v, std::string_view key) {
   };
   if (v.vector_offset) {
     if (s.info.space != Space::hbm)
-      fail(fmt::format("argument '{}': vector_offset indexes an HBM tensor, not one in {}", key, space_name(s.info.space)));
+      fail(fmt::format("argument '{}': vector_offset indexes an HBM tensor, not one in {}", key,
+                       space_name(s.info.space)));
     if (v.indirect_dim != 0) fail(fmt::format("argument '{}': vector_offset takes indirect_dim=0 only", key));
     index_tile(v.vector_offset, "vector_offset", v.shape.empty() ? 1 : v.shape[0]);
   }
@@ -393,9 +398,15 @@ void Kernel::append(int program, std::string_view op, const Args& args, const ir
       (v->strides[d] < 0 ? lo : hi) += v->strides[d] * (v->shape[d] - 1);
     if (v->dynamic()) {  // anywhere in its tensor, known when it runs; its index tiles are read
       lo = 0;
-      hi = static_cast<int64_t>(k.storage(*v).bytes / static_cast<uint64_t>(k.storage(*v).info.dtype.bytes())) - 1;
+      hi = static_cast<int64_t>(k.storage(*v).bytes /
+                                static_cast<uint64_t>(k.storage(*v).info.dtype.bytes())) -
+           1;
       for (const auto& t : {v->vector_offset, v->scalar_offset})
-        if (t) touches.push_back({t->tensor, t->offset, t->offset + std::max<int64_t>(0, t->numel() - 1) * (t->strides.empty() ? 1 : t->strides[0]), false});
+        if (t)
+          touches.push_back(
+              {t->tensor, t->offset,
+               t->offset + std::max<int64_t>(0, t->numel() - 1) * (t->strides.empty() ? 1 : t->strides[0]),
+               false});
     }
     const bool write = key == "dst" || key == "reduce_res" || key == "dst_idx";
     touches.push_back({v->tensor, lo, hi, write});
@@ -418,13 +429,14 @@ launch::LaunchRecord Kernel::record() const {
   for (const Storage& s : k.tensors) {
     if (s.info.program >= 0) continue;
     const exec::Buffer& b = k.memory.buffer(s.buffer);
-    r.args.push_back(launch::ArgRecord::buffer(s.info.name, s.info.dtype.elem, b.host, b.bytes, b.shape, b.strides));
+    r.args.push_back(
+        launch::ArgRecord::buffer(s.info.name, s.info.dtype.elem, b.host, b.bytes, b.shape, b.strides));
   }
   for (const auto& op : k.fn->body.blocks[0]->ops) {  // the file's name only: the listing is to read
     const ir::PyLoc& l = op->loc;
     const size_t slash = l.file.rfind('/');
-    r.ttir += fmt::format("{}  # {}:{}:{}\n", op->name, slash == std::string::npos ? l.file : l.file.substr(slash + 1),
-                          l.line, l.col);
+    r.ttir += fmt::format("{}  # {}:{}:{}\n", op->name,
+                          slash == std::string::npos ? l.file : l.file.substr(slash + 1), l.line, l.col);
   }
   return r;
 }
@@ -444,9 +456,8 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   // which is about a GPU program's lanes being threads).
   // The GPU profiler's model does not apply: a "profile" request gets the NKI profile (profile.cpp).
   launch::RunOptions o = options;
-  const bool profiling = std::erase_if(o.analyses, [](const launch::AnalysisRequest& a) {
-                           return a.name == "profile";
-                         }) > 0;
+  const bool profiling =
+      std::erase_if(o.analyses, [](const launch::AnalysisRequest& a) { return a.name == "profile"; }) > 0;
   for (launch::AnalysisRequest& a : o.analyses)
     if (a.name == "races") {
       if (!a.options.is_object()) a.options = nlohmann::json::object();
@@ -518,7 +529,8 @@ Exec::Lanes Exec::lanes(const View& v) {
   if (v.dynamic()) {
     // R: the elements of one step of the indirect dimension (the tensor's shape past it).
     int64_t row = 1;
-    for (size_t d = static_cast<size_t>(v.indirect_dim) + 1; d < s.info.shape.size(); ++d) row *= s.info.shape[d];
+    for (size_t d = static_cast<size_t>(v.indirect_dim) + 1; d < s.info.shape.size(); ++d)
+      row *= s.info.shape[d];
     auto index_values = [&](const View& t) {
       const DType& dt = k_.tensors.at(static_cast<size_t>(t.tensor)).info.dtype;
       std::vector<int64_t> vals;

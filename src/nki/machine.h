@@ -42,7 +42,7 @@ struct Cost {
   double ns = 0;     // how long it keeps its engine (each of its queues, for a DMA) busy
   int queues = 1;    // DMA: how many of the 16 queues it is spread over
   double flops = 0;  // nc_matmul: 2 * K * M * N
-  Space from = Space::hbm, to = Space::hbm;  // DMA: the source's and the destination's memories
+  Space from = Space::hbm, to = Space::hbm;   // DMA: the source's and the destination's memories
   int64_t read_bytes = 0, written_bytes = 0;  // DMA
   /// Bytes the instruction reads from each memory into the memory of its destination, any engine:
   /// flow[from * 3 + to], Space order (the profile's "flows": HBM / SBUF / PSUM traffic).

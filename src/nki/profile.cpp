@@ -47,10 +47,10 @@ std::string_view engine_name(Engine e) {
 
 namespace {
 
-constexpr double kMinII = 64;          // cycles (the API reference's MIN_II)
-constexpr double kGpSimdStart = 150;   // cycles (iota, affine_select, local_gather)
-constexpr double kDmaFixedNs = 1300;   // nki-dma-bandwidth-guide.html
-constexpr int kDmaQueues = 16;         // per NeuronCore (nki-dma-overview.html)
+constexpr double kMinII = 64;         // cycles (the API reference's MIN_II)
+constexpr double kGpSimdStart = 150;  // cycles (iota, affine_select, local_gather)
+constexpr double kDmaFixedNs = 1300;  // nki-dma-bandwidth-guide.html
+constexpr int kDmaQueues = 16;        // per NeuronCore (nki-dma-overview.html)
 
 int64_t free_size(const View& v) {
   int64_t f = 1;
@@ -136,9 +136,9 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
     c.read_bytes = src->numel() * from.info.dtype.bytes();
     c.written_bytes = dst->numel() * to.info.dtype.bytes();
     // A gather / scatter (vector_offset) moves each row on its own.
-    const int64_t piece = std::max<int64_t>(
-        1, std::min(contiguous(*src, from.info.space != Space::hbm || src->vector_offset),
-                    contiguous(*dst, to.info.space != Space::hbm || dst->vector_offset)));
+    const int64_t piece =
+        std::max<int64_t>(1, std::min(contiguous(*src, from.info.space != Space::hbm || src->vector_offset),
+                                      contiguous(*dst, to.info.space != Space::hbm || dst->vector_offset)));
     const int64_t pieces = (dst->numel() + piece - 1) / piece;
     c.queues = static_cast<int>(std::clamp<int64_t>(pieces, 1, kDmaQueues));
     double rate = t.dma_bytes_per_ns * c.queues;
@@ -173,8 +173,9 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
     const int64_t p = data && !data->shape.empty() ? data->shape[0] : 1;
     const int64_t f = data ? free_size(*data) : 1;
     c.engine = engine_or(std::max(p, f) <= 32 ? Engine::vector : Engine::tensor);
-    cycles = c.engine == Engine::tensor ? std::max<double>(static_cast<double>(p), std::min(64.0, static_cast<double>(f)))
-                                        : std::max(kMinII, static_cast<double>(f));
+    cycles = c.engine == Engine::tensor
+                 ? std::max<double>(static_cast<double>(p), std::min(64.0, static_cast<double>(f)))
+                 : std::max(kMinII, static_cast<double>(f));
   } else if (op == "activation" || op == "activation_reduce") {
     c.engine = Engine::scalar;
     cycles = std::max(kMinII, n);
@@ -187,15 +188,16 @@ Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args) {
     c.engine = engine_or(Engine::vector);
     if (op == "tensor_tensor") {
       const std::string o = name_of(args, "op");
-      const bool cheap = any_psum || (all_sbuf && dtype_of(view_of(args, "data1")) == "bfloat16" &&
-                                      dtype_of(view_of(args, "data2")) == "bfloat16" &&
-                                      dtype_of(dst) == "bfloat16" &&
-                                      (o == "add" || o == "multiply" || o == "subtract"));
+      const bool cheap =
+          any_psum || (all_sbuf && dtype_of(view_of(args, "data1")) == "bfloat16" &&
+                       dtype_of(view_of(args, "data2")) == "bfloat16" && dtype_of(dst) == "bfloat16" &&
+                       (o == "add" || o == "multiply" || o == "subtract"));
       cycles = std::max(kMinII, cheap ? n : 2 * n);
     } else if (op == "scalar_tensor_tensor") {
       const bool fast = dtype_of(view_of(args, "data")) == "bfloat16" &&
-                        dtype_of(view_of(args, "operand1")) == "bfloat16" && name_of(args, "op0") == "subtract" &&
-                        name_of(args, "op1") == "multiply" && std::fmod(n, 2) == 0;
+                        dtype_of(view_of(args, "operand1")) == "bfloat16" &&
+                        name_of(args, "op0") == "subtract" && name_of(args, "op1") == "multiply" &&
+                        std::fmod(n, 2) == 0;
       cycles = fast ? n : 2 * n;
     } else if (op == "tensor_reduce") {
       const std::string o = name_of(args, "op");
@@ -301,8 +303,9 @@ nlohmann::json Kernel::profile() const {
       if (in.cost.engine == Engine::dma) {
         std::vector<int> order(kDmaQueues);
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int a, int b) { return queue_free[static_cast<size_t>(a)] < queue_free[static_cast<size_t>(b)]; });
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+          return queue_free[static_cast<size_t>(a)] < queue_free[static_cast<size_t>(b)];
+        });
         queues.assign(order.begin(), order.begin() + in.cost.queues);
         start = ready;
         for (int q : queues) start = std::max(start, queue_free[static_cast<size_t>(q)]);
@@ -388,13 +391,15 @@ nlohmann::json Kernel::profile() const {
       sbuf_peak = std::max(sbuf_peak, sbuf);
       psum_peak = std::max(psum_peak, psum);
     }
-    memory.push_back({{"program", p}, {"points", points}, {"sbuf_peak", sbuf_peak}, {"psum_peak", psum_peak}});
+    memory.push_back(
+        {{"program", p}, {"points", points}, {"sbuf_peak", sbuf_peak}, {"psum_peak", psum_peak}});
   }
 
   const double longest = program_ns.empty() ? 0 : *std::max_element(program_ns.begin(), program_ns.end());
-  const size_t slowest = program_ns.empty() ? 0
-                                            : static_cast<size_t>(std::max_element(program_ns.begin(), program_ns.end()) -
-                                                                  program_ns.begin());
+  const size_t slowest =
+      program_ns.empty()
+          ? 0
+          : static_cast<size_t>(std::max_element(program_ns.begin(), program_ns.end()) - program_ns.begin());
   json engines = json::object();
   for (int e = 0; e < kEngines; ++e) {
     const double denom = longest * static_cast<double>(k.programs) * (e == 4 ? kDmaQueues : 1);
@@ -406,8 +411,8 @@ nlohmann::json Kernel::profile() const {
   json flows = json::object();
   for (size_t f = 0; f < flow.size(); ++f)
     if (flow[f])
-      flows[fmt::format("{}_to_{}", space_name(static_cast<Space>(f / 3)), space_name(static_cast<Space>(f % 3)))] =
-          flow[f];
+      flows[fmt::format("{}_to_{}", space_name(static_cast<Space>(f / 3)),
+                        space_name(static_cast<Space>(f % 3)))] = flow[f];
   json dma_j = json::object();
   for (const auto& [dir, d] : dma)
     dma_j[dir] = {{"transfers", d.transfers}, {"read_bytes", d.read}, {"written_bytes", d.written}};
@@ -421,7 +426,8 @@ nlohmann::json Kernel::profile() const {
   for (const Line& L : ranked) {
     json per = json::object();
     for (int e = 0; e < kEngines; ++e)
-      if (L.per_engine[static_cast<size_t>(e)]) per[std::string(engine_name(static_cast<Engine>(e)))] = L.per_engine[static_cast<size_t>(e)];
+      if (L.per_engine[static_cast<size_t>(e)])
+        per[std::string(engine_name(static_cast<Engine>(e)))] = L.per_engine[static_cast<size_t>(e)];
     lines_j.push_back({{"file", L.file},
                        {"line", L.line},
                        {"source", L.file.empty() ? std::string() : sm.source_line(L.file, L.line)},
@@ -447,7 +453,10 @@ nlohmann::json Kernel::profile() const {
           {"model",
            {{"estimate", true},
             {"clocks_ghz",
-             {{"tensor", t.tensor_ghz}, {"vector", t.vector_ghz}, {"scalar", t.scalar_ghz}, {"gpsimd", t.gpsimd_ghz}}},
+             {{"tensor", t.tensor_ghz},
+              {"vector", t.vector_ghz},
+              {"scalar", t.scalar_ghz},
+              {"gpsimd", t.gpsimd_ghz}}},
             {"min_ii_cycles", kMinII},
             {"dma_queues", kDmaQueues},
             {"dma_bytes_per_ns_per_queue", t.dma_bytes_per_ns},

@@ -132,10 +132,12 @@ std::string nki_text(const std::vector<const json*>& launches, int top) {
       out += "  DMA: " + d + "\n";
     }
     if (K.flops > 0) out += fmt::format("  matmul FLOPs: {}\n", count_str(K.flops));
-    out += fmt::format("  estimated time: {} (the slowest program of each launch, summed); engines busy: {}\n",
-                       time_str(K.seconds), busy.empty() ? std::string("none") : busy);
+    out +=
+        fmt::format("  estimated time: {} (the slowest program of each launch, summed); engines busy: {}\n",
+                    time_str(K.seconds), busy.empty() ? std::string("none") : busy);
     std::vector<std::pair<std::pair<std::string, int>, Nki::Line>> ls(K.lines.begin(), K.lines.end());
-    std::stable_sort(ls.begin(), ls.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    std::stable_sort(ls.begin(), ls.end(),
+                     [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
     if (ls.size() > static_cast<size_t>(std::max(top, 0))) ls.resize(static_cast<size_t>(std::max(top, 0)));
     if (!ls.empty()) out += "  hottest lines (estimated engine time; instructions; DMA bytes):\n";
     for (const auto& [key, l] : ls) {
@@ -144,8 +146,8 @@ std::string nki_text(const std::vector<const json*>& launches, int top) {
       std::string src = l.source;
       src.erase(0, src.find_first_not_of(" \t"));
       if (src.size() > 60) src = src.substr(0, 57) + "...";
-      out += fmt::format("    {:>10} {:>9} {:>10}  {:<22} {}\n", time_str(l.ns * 1e-9), count_str(l.instructions),
-                         bytes_str(l.dma_bytes), where, src);
+      out += fmt::format("    {:>10} {:>9} {:>10}  {:<22} {}\n", time_str(l.ns * 1e-9),
+                         count_str(l.instructions), bytes_str(l.dma_bytes), where, src);
     }
   }
   return out;

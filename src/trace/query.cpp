@@ -151,15 +151,12 @@ json Query::launch(int64_t id) const {
   out["findings"] = parse_or(s.text(9), json::array());
   std::map<int64_t, json> stats;
   {
-    Stmt st(db, "SELECT site, executions, lanes, active, oob, bytes, stored FROM site_stats WHERE launch = ?");
+    Stmt st(db,
+            "SELECT site, executions, lanes, active, oob, bytes, stored FROM site_stats WHERE launch = ?");
     st.bind(1, id);
     while (st.step())
-      stats[st.i64(0)] = {{"executions", st.i64(1)},
-                          {"lanes", st.i64(2)},
-                          {"active", st.i64(3)},
-                          {"oob", st.i64(4)},
-                          {"bytes", st.i64(5)},
-                          {"stored", st.i64(6)}};
+      stats[st.i64(0)] = {{"executions", st.i64(1)}, {"lanes", st.i64(2)}, {"active", st.i64(3)},
+                          {"oob", st.i64(4)},        {"bytes", st.i64(5)}, {"stored", st.i64(6)}};
   }
   json sites = json::array();
   {
@@ -480,7 +477,11 @@ json Query::kernel(int64_t id) const {
   Stmt s(impl_->db, "SELECT name, ttir_file, ttir, language FROM kernels WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) throw NotFound(fmt::format("no kernel {} in this trace", id));
-  return {{"id", id}, {"name", s.text(0)}, {"ttir_file", s.text(1)}, {"ttir", s.text(2)}, {"language", s.text(3)}};
+  return {{"id", id},
+          {"name", s.text(0)},
+          {"ttir_file", s.text(1)},
+          {"ttir", s.text(2)},
+          {"language", s.text(3)}};
 }
 
 }  // namespace tilescope::trace

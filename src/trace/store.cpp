@@ -345,12 +345,14 @@ constexpr const char* kInsertChunk =
 
 launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
                               const launch::RunOptions& options, std::string* write_error) {
-  return run({kernel.module(), kernel.function(rec.kernel), kernel.text(), "ttir"}, rec, options,
-             [&](const launch::RunOptions& o) { return launch::run_launch(kernel, rec, o); }, write_error);
+  return run(
+      {kernel.module(), kernel.function(rec.kernel), kernel.text(), "ttir"}, rec, options,
+      [&](const launch::RunOptions& o) { return launch::run_launch(kernel, rec, o); }, write_error);
 }
 
 launch::RunResult Writer::run(const Program& program, const launch::LaunchRecord& rec,
-                              const launch::RunOptions& options, const RunFn& run_it, std::string* write_error) {
+                              const launch::RunOptions& options, const RunFn& run_it,
+                              std::string* write_error) {
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
@@ -481,9 +483,10 @@ launch::RunResult Writer::run(const Program& program, const launch::LaunchRecord
 
     // Aggregates over every program.
     {
-      Stmt ins(db,
-               "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes, stored) VALUES (?, "
-               "?, ?, ?, ?, ?, ?, ?)");
+      Stmt ins(
+          db,
+          "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes, stored) VALUES (?, "
+          "?, ?, ?, ?, ?, ?, ?)");
       const auto& st = recorder->site_stats();
       for (size_t i = 0; i < st.size(); ++i) {
         if (st[i].executions == 0) continue;
@@ -735,11 +738,12 @@ std::map<int64_t, Reader::Process> Reader::processes() const {
 
 StoredLaunch Reader::launch(int64_t id) const {
   const Db& db = impl_->db;
-  Stmt s(db,
-         "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name, k.language "
-         "FROM "
-         "launches l "
-         "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
+  Stmt s(
+      db,
+      "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name, k.language "
+      "FROM "
+      "launches l "
+      "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
   s.bind(1, id);
   if (!s.step()) {
     const auto ids = launches();
@@ -867,7 +871,8 @@ std::string Reader::summary(int top_lines) const {
   out += "\ntop lines by bytes (all launches, active in-bounds lanes):\n";
   {
     Stmt s(db,
-           "SELECT st.file, st.line, sum(ss.bytes), sum(ss.stored), sum(ss.executions), group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
+           "SELECT st.file, st.line, sum(ss.bytes), sum(ss.stored), sum(ss.executions), "
+           "group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
            "ss.launch "
            "JOIN sites st ON st.kernel = l.kernel AND st.site = ss.site GROUP BY st.file, st.line "
            "ORDER BY sum(ss.bytes) DESC, st.file, st.line LIMIT ?");

@@ -68,7 +68,8 @@ class Writer {
   /// The same for a launch that `run` performs (an NKI kernel's): `run` gets `options` with the recorder
   /// among its observers, and must tell it what the launch does through them.
   launch::RunResult run(const Program& program, const launch::LaunchRecord& record,
-                        const launch::RunOptions& options, const RunFn& run, std::string* write_error = nullptr);
+                        const launch::RunOptions& options, const RunFn& run,
+                        std::string* write_error = nullptr);
   const std::string& path() const;
 
  private:
