@@ -88,9 +88,8 @@ void Kernel::Impl::fail(const std::string& message) const {
       op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op) : std::string(op), message));
 }
 
-void Kernel::Impl::check_capacity(int program) const {
+std::map<int, std::pair<size_t, size_t>> Kernel::Impl::live_ranges(int program) const {
   const std::vector<Instr>& code = this->code[static_cast<size_t>(program)];
-  // First and last use of every on-chip tensor of the program.
   std::map<int, std::pair<size_t, size_t>> live;
   for (size_t i = 0; i < code.size(); ++i)
     for (const Touch& t : code[i].touches) {
@@ -98,6 +97,12 @@ void Kernel::Impl::check_capacity(int program) const {
       auto [it, fresh] = live.try_emplace(t.tensor, i, i);
       if (!fresh) it->second.second = i;
     }
+  return live;
+}
+
+void Kernel::Impl::check_capacity(int program) const {
+  const std::vector<Instr>& code = this->code[static_cast<size_t>(program)];
+  const std::map<int, std::pair<size_t, size_t>> live = live_ranges(program);
   for (Space space : {Space::sbuf, Space::psum}) {
     const int64_t capacity = space == Space::psum ? target->psum_bytes : target->sbuf_bytes;
     // Bytes per partition that start and stop being live at each instruction.

@@ -103,6 +103,8 @@ struct Kernel::Impl {
   /// first instruction that uses it to the last (the compiler's allocator reuses the space of dead
   /// tensors, and a tile allocated in a loop body is a new tensor per iteration).
   void check_capacity(int program) const;
+  /// Per on-chip tensor of `program`: the indexes of the first and the last of its instructions that use it.
+  std::map<int, std::pair<size_t, size_t>> live_ranges(int program) const;
   const ir::Op* site(std::string_view op_name, const ir::PyLoc& at);
   /// An Error located at the call being checked: "file:line: nki.isa.<op>: <message>".
   [[noreturn]] void fail(const std::string& message) const;

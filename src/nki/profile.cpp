@@ -352,13 +352,7 @@ nlohmann::json Kernel::profile() const {
     if (!listed_program) continue;
     // SBUF / PSUM in use over time: a tensor holds its bytes per partition from the start of the first
     // instruction that uses it to the end of the last (the live ranges of the capacity check).
-    std::map<int, std::pair<size_t, size_t>> live;
-    for (size_t i = 0; i < code.size(); ++i)
-      for (const Touch& tc : code[i].touches) {
-        if (k.tensors[static_cast<size_t>(tc.tensor)].info.space == Space::hbm) continue;
-        auto [it, fresh] = live.try_emplace(tc.tensor, i, i);
-        if (!fresh) it->second.second = i;
-      }
+    const std::map<int, std::pair<size_t, size_t>> live = k.live_ranges(static_cast<int>(p));
     std::vector<std::tuple<double, int64_t, int64_t>> steps;  // time, sbuf delta, psum delta
     for (const auto& [id, range] : live) {
       const Storage& s = k.tensors[static_cast<size_t>(id)];
