@@ -162,6 +162,18 @@ std::shared_ptr<trace::Writer> trace_writer(const std::string& path) {
   return w;
 }
 
+/// The writer for `path` ("" = no trace: null); null with the reason in `error` when it cannot be opened
+/// (the launch still runs: the program goes on).
+std::shared_ptr<trace::Writer> trace_writer(const std::string& path, std::string& error) {
+  if (path.empty()) return nullptr;
+  try {
+    return trace_writer(path);
+  } catch (const Error& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
+
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, int64_t max_steps,
                        const std::string& analyses, const std::vector<std::string>& stack,
@@ -196,14 +208,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    std::shared_ptr<trace::Writer> writer;
-    if (!trace_path.empty()) {
-      try {
-        writer = trace_writer(trace_path);
-      } catch (const Error& e) {
-        trace_error = e.what();
-      }
-    }
+    std::shared_ptr<trace::Writer> writer = trace_writer(trace_path, trace_error);
     res = writer ? writer->run(*k, rec, opts, &trace_error) : launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
@@ -281,14 +286,7 @@ nb::dict nki_run(nki::Kernel& k, const std::string& analyses, const std::vector<
   std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    std::shared_ptr<trace::Writer> writer;
-    if (!trace_path.empty()) {
-      try {
-        writer = trace_writer(trace_path);
-      } catch (const Error& e) {
-        trace_error = e.what();
-      }
-    }
+    std::shared_ptr<trace::Writer> writer = trace_writer(trace_path, trace_error);
     if (writer) {
       // Recorded as any launch, with its profile (the visualizer's memory and engine views need it).
       launch::LaunchRecord rec = k.record();

@@ -19,6 +19,7 @@ import threading
 import pytest
 
 import tilescope
+from nki_programs import SCALE_ROWS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TILESCOPE = os.environ.get("TILESCOPE_BIN") or os.path.join(ROOT, "build", "tilescope")
@@ -785,29 +786,6 @@ def test_the_map_coloured_by_time(tmp_path):
     assert re.fullmatch(rf"\({x}, 0, 0\) · [0-9.]+ (s|ms|µs)", reads["pid"]), reads["pid"]
 
 
-NKI_SCALE = """
-import numpy as np
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def scale_rows(x):
-    n, d = x.shape
-    out = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.shared_hbm)
-    p = nl.program_id(0)
-    rows = min(128, n - p * 128)
-    t = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t[:rows], src=x[p * 128:p * 128 + rows])
-    y = nl.ndarray((128, d), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=y[:rows], data=t[:rows], op0=nl.multiply, operand0=3.0)
-    nisa.dma_copy(dst=out[p * 128:p * 128 + rows], src=y[:rows])
-    return out
-
-
-scale_rows[3](np.ones((300, 64), dtype=np.float32))
-"""
 
 
 def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
@@ -816,7 +794,7 @@ def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
     512 bytes per partition at their peak; the code panel is the instruction listing; the tensor map marks
     the rows the program's first copy read."""
     prog = tmp_path / "scale.py"
-    prog.write_text(NKI_SCALE)
+    prog.write_text(SCALE_ROWS)
     trace = tmp_path / "nki.tstrace"
     p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], capture_output=True,
                        text=True, timeout=300)
