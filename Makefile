@@ -135,7 +135,8 @@ bench-profile: setup build
 view-png: build
 	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope $(PY) web/tests/view_png.py
 
-# NKI kernels: each instruction's fixed cost and a 2048^3 bf16 tiled matmul, against NumPy (bench/RESULTS.md).
+# NKI kernels: each instruction's fixed cost, a 2048^3 bf16 tiled matmul and a flash attention kernel, against NumPy
+# (bench/RESULTS.md).
 bench-nki: setup build
 	$(PY) bench/nki.py
 

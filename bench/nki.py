@@ -9,6 +9,10 @@
 2. Throughput: a 2048 x 2048 x 2048 bfloat16 matmul as a tiled NKI kernel (128 x 128 stationary, 128 x 512
    moving, float32 accumulation in PSUM, a PSUM -> SBUF copy and a DMA out per output tile), against NumPy
    running the same op sequence (per output tile, the 16 tile products in float32, then the cast).
+3. Attention: examples/nki_attention.py's flash attention kernel on one bfloat16 head of 2048 queries and
+   keys, head dim 128 (16 x 16 tile pairs, up to 13 instructions each: two nc_matmul, a transpose, the running
+   softmax), against NumPy running the same op sequence tile by tile (float32 matmuls and exponentials,
+   the weights rounded to bfloat16).
 
 Median of --reps runs after one warm-up. Writes the section between `<!-- bench-nki:begin -->` and
 `<!-- bench-nki:end -->` of bench/RESULTS.md.
@@ -91,6 +95,51 @@ def matmul_numpy(a_t, b):
     return out
 
 
+def load_example(name):
+    """examples/<name>.py, whose `import nki` is tilescope.nki here (as under `tilescope sanitize`)."""
+    import importlib.util
+
+    import tilescope.nki
+    import tilescope.nki.isa
+    import tilescope.nki.language
+
+    sys.modules.update({"nki": tilescope.nki, "nki.language": tilescope.nki.language, "nki.isa": tilescope.nki.isa})
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples", name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def attention_numpy(q, k, v):
+    """The op sequence of nki_attention's kernel (not causal) in NumPy, tile by tile."""
+    heads, s, d = q.shape
+    scale = np.float32(1.0 / np.sqrt(d))
+    out = np.empty_like(q)
+    for h in range(heads):
+        kt = k[h].T.astype(np.float32)
+        vt = v[h].astype(np.float32)
+        for q0 in range(0, s, 128):
+            qt = q[h, q0:q0 + 128].T.astype(np.float32)
+            m = l = o = corr = None
+            for k0 in range(0, k.shape[1], 128):
+                sc = qt.T @ kt[:, k0:k0 + 128]
+                m_new = sc.max(axis=1, keepdims=True)
+                if m is not None:
+                    m_new = np.maximum(m_new, m)
+                    corr = np.exp((m - m_new) * scale)
+                pf = np.exp(sc * scale + m_new * -scale)
+                rowsum = pf.sum(axis=1, keepdims=True)
+                pt = pf.astype(ml_dtypes.bfloat16).T.astype(np.float32)
+                pv = pt.T @ vt[k0:k0 + 128]
+                if m is None:
+                    l, o = rowsum, pv
+                else:
+                    l, o = l * corr + rowsum, o * corr + pv
+                m = m_new
+            out[h, q0:q0 + 128] = (o * (np.float32(1) / l)).astype(q.dtype)
+    return out
+
+
 def timed(fn, *args, reps):
     fn(*args)
     ts = []
@@ -122,12 +171,23 @@ def main(argv=None) -> int:
     ref = a_t.astype(np.float64).T @ b.astype(np.float64)
     err = float(np.abs(r.astype(np.float64) - ref).max() / np.abs(ref).max())
     flops = 2.0 * SIZE ** 3
+
+    attn = load_example("nki_attention")
+    q, k, v = (rng.standard_normal((1, SIZE, 128), dtype=np.float32).astype(ml_dtypes.bfloat16) for _ in range(3))
+    t_at, r = timed(attn.attention, q, k, v, reps=args.reps)
+    t_at_np, r_np = timed(attention_numpy, q, k, v, reps=args.reps)
+    assert attn.within_bound(r, q, k, v) and attn.within_bound(r_np, q, k, v)
+    at_flops = 4.0 * SIZE * SIZE * 128
+    pairs = (SIZE // 128) ** 2
     rows = [
         ("per instruction (tensor_copy, 1 element)", f"{t_copy / COPIES * 1e6:.1f} us", f"{t_copy_np / COPIES * 1e6:.2f} us",
          f"{t_copy / t_copy_np:.1f}x"),
         (f"{SIZE}^3 bf16 tiled matmul ({(SIZE // 128) ** 2 * (SIZE // 512)} nc_matmul)", f"{t_mm:.2f} s "
          f"({flops / t_mm / 1e9:.1f} GFLOP/s)", f"{t_mm_np:.2f} s ({flops / t_mm_np / 1e9:.1f} GFLOP/s)",
          f"{t_mm / t_mm_np:.1f}x"),
+        (f"flash attention, 1 head, {SIZE} x {SIZE}, d = 128, bf16 ({pairs} tile pairs)",
+         f"{t_at:.2f} s ({at_flops / t_at / 1e9:.1f} GFLOP/s)",
+         f"{t_at_np:.2f} s ({at_flops / t_at_np / 1e9:.1f} GFLOP/s)", f"{t_at / t_at_np:.1f}x"),
     ]
     for row in rows:
         print("  ".join(row))
@@ -144,7 +204,8 @@ def main(argv=None) -> int:
                  "", "| case | tilescope | NumPy, same op sequence | tilescope / NumPy |", "| --- | ---: | ---: | ---: |"]
         lines += [f"| {' | '.join(r)} |" for r in rows]
         lines += ["", f"The matmul's result is within {err:.1e} of float64's (relative to the largest output: bf16 "
-                  "rounding of the output).", END]
+                  "rounding of the output). The attention outputs of both are within nki_attention's documented "
+                  "bound of float64's.", END]
         text = open(path).read() if os.path.exists(path) else ""
         block = "\n".join(lines)
         if BEGIN in text and END in text:

@@ -7,8 +7,9 @@
 2. Under the hood, the engine: Triton-made TTIR run with `tilescope run`, outputs checked against numpy,
    then a buggy launch and an op the CPU cannot run.
 3. NKI (AWS Trainium) kernels on the same engine: unmodified `import nki` programs (examples/nki_*.py,
-   buggy_nki_*.py) under `tilescope sanitize`, and a constraint the NKI compiler checks
-   (examples/error_nki_*.py), reported at its line.
+   buggy_nki_*.py) under `tilescope sanitize`, and two constraints the NKI compiler checks
+   (examples/error_nki_matmul_dst_in_sbuf.py, error_nki_psum_overflow.py), reported at their lines; the
+   NKI profile (an estimated NeuronCore timeline).
 
 Options: --quick (only the sanitizer part, first three buggy examples), --only NAME (one example).
 """
@@ -232,7 +233,16 @@ def nki_part() -> list[tuple[str, bool, str]]:
     for path in [EXAMPLES / "nki_rmsnorm.py", *sorted(EXAMPLES.glob("buggy_nki_*.py"))]:
         introduce(path)
         results.append((path.name, *sanitize_example(path)))
-    for path in sorted(EXAMPLES.glob("error_nki_*.py")):
+    # The profile: a NeuronCore model, not the GPU roofline (README "NKI profile").
+    rel = (EXAMPLES / "nki_rmsnorm.py").relative_to(ROOT)
+    print(f"\n$ tilescope profile -- python {rel}   # the estimated engine timeline and DMA traffic")
+    p = subprocess.run([BIN, "profile", "--", sys.executable, str(rel)], capture_output=True, text=True, cwd=ROOT)
+    shown = [l for l in p.stderr.splitlines() if l.startswith(("kernel ", "  "))][:8]
+    print("\n".join("  " + l for l in shown))
+    results.append(("profile " + rel.name, p.returncode == 0 and any("estimated time" in l for l in shown),
+                    "instructions per engine, DMA bytes, an estimated timeline"))
+    # Two of the constraint errors (memory placement, PSUM capacity); test_examples runs all error_nki_*.py.
+    for path in [EXAMPLES / "error_nki_matmul_dst_in_sbuf.py", EXAMPLES / "error_nki_psum_overflow.py"]:
         introduce(path)
         rel = path.relative_to(ROOT)
         print(f"$ tilescope sanitize -- python {rel}")

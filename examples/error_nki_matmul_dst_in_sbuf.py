@@ -1,9 +1,12 @@
 """BUGGY: an NKI matmul whose result tile is in SBUF; NKI's compiler rejects it, and so does tilescope.
 
-The bug (line 27, marked `# BUG:`): the Tensor engine writes its results only to PSUM, so the `dst` of
+The bug (line 30, marked `# BUG:`): the Tensor engine writes its results only to PSUM, so the `dst` of
 `nisa.nc_matmul` must be a PSUM tile. tilescope checks every documented constraint when the kernel calls
 the op and stops with an error naming the line, the op, the argument and the rule, before anything
 runs, as the NKI compiler does.
+
+Expected error:
+    nki.isa.nc_matmul: argument 'dst' is in sbuf, but this op takes it only from psum
 
 Run: tilescope sanitize -- python examples/error_nki_matmul_dst_in_sbuf.py
 """
@@ -24,7 +27,7 @@ def matmul_kernel(a_t, b):
     acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=ta, src=a_t)
     nisa.dma_copy(dst=tb, src=b)
-    nisa.nc_matmul(dst=acc, stationary=ta, moving=tb)  # BUG: dst must be in nl.psum  expect-error: nc_matmul
+    nisa.nc_matmul(dst=acc, stationary=ta, moving=tb)  # BUG: dst must be in nl.psum  expect-error
     nisa.dma_copy(dst=out, src=acc)
     return out
 

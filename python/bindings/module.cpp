@@ -162,6 +162,18 @@ std::shared_ptr<trace::Writer> trace_writer(const std::string& path) {
   return w;
 }
 
+/// The writer for `path` ("" = no trace: null); null with the reason in `error` when it cannot be opened
+/// (the launch still runs: the program goes on).
+std::shared_ptr<trace::Writer> trace_writer(const std::string& path, std::string& error) {
+  if (path.empty()) return nullptr;
+  try {
+    return trace_writer(path);
+  } catch (const Error& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
+
 nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list& args,
                        const std::vector<int64_t>& grid, int threads, int64_t max_steps,
                        const std::string& analyses, const std::vector<std::string>& stack,
@@ -196,14 +208,7 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    std::shared_ptr<trace::Writer> writer;
-    if (!trace_path.empty()) {
-      try {
-        writer = trace_writer(trace_path);
-      } catch (const Error& e) {
-        trace_error = e.what();
-      }
-    }
+    std::shared_ptr<trace::Writer> writer = trace_writer(trace_path, trace_error);
     res = writer ? writer->run(*k, rec, opts, &trace_error) : launch::run_launch(*k, rec, opts);
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
@@ -271,15 +276,33 @@ nki::Value nki_value(const nb::handle& h, const std::string& key) {
                           std::string(nb::str(h.type()).c_str())));
 }
 
-nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
+nb::dict nki_run(nki::Kernel& k, const std::string& analyses, const std::vector<std::string>& stack,
+                 const std::string& trace_path) {
   launch::RunOptions opts;
   opts.analyses = analysis_requests(analyses);
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
+  std::string trace_error;  // the launch ran but could not be recorded: the program goes on
   try {
     nb::gil_scoped_release nogil;
-    res = k.run(opts);
+    std::shared_ptr<trace::Writer> writer = trace_writer(trace_path, trace_error);
+    if (writer) {
+      // Recorded as any launch, with its profile (the visualizer's memory and engine views need it).
+      launch::LaunchRecord rec = k.record();
+      rec.stack = stack;
+      const ir::Module& m = k.module();
+      res = writer->run(
+          {m, *m.functions.front(), rec.ttir, "nki"}, rec, opts,
+          [&](const launch::RunOptions& o) {
+            launch::RunResult r = k.run(o);
+            if (!r.reports.contains("profile")) r.reports["profile"] = k.profile();
+            return r;
+          },
+          &trace_error);
+    } else {
+      res = k.run(opts);
+    }
   } catch (const exec::Interrupted&) {
     interrupt.hand_back();
     throw nb::python_error();
@@ -294,6 +317,7 @@ nb::dict nki_run(nki::Kernel& k, const std::string& analyses) {
   out["statistics"] = res.statistics.dump();
   out["reports"] = res.reports.dump();
   out["seconds"] = res.seconds;
+  out["trace_error"] = trace_error;
   return out;
 }
 
@@ -304,10 +328,17 @@ void bind_nki(nb::module_& m) {
       .def(
           "__init__",
           [](nki::View* v, int tensor, int64_t offset, std::vector<int64_t> shape,
-             std::vector<int64_t> strides) {
+             std::vector<int64_t> strides, const nki::View* vector_offset, const nki::View* scalar_offset,
+             int indirect_dim) {
             new (v) nki::View{tensor, offset, std::move(shape), std::move(strides)};
+            if (vector_offset) v->vector_offset = std::make_shared<const nki::View>(*vector_offset);
+            if (scalar_offset) v->scalar_offset = std::make_shared<const nki::View>(*scalar_offset);
+            v->indirect_dim = indirect_dim;
           },
-          nb::arg("tensor"), nb::arg("offset"), nb::arg("shape"), nb::arg("strides"))
+          nb::arg("tensor"), nb::arg("offset"), nb::arg("shape"), nb::arg("strides"),
+          nb::arg("vector_offset").none() = nb::none(), nb::arg("scalar_offset").none() = nb::none(),
+          nb::arg("indirect_dim") = 0,
+          "A view; `vector_offset` / `scalar_offset`: index tiles (NkiView) of a dynamic one (nki.h, View).")
       .def_rw("tensor", &nki::View::tensor)
       .def_rw("offset", &nki::View::offset)
       .def_rw("shape", &nki::View::shape)
@@ -360,10 +391,11 @@ void bind_nki(nb::module_& m) {
           "Check operation `op` of `program` with `args` (name -> None, NkiView, number, operator name or "
           "list "
           "of numbers), called from file:line, and append it. TilescopeError for a broken constraint.")
-      .def("run", &nki_run, nb::arg("analyses") = "[]",
-           "Run every program under `analyses` (JSON [name, options] pairs). Returns {findings (JSON), "
-           "programs, "
-           "statistics, reports, seconds}.")
+      .def("run", &nki_run, nb::arg("analyses") = "[]", nb::arg("stack") = std::vector<std::string>(),
+           nb::arg("trace") = "",
+           "Run every program under `analyses` (JSON [name, options] pairs; 'profile' gives the NKI "
+           "profile), recorded into the trace file `trace` when it is not empty, with the launch's Python "
+           "`stack`. Returns {findings (JSON), programs, statistics, reports, seconds, trace_error}.")
       .def_prop_ro("programs", &nki::Kernel::programs);
   m.def(
       "nki_ops",

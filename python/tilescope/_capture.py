@@ -479,11 +479,7 @@ def run(jitfn, args, grid, warmup, kwargs):
                 stream.write(text)
             except (OSError, ValueError):
                 pass
-    if res.get("trace_error"):
-        msg = f"the trace could not record a launch: {res['trace_error']}"
-        if msg not in _state._notes:  # said once per distinct reason
-            sys.stderr.write(f"tilescope: warning: {msg}\n")
-        _state.note(msg)
+    _state.trace_error(res.get("trace_error"))
     _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack, res.get("reports", ""))
     return kernel

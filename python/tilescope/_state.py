@@ -203,6 +203,17 @@ def note(text: str) -> None:
     _ensure_exit_hook()
 
 
+def trace_error(reason: str | None) -> None:
+    """A launch ran but the trace could not record it (`reason`): a warning on stderr once per distinct
+    reason, and a note for the end-of-run report. The program goes on."""
+    if not reason:
+        return
+    msg = f"the trace could not record a launch: {reason}"
+    if msg not in _notes:
+        _warn(msg)
+    note(msg)
+
+
 def _after_fork_in_child() -> None:
     # The parent reports its own findings; the child reports only what it finds itself.
     global _launches, _lock, _write_error

@@ -10,7 +10,7 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 # numpy dtype of each TTIR element type's storage (src/ir/elem.cpp: bf16 / fp8 as unsigned bit patterns)
 _NUMPY = {"i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16",
@@ -194,8 +194,9 @@ def load_trace(path) -> Trace:
         cols = ("id", "kernel", "name", "process", "started", "ended", "seconds", "grid_x", "grid_y", "grid_z",
                 "programs", "record", "analyses", "findings", "reports", "statistics", "error", "detail_stride",
                 "dropped", "bytes")
-        for row in con.execute(f"SELECT {', '.join(cols)} FROM launches ORDER BY id"):
-            d = dict(zip(cols, row))
+        language = "(SELECT language FROM kernels WHERE kernels.id = launches.kernel)"
+        for row in con.execute(f"SELECT {', '.join(cols)}, {language} FROM launches ORDER BY id"):
+            d = dict(zip(cols + ("language",), row))
             for k in ("record", "analyses", "findings", "reports", "statistics", "dropped"):
                 d[k] = json.loads(d[k])
             d["grid"] = (d.pop("grid_x"), d.pop("grid_y"), d.pop("grid_z"))
@@ -227,7 +228,7 @@ def load_trace(path) -> Trace:
         t.finding_programs["runs"] = [np.frombuffer(r[-1], dtype="<i8").reshape(-1, 2) for r in rows]
         lcols = ("launch", "site", "pid_x", "pid_y", "pid_z", "executions", "trips")
         t.loops = _columns(np, lcols, con.execute(f"SELECT {', '.join(lcols)} FROM loops ORDER BY rowid").fetchall())
-        scols2 = ("launch", "site", "executions", "lanes", "active", "oob", "bytes")
+        scols2 = ("launch", "site", "executions", "lanes", "active", "oob", "bytes", "stored")
         t.site_stats = _columns(np, scols2, con.execute(
             f"SELECT {', '.join(scols2)} FROM site_stats ORDER BY launch, site").fetchall())
         for p, content in con.execute("SELECT path, content FROM sources ORDER BY id"):

@@ -1002,6 +1002,11 @@ struct Sanitizer::Impl {
         f.address_max = a.addr_max;
       }
       f.message = a.message;
+      // An NKI instruction reaches outside a tensor only through runtime offsets (nki/nki.h, View).
+      if ((f.kind == Kind::oob_load || f.kind == Kind::oob_store) && f.site.op.starts_with("nki."))
+        f.hint =
+            "check or clamp the indices of the vector_offset / scalar_offset tile before the instruction "
+            "(dma_copy's oob_mode=nisa.oob_mode.skip drops the elements outside instead)";
       f.launch_stack = info.stack;
       f.summary = summarize(f);
       out.push_back(std::move(f));

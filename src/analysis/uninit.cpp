@@ -272,7 +272,11 @@ struct UninitAnalysis::Impl {
   std::vector<State*> free_states;
 
   std::mutex mu;  // guards aggs
-  std::map<std::pair<const ir::Op*, uint64_t>, Agg> aggs;
+  // One finding per op and allocation site: the allocations one line makes during a launch (an NKI
+  // kernel's tile allocated in a loop, nki/nki.h) are one finding of that launch, as long as they are the
+  // same buffer (name and size); an allocation of unknown site is its own.
+  using AggKey = std::tuple<const ir::Op*, std::string, int, std::string, uint64_t, uint64_t>;
+  std::map<AggKey, Agg> aggs;
   SiteMaker sites;
   // tt.atomic_rmw exch ops whose old value the kernel never uses: they only write (the value stored does
   // not depend on what was there), so they are not checked as reads.
@@ -371,9 +375,10 @@ struct UninitAnalysis::Impl {
   /// A read of `n` lanes: undefined ones become findings at `op`; `define` marks them defined after
   /// (an atomic writes what it read).
   void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-            bool mask_scalar, int eb, bool define) {
+            bool mask_scalar, int eb, bool define, int part = 0) {
     st.hits.clear();
-    const int64_t seq = evidence ? st.seq[op]++ : -1;
+    // A later part of an execution (AccessEvent::part) belongs to the execution its part 0 began.
+    const int64_t seq = !evidence ? -1 : part > 0 ? st.seq[op] - 1 : st.seq[op]++;
     const auto ueb = static_cast<uint64_t>(eb);
     runs(n, addrs, mask, mask_scalar, eb,
          [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
@@ -400,7 +405,10 @@ struct UninitAnalysis::Impl {
     for (auto& [alloc, lane, elem, buf] : st.hits) {
       if (alloc != last) {
         last = alloc;
-        auto [it, fresh] = aggs.try_emplace({op, alloc->id});
+        const bool sited = alloc->site.line > 0;
+        auto [it, fresh] =
+            aggs.try_emplace(AggKey{op, sited ? alloc->site.file : std::string(), alloc->site.line, buf->name,
+                                    buf->bytes, sited ? 0 : alloc->id});
         a = &it->second;
         if (fresh) {
           a->id = static_cast<uint32_t>(aggs.size() - 1);
@@ -568,9 +576,12 @@ void UninitAnalysis::on_op_begin(const exec::OpEvent& e, void* state) {
 void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
   Impl& I = *impl_;
   if (e.kind == exec::AccessKind::load) {
-    I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false);
+    I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false,
+           e.part);
     return;
   }
+  // A store that begins an execution (an NKI instruction writing before it reads) counts it.
+  if (e.kind == exec::AccessKind::store && e.part == 0 && I.evidence) static_cast<State*>(state)->seq[e.op]++;
   // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
   I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
          [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,

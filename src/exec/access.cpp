@@ -516,8 +516,8 @@ AtomicLanesFn pick_fp(ir::Elem e) {
 void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
                  const uint8_t* mask, int elem_bytes, int64_t bad_lanes) {
   if (!p.dispatch) return;
-  AccessEvent e{kind,       op,        p.pid,   lanes, addrs, mask ? mask : all_ones(lanes),
-                elem_bytes, bad_lanes, p.memory};
+  AccessEvent e{kind,       op,        p.pid,    lanes, addrs, mask ? mask : all_ones(lanes),
+                elem_bytes, bad_lanes, p.memory, 0};
   const Dispatch& d = *p.dispatch;
   for (int i : bad_lanes > 0 ? d.out_of_bounds : d.access) d.observers[i]->on_access(e, p.state[i]);
 }

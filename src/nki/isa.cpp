@@ -140,6 +140,22 @@ const BitRow* find_bits(std::string_view n) {
     if (r.name == n) return &r;
   return nullptr;
 }
+const ActRow* find_act(std::string_view n) {
+  for (const ActRow& r : kAct)
+    if (r.name == n) return &r;
+  return nullptr;
+}
+
+/// For an operator an op does not take: which ops do take it (nki.api.shared's two tables), so that the
+/// error says where nl.exp or nl.add belongs.
+std::string where_it_goes(std::string_view n) {
+  if (find_alu(n) || find_bits(n))
+    return fmt::format(" (nl.{} is an ALU operator: nisa.tensor_tensor and nisa.tensor_scalar take it)", n);
+  if (find_act(n))
+    return fmt::format(" (nl.{} is an activation function: nisa.activation computes it on the Scalar engine)",
+                       n);
+  return "";
+}
 
 // ------------------------------------------------------------------------------------------------
 // Shared checks
@@ -232,7 +248,7 @@ const AluRow* arith_op(K& k, const Args& args, std::string_view key) {
   if (find_bits(n))
     k.fail(fmt::format("'{}' nl.{} is a bitvec operator; this op takes arithmetic operators only", key, n));
   const AluRow* r = find_alu(n);
-  if (!r) k.fail(fmt::format("'{}' nl.{} is not an ALU operator", key, n));
+  if (!r) k.fail(fmt::format("'{}' nl.{} is not an ALU operator{}", key, n, where_it_goes(n)));
   return r;
 }
 
@@ -337,9 +353,23 @@ std::string engine_of(K& k, const Args& args, std::string_view fallback,
 // ------------------------------------------------------------------------------------------------
 // Data movement
 
+/// dst = src element by element (bit-exact when `same`, else through float32), only the elements a
+/// dynamic source read (View::vector_offset): a gather's rows outside its tensor are not written.
+void copy(Exec& ex, const View& dst, const View& src, bool same) {
+  std::vector<uint8_t> valid;
+  const bool dynamic = src.dynamic();
+  if (same)
+    ex.write_bits(dst, ex.read_bits(src, &valid), dynamic ? &valid : nullptr);
+  else
+    ex.write(dst, ex.read(src, &valid), dynamic ? &valid : nullptr);
+}
+
 /// isa/dma_copy: dst = src element by element in the row-major order of both access patterns (equal
 /// element counts), converting through float32 when the dtypes differ; HBM and SBUF on both sides.
-/// nl.load / nl.store (nki.language, 0.3.0) are the same copy.
+/// Either side may be a gather / scatter (`.ap(vector_offset=)`, indirect DMA): elements it moves outside
+/// its tensor are out-of-bounds accesses with oob_mode=error (on Trainium the DMA fails; here the
+/// sanitizer reports them and they are not moved), dropped with oob_mode=skip. nl.load / nl.store
+/// (nki.language, 0.3.0) are the same copy.
 Body dma_copy(K& k, int, const Args& args) {
   const View dst = *k.view(args, "dst"), src = *k.view(args, "src");
   k.space(dst, "dst", {Space::hbm, Space::sbuf});
@@ -350,16 +380,22 @@ Body dma_copy(K& k, int, const Args& args) {
         fmt::join(dst.shape, "x"), dst.numel(), fmt::join(src.shape, "x"), src.numel()));
   const auto rmw = opt_name(k, args, "dst_rmw_op");
   if (rmw && *rmw != "add") k.fail(fmt::format("dst_rmw_op must be nl.add, not nl.{}", *rmw));
+  const std::string oob = k.name_arg(args, "oob_mode", "error");
+  if (oob != "error" && oob != "skip")
+    k.fail(fmt::format("oob_mode must be oob_mode.error or oob_mode.skip, not {}", oob));
+  if (rmw && (dst.dynamic() || src.dynamic()))
+    k.fail(
+        "dst_rmw_op does not take dynamic offsets here (tilescope models the plain copy's gather and "
+        "scatter)");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
-  return [dst, src, same, add = rmw.has_value()](Exec& ex) {
+  return [dst, src, same, add = rmw.has_value(), skip = oob == "skip"](Exec& ex) {
+    ex.oob_skip = skip;
     if (add) {
       std::vector<float> a = ex.read(dst), b = ex.read(src);
       for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
       ex.write(dst, a);
-    } else if (same) {
-      ex.write_bits(dst, ex.read_bits(src));
     } else {
-      ex.write(dst, ex.read(src));
+      copy(ex, dst, src, same);
     }
   };
 }
@@ -381,12 +417,7 @@ Body tensor_copy(K& k, int, const Args& args) {
         "tensor_copy is not supported on the Scalar engine on NeuronCore-v2 (trn1): use nisa.activation with "
         "op=nl.copy");
   const bool same = k.storage(dst).info.dtype.name == k.storage(src).info.dtype.name;
-  return [dst, src, same](Exec& ex) {
-    if (same)
-      ex.write_bits(dst, ex.read_bits(src));
-    else
-      ex.write(dst, ex.read(src));
-  };
+  return [dst, src, same](Exec& ex) { copy(ex, dst, src, same); };
 }
 
 /// isa/memset: every element of dst = value (converted to dst's dtype), on the Vector or GpSimd engine
@@ -517,7 +548,7 @@ Body tensor_tensor(K& k, int, const Args& args) {
     };
   }
   const AluRow* r = find_alu(op);
-  if (!r) k.fail(fmt::format("'op' nl.{} is not an ALU operator", op));
+  if (!r) k.fail(fmt::format("'op' nl.{} is not an ALU operator{}", op, where_it_goes(op)));
   return [dst, a, b, f = r->f](Exec& ex) {
     std::vector<float> x = ex.read(a), y = ex.read(b);
     for (size_t i = 0; i < x.size(); ++i) x[i] = f(x[i], y[i]);
@@ -538,6 +569,9 @@ Body tensor_scalar(K& k, int, const Args& args) {
   const int64_t p = k.tile(data, "data").first, f = k.tile(data, "data").second;
   const std::string op0 = k.name_arg(args, "op0");
   const auto op1 = opt_name(k, args, "op1");
+  for (auto [n, key] : {std::pair{&op0, "op0"}, std::pair{op1 ? &*op1 : nullptr, "op1"}})
+    if (n && !find_alu(*n) && !find_bits(*n))  // the operators first: an operand of a wrong one is moot
+      k.fail(fmt::format("'{}' nl.{} is not an ALU operator{}", key, *n, where_it_goes(*n)));
   if (!op1 && given(args, "operand1")) k.fail("'operand1' must be None when 'op1' is None");
   const bool bits = find_bits(op0) != nullptr;
   if (op1 && (find_bits(*op1) != nullptr) != bits)
@@ -630,10 +664,9 @@ Body activation_common(K& k, const Args& args, bool always_reduce) {
   same_tile(k, dst, "dst", data, "data");
   const int64_t p = k.tile(data, "data").first, f = k.tile(data, "data").second;
   const std::string op = k.name_arg(args, "op");
-  Act fn = nullptr;
-  for (const ActRow& r : kAct)
-    if (r.name == op) fn = r.f;
-  if (!fn) k.fail(fmt::format("'op' nl.{} is not an activation function", op));
+  const ActRow* act = find_act(op);
+  if (!act) k.fail(fmt::format("'op' nl.{} is not an activation function{}", op, where_it_goes(op)));
+  const Act fn = act->f;
   const Scalar scale = scalar_operand(k, args, "scale", p, 1.0f, false);
   if (scale.tile && dtype_name(k, *scale.tile) != "float32")
     k.fail(fmt::format("'scale' is {}; a scale tile must be float32", dtype_name(k, *scale.tile)));

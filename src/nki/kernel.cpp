@@ -88,16 +88,21 @@ void Kernel::Impl::fail(const std::string& message) const {
       op.find('.') == std::string_view::npos ? "nki.isa." + std::string(op) : std::string(op), message));
 }
 
-void Kernel::Impl::check_capacity(int program) const {
+std::map<int, std::pair<size_t, size_t>> Kernel::Impl::live_ranges(int program) const {
   const std::vector<Instr>& code = this->code[static_cast<size_t>(program)];
-  // First and last use of every on-chip tensor of the program.
   std::map<int, std::pair<size_t, size_t>> live;
   for (size_t i = 0; i < code.size(); ++i)
-    for (int t : code[i].tensors) {
-      if (tensors[static_cast<size_t>(t)].info.space == Space::hbm) continue;
-      auto [it, fresh] = live.try_emplace(t, i, i);
+    for (const Touch& t : code[i].touches) {
+      if (tensors[static_cast<size_t>(t.tensor)].info.space == Space::hbm) continue;
+      auto [it, fresh] = live.try_emplace(t.tensor, i, i);
       if (!fresh) it->second.second = i;
     }
+  return live;
+}
+
+void Kernel::Impl::check_capacity(int program) const {
+  const std::vector<Instr>& code = this->code[static_cast<size_t>(program)];
+  const std::map<int, std::pair<size_t, size_t>> live = live_ranges(program);
   for (Space space : {Space::sbuf, Space::psum}) {
     const int64_t capacity = space == Space::psum ? target->psum_bytes : target->sbuf_bytes;
     // Bytes per partition that start and stop being live at each instruction.
@@ -113,29 +118,50 @@ void Kernel::Impl::check_capacity(int program) const {
     for (size_t i = 0; i < code.size(); ++i) {
       used += delta[i];
       if (used <= capacity) continue;
-      std::vector<std::pair<int64_t, std::string>> at;  // the tensors live there, largest first
+      // The tensors live there, largest first; the tiles of one allocation line (a loop's) as one group.
+      struct Group {
+        int64_t bytes;  // per partition, each
+        std::string name, where;
+        int count;
+      };
+      std::vector<Group> at;
+      size_t live_here = 0;
       for (const auto& [t, range] : live) {
         const Storage& s = tensors[static_cast<size_t>(t)];
         if (s.info.space != space || range.first > i || range.second < i) continue;
-        at.emplace_back(static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
-                        fmt::format("{} ({} bytes, {})", s.info.name,
-                                    static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0)),
-                                    s.info.loc.known() ? s.info.loc.str() : "?"));
+        ++live_here;
+        const int64_t bytes = static_cast<int64_t>(s.bytes) / std::max<int64_t>(1, s.info.shape.at(0));
+        const std::string where = s.info.loc.known() ? s.info.loc.str() : "?";
+        auto g = std::find_if(at.begin(), at.end(), [&](const Group& x) {
+          return x.bytes == bytes && x.name == s.info.name && x.where == where;
+        });
+        if (g == at.end())
+          at.push_back({bytes, s.info.name, where, 1});
+        else
+          ++g->count;
       }
-      std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::stable_sort(at.begin(), at.end(),
+                       [](const Group& a, const Group& b) { return a.bytes > b.bytes; });
       std::vector<std::string> names;
-      for (size_t j = 0; j < at.size() && j < 8; ++j) names.push_back(at[j].second);
+      for (size_t j = 0; j < at.size() && j < 8; ++j)
+        names.push_back(at[j].count == 1
+                            ? fmt::format("{} ({} bytes, {})", at[j].name, at[j].bytes, at[j].where)
+                            : fmt::format("{} x {} ({} bytes each, {})", at[j].count, at[j].name, at[j].bytes,
+                                          at[j].where));
       const ir::PyLoc& l = code[i].site->loc;
       throw Error(fmt::format(
           "{}{}: program {}: {} tensors live here need {} bytes per partition of {}, which "
           "holds {} on {}: {}{}",
-          l.known() ? l.str() + ": " : "", code[i].site->name, program, at.size(), used, space_name(space),
+          l.known() ? l.str() + ": " : "", code[i].site->name, program, live_here, used, space_name(space),
           capacity, target->name, fmt::join(names, ", "), at.size() > names.size() ? ", ..." : ""));
     }
   }
 }
 
 Storage& Kernel::Impl::storage(const View& v) { return tensors.at(static_cast<size_t>(v.tensor)); }
+const Storage& Kernel::Impl::storage(const View& v) const {
+  return tensors.at(static_cast<size_t>(v.tensor));
+}
 
 std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, bool required) {
   auto it = args.find(key);
@@ -150,9 +176,11 @@ std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, b
   if (v->shape.size() != v->strides.size())
     fail(fmt::format("argument '{}': {} sizes but {} strides", key, v->shape.size(), v->strides.size()));
   const Storage& s = tensors[static_cast<size_t>(v->tensor)];
-  // Every element in bounds (the compiler rejects an out-of-range access pattern).
+  if (v->dynamic()) check_dynamic(*v, key);
+  // Every element in bounds (the compiler rejects an out-of-range access pattern); a dynamic view's
+  // runtime part is checked when it runs.
   int64_t lo = v->offset, hi = v->offset;
-  for (size_t d = 0; d < v->shape.size(); ++d) {
+  for (size_t d = v->vector_offset ? 1 : 0; d < v->shape.size(); ++d) {
     if (v->shape[d] < 0) fail(fmt::format("argument '{}': a negative size", key));
     if (v->shape[d] == 0) {
       lo = hi = v->offset;
@@ -167,6 +195,43 @@ std::optional<View> Kernel::Impl::view(const Args& args, std::string_view key, b
         "argument '{}': the access pattern reaches element {} of '{}', which has {} elements ({})", key,
         lo < 0 ? lo : hi, s.info.name, n, fmt::join(s.info.shape, "x")));
   return *v;
+}
+
+void Kernel::Impl::check_dynamic(const View& v, std::string_view key) {
+  if (op != "dma_copy" && op != "load" && op != "store" && op != "tensor_copy")
+    fail(
+        fmt::format("argument '{}': dynamic offsets (.ap(scalar_offset=, vector_offset=)) are taken by "
+                    "dma_copy and tensor_copy only",
+                    key));
+  const Storage& s = tensors[static_cast<size_t>(v.tensor)];
+  if (v.indirect_dim < 0 || v.indirect_dim >= static_cast<int>(s.info.shape.size()))
+    fail(fmt::format("argument '{}': indirect_dim {} is not a dimension of '{}' ({} dimensions)", key,
+                     v.indirect_dim, s.info.name, s.info.shape.size()));
+  auto index_tile = [&](const std::shared_ptr<const View>& t, const char* what, int64_t rows) {
+    if (!t) return;
+    if (t->dynamic()) fail(fmt::format("argument '{}': the {} is itself indexed dynamically", key, what));
+    if (t->tensor < 0 || t->tensor >= static_cast<int>(tensors.size()))
+      fail(fmt::format("argument '{}': the {} names no tensor of this kernel", key, what));
+    const Storage& ts = tensors[static_cast<size_t>(t->tensor)];
+    if (ts.info.space != Space::sbuf)
+      fail(fmt::format("argument '{}': the {} must be a tile in SBUF, not in {}", key, what,
+                       space_name(ts.info.space)));
+    if (ts.info.dtype.is_float())
+      fail(fmt::format("argument '{}': the {} must be of an integer dtype (int32, uint32), not {}", key, what,
+                       ts.info.dtype.name));
+    const int64_t free = t->shape.empty() ? 1 : t->numel() / std::max<int64_t>(1, t->shape[0]);
+    if (t->shape.empty() || t->shape[0] != rows || free != 1)
+      fail(fmt::format("argument '{}': the {} must be a [{}, 1] tile, not [{}]", key, what, rows,
+                       fmt::join(t->shape, ", ")));
+  };
+  if (v.vector_offset) {
+    if (s.info.space != Space::hbm)
+      fail(fmt::format("argument '{}': vector_offset indexes an HBM tensor, not one in {}", key,
+                       space_name(s.info.space)));
+    if (v.indirect_dim != 0) fail(fmt::format("argument '{}': vector_offset takes indirect_dim=0 only", key));
+    index_tile(v.vector_offset, "vector_offset", v.shape.empty() ? 1 : v.shape[0]);
+  }
+  index_tile(v.scalar_offset, "scalar_offset", 1);
 }
 
 double Kernel::Impl::number(const Args& args, std::string_view key, std::optional<double> fallback) {
@@ -327,10 +392,58 @@ void Kernel::append(int program, std::string_view op, const Args& args, const ir
     if (s.name == op) spec = &s;
   if (!spec) k.fail("not an operation tilescope knows (see the README's table of supported NKI ops)");
   std::function<void(Exec&)> run = spec->check(k, program, args);
-  std::vector<int> tensors;
-  for (const auto& [key, value] : args)
-    if (const View* v = std::get_if<View>(&value)) tensors.push_back(v->tensor);
-  k.code[static_cast<size_t>(program)].push_back({k.site(op, loc), std::move(run), std::move(tensors)});
+  // What each operand reaches: the destinations (and reduce_res, dst_idx) are written, the rest read; a
+  // dma_copy with dst_rmw_op also reads its destination.
+  std::vector<Touch> touches;
+  for (const auto& [key, value] : args) {
+    const View* v = std::get_if<View>(&value);
+    if (!v) continue;
+    int64_t lo = v->offset, hi = v->offset;
+    for (size_t d = 0; d < v->shape.size() && v->numel() > 0; ++d)
+      (v->strides[d] < 0 ? lo : hi) += v->strides[d] * (v->shape[d] - 1);
+    if (v->dynamic()) {  // anywhere in its tensor, known when it runs; its index tiles are read
+      lo = 0;
+      hi = static_cast<int64_t>(k.storage(*v).bytes /
+                                static_cast<uint64_t>(k.storage(*v).info.dtype.bytes())) -
+           1;
+      for (const auto& t : {v->vector_offset, v->scalar_offset})
+        if (t)
+          touches.push_back(
+              {t->tensor, t->offset,
+               t->offset + std::max<int64_t>(0, t->numel() - 1) * (t->strides.empty() ? 1 : t->strides[0]),
+               false});
+    }
+    const bool write = key == "dst" || key == "reduce_res" || key == "dst_idx";
+    touches.push_back({v->tensor, lo, hi, write});
+    if (write && key == "dst" && args.contains("dst_rmw_op") &&
+        !std::holds_alternative<std::monostate>(args.at("dst_rmw_op")))
+      touches.push_back({v->tensor, lo, hi, false});
+  }
+  k.code[static_cast<size_t>(program)].push_back(
+      {k.site(op, loc), std::move(run), std::move(touches), estimate(k, op, args)});
+}
+
+const ir::Module& Kernel::module() const { return impl_->module; }
+
+launch::LaunchRecord Kernel::record() const {
+  const Impl& k = *impl_;
+  launch::LaunchRecord r;
+  r.kernel = k.name;
+  r.ttir_file = k.module.filename;
+  r.grid = {k.programs, 1, 1};
+  for (const Storage& s : k.tensors) {
+    if (s.info.program >= 0) continue;
+    const exec::Buffer& b = k.memory.buffer(s.buffer);
+    r.args.push_back(
+        launch::ArgRecord::buffer(s.info.name, s.info.dtype.elem, b.host, b.bytes, b.shape, b.strides));
+  }
+  for (const auto& op : k.fn->body.blocks[0]->ops) {  // the file's name only: the listing is to read
+    const ir::PyLoc& l = op->loc;
+    const size_t slash = l.file.rfind('/');
+    r.ttir += fmt::format("{}  # {}:{}:{}\n", op->name,
+                          slash == std::string::npos ? l.file : l.file.substr(slash + 1), l.line, l.col);
+  }
+  return r;
 }
 
 std::vector<std::string_view> Kernel::ops() {
@@ -346,7 +459,10 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   // The instructions of one program are ordered: the NKI compiler synchronizes the engines on every
   // dependency between them, so only accesses of different programs can race (no intra-program-race,
   // which is about a GPU program's lanes being threads).
+  // The GPU profiler's model does not apply: a "profile" request gets the NKI profile (profile.cpp).
   launch::RunOptions o = options;
+  const bool profiling =
+      std::erase_if(o.analyses, [](const launch::AnalysisRequest& a) { return a.name == "profile"; }) > 0;
   for (launch::AnalysisRequest& a : o.analyses)
     if (a.name == "races") {
       if (!a.options.is_object()) a.options = nlohmann::json::object();
@@ -385,7 +501,7 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
         if (kinds[i] & exec::kProgram) states[i] = observers[i]->on_program_begin(pid);
       Exec ex(k, pid, observers, kinds, states);
       for (const Instr& in : k.code[static_cast<size_t>(p)]) {
-        ex.site = in.site;
+        ex.begin(in.site);
         in.run(ex);
       }
       for (size_t i = 0; i < observers.size(); ++i)
@@ -401,36 +517,78 @@ launch::RunResult Kernel::run(const launch::RunOptions& options) {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.stats = stats;
   analyses.collect({k.name, {}}, r);
+  if (profiling) r.reports["profile"] = profile();
   return r;
 }
 
 // ------------------------------------------------------------------------------------------------
 // Exec
 
-std::vector<uint64_t> Exec::addresses(const View& v) const {
+Exec::Lanes Exec::lanes(const View& v) {
   const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
   const uint64_t base = k_.memory.vaddr(s.buffer);
   const auto eb = static_cast<uint64_t>(s.info.dtype.bytes());
+  Lanes out;
   std::vector<int64_t> idx = element_indexes(v);
-  std::vector<uint64_t> out(idx.size());
-  for (size_t i = 0; i < idx.size(); ++i) out[i] = base + static_cast<uint64_t>(idx[i]) * eb;
+  out.in.assign(idx.size(), 1);
+  if (v.dynamic()) {
+    // R: the elements of one step of the indirect dimension (the tensor's shape past it).
+    int64_t row = 1;
+    for (size_t d = static_cast<size_t>(v.indirect_dim) + 1; d < s.info.shape.size(); ++d)
+      row *= s.info.shape[d];
+    auto index_values = [&](const View& t) {
+      const DType& dt = k_.tensors.at(static_cast<size_t>(t.tensor)).info.dtype;
+      std::vector<int64_t> vals;
+      for (uint64_t bits : read_bits(t)) vals.push_back(static_cast<int64_t>(to_float(dt, bits)));
+      return vals;
+    };
+    if (v.scalar_offset) {
+      const std::vector<int64_t> add = index_values(*v.scalar_offset);
+      for (int64_t& x : idx) x += add.at(0) * row;
+    }
+    if (v.vector_offset) {
+      // Row i0 at idx[i0] * R instead of i0 * strides[0].
+      const std::vector<int64_t> rows = index_values(*v.vector_offset);
+      const int64_t per_row = v.shape.empty() ? 0 : v.numel() / std::max<int64_t>(1, v.shape[0]);
+      for (size_t i = 0; i < idx.size(); ++i) {
+        const auto r = static_cast<size_t>(per_row ? static_cast<int64_t>(i) / per_row : 0);
+        idx[i] += rows.at(r) * row - static_cast<int64_t>(r) * v.strides[0];
+      }
+    }
+    const auto n = static_cast<int64_t>(s.bytes / eb);
+    for (size_t i = 0; i < idx.size(); ++i)
+      if (idx[i] < 0 || idx[i] >= n) {
+        out.in[i] = 0;
+        ++out.outside;
+      }
+  }
+  out.addrs.resize(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) out.addrs[i] = base + static_cast<uint64_t>(idx[i]) * eb;
   return out;
 }
 
-void Exec::event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs) {
+void Exec::event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs,
+                 const std::vector<uint8_t>* mask, int64_t bad) {
   if (addrs.empty()) return;
-  std::vector<uint8_t> mask(addrs.size(), 1);
+  std::vector<uint8_t> all;
+  if (!mask) {
+    all.assign(addrs.size(), 1);
+    mask = &all;
+  }
   const exec::AccessEvent e{kind,
                             site,
                             pid_,
                             static_cast<int64_t>(addrs.size()),
                             addrs.data(),
-                            mask.data(),
+                            mask->data(),
                             k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype.bytes(),
-                            0,
-                            &k_.memory};
+                            bad,
+                            &k_.memory,
+                            part_++};
+  // Every access goes to kAccess observers; one with lanes outside its tensor to kOutOfBounds ones too.
+  const unsigned want = bad > 0 ? exec::kAccess | exec::kOutOfBounds : exec::kAccess;
   for (size_t i = 0; i < observers_.size(); ++i)
-    if (kinds_[i] & exec::kAccess) observers_[i]->on_access(e, states_[i]);
+    if (kinds_[i] & want) observers_[i]->on_access(e, states_[i]);
 }
 
 namespace {
@@ -475,15 +633,17 @@ void store_bits(std::byte* p, int eb, uint64_t v) {
 
 }  // namespace
 
-std::vector<uint64_t> Exec::read_bits(const View& v) {
+std::vector<uint64_t> Exec::read_bits(const View& v, std::vector<uint8_t>* valid) {
   const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
-  const std::vector<uint64_t> addrs = addresses(v);
+  const Lanes l = lanes(v);
   const int eb = s.info.dtype.bytes();
-  // Views are checked inside their tensor when appended: every address is in its buffer.
   const exec::Buffer& b = k_.memory.buffer(s.buffer);
-  std::vector<uint64_t> out(addrs.size(), 0);
-  for (size_t i = 0; i < addrs.size(); ++i) out[i] = load_bits(b.host + (addrs[i] - b.vbase), eb);
-  event(exec::AccessKind::load, v, addrs);
+  std::vector<uint64_t> out(l.addrs.size(), 0);
+  for (size_t i = 0; i < l.addrs.size(); ++i)
+    if (l.in[i]) out[i] = load_bits(b.host + (l.addrs[i] - b.vbase), eb);
+  // Elements outside the tensor: out-of-bounds lanes of the event, or, skipped, no lanes at all.
+  event(exec::AccessKind::load, v, l.addrs, oob_skip ? &l.in : nullptr, oob_skip ? 0 : l.outside);
+  if (valid) *valid = l.in;
   return out;
 }
 
@@ -528,29 +688,41 @@ uint64_t Exec::from_float(const DType& t, float f) {
   return static_cast<uint64_t>(static_cast<int64_t>(c)) & mask;
 }
 
-std::vector<float> Exec::read(const View& v) {
+std::vector<float> Exec::read(const View& v, std::vector<uint8_t>* valid) {
   const DType& t = k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype;
-  std::vector<uint64_t> bits = read_bits(v);
+  std::vector<uint64_t> bits = read_bits(v, valid);
   std::vector<float> out(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) out[i] = to_float(t, bits[i]);
   return out;
 }
 
-void Exec::write_bits(const View& v, std::span<const uint64_t> bits) {
+void Exec::write_bits(const View& v, std::span<const uint64_t> bits, const std::vector<uint8_t>* keep) {
   const Storage& s = k_.tensors.at(static_cast<size_t>(v.tensor));
-  const std::vector<uint64_t> addrs = addresses(v);
+  Lanes l = lanes(v);
   const int eb = s.info.dtype.bytes();
   const exec::Buffer& b = k_.memory.buffer(s.buffer);
-  for (size_t i = 0; i < addrs.size() && i < bits.size(); ++i)
-    store_bits(b.host + (addrs[i] - b.vbase), eb, bits[i]);
-  event(exec::AccessKind::store, v, addrs);
+  std::vector<uint8_t> mask(l.addrs.size(), 1);  // the lanes written, and the outside ones reported
+  int64_t bad = 0;
+  for (size_t i = 0; i < l.addrs.size(); ++i) {
+    if (keep && i < keep->size() && !(*keep)[i]) {
+      mask[i] = 0;  // its source element was not read
+      continue;
+    }
+    if (!l.in[i]) {
+      mask[i] = oob_skip ? 0 : 1;
+      bad += oob_skip ? 0 : 1;
+      continue;
+    }
+    if (i < bits.size()) store_bits(b.host + (l.addrs[i] - b.vbase), eb, bits[i]);
+  }
+  event(exec::AccessKind::store, v, l.addrs, &mask, bad);
 }
 
-void Exec::write(const View& v, std::span<const float> values) {
+void Exec::write(const View& v, std::span<const float> values, const std::vector<uint8_t>* keep) {
   const DType& t = k_.tensors.at(static_cast<size_t>(v.tensor)).info.dtype;
   std::vector<uint64_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) bits[i] = from_float(t, values[i]);
-  write_bits(v, bits);
+  write_bits(v, bits, keep);
 }
 
 }  // namespace tilescope::nki

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -21,12 +22,40 @@ namespace tilescope::nki {
 
 class Exec;
 
-/// One instruction of one program: its site (the op the analyses see, with the kernel's source line)
-/// and what it does when the program runs.
+/// The engines an instruction can run on (the architecture guides' Tensor (PE), Vector (DVE), Scalar
+/// (ACT) and GpSimd (Pool) engines, and the DMA queues).
+enum class Engine : uint8_t { tensor, vector, scalar, gpsimd, dma };
+inline constexpr int kEngines = 5;
+std::string_view engine_name(Engine e);
+
+/// The elements [lo, hi] of one tensor an operand's access pattern reaches, and whether it writes them.
+struct Touch {
+  int tensor = -1;
+  int64_t lo = 0, hi = 0;
+  bool write = false;
+};
+
+/// An instruction's estimated cost (profile.cpp, from the NKI API reference's "estimated instruction
+/// cost" formulas and the architecture guides' clocks).
+struct Cost {
+  Engine engine = Engine::vector;
+  double ns = 0;     // how long it keeps its engine (each of its queues, for a DMA) busy
+  int queues = 1;    // DMA: how many of the 16 queues it is spread over
+  double flops = 0;  // nc_matmul: 2 * K * M * N
+  Space from = Space::hbm, to = Space::hbm;   // DMA: the source's and the destination's memories
+  int64_t read_bytes = 0, written_bytes = 0;  // DMA
+  /// Bytes the instruction reads from each memory into the memory of its destination, any engine:
+  /// flow[from * 3 + to], Space order (the profile's "flows": HBM / SBUF / PSUM traffic).
+  std::array<int64_t, 9> flow{};
+};
+
+/// One instruction of one program: its site (the op the analyses see, with the kernel's source line),
+/// what it does when the program runs, the tensor elements its operands reach, and its estimated cost.
 struct Instr {
   const ir::Op* site = nullptr;
   std::function<void(Exec&)> run;
-  std::vector<int> tensors;  // the tensors its operands view (for the on-chip tensors' live ranges)
+  std::vector<Touch> touches;
+  Cost cost;
 };
 
 /// An op of nki.isa / nki.language: its name and the function that checks one call and returns the
@@ -36,6 +65,9 @@ struct OpSpec {
   std::function<void(Exec&)> (*check)(Kernel::Impl& k, int program, const Args& args);
 };
 std::span<const OpSpec> op_table();
+
+/// The estimated cost of instruction `op` with `args` (checked by its OpSpec already) on `k`'s target.
+Cost estimate(const Kernel::Impl& k, std::string_view op, const Args& args);
 
 /// A tensor's storage: the user's array (HBM arguments), or memory the kernel owns (on-chip tensors).
 struct Storage {
@@ -71,13 +103,19 @@ struct Kernel::Impl {
   /// first instruction that uses it to the last (the compiler's allocator reuses the space of dead
   /// tensors, and a tile allocated in a loop body is a new tensor per iteration).
   void check_capacity(int program) const;
+  /// Per on-chip tensor of `program`: the indexes of the first and the last of its instructions that use it.
+  std::map<int, std::pair<size_t, size_t>> live_ranges(int program) const;
   const ir::Op* site(std::string_view op_name, const ir::PyLoc& at);
   /// An Error located at the call being checked: "file:line: nki.isa.<op>: <message>".
   [[noreturn]] void fail(const std::string& message) const;
   Storage& storage(const View& v);
+  const Storage& storage(const View& v) const;
   /// The view `args[key]`, checked in bounds of its tensor; std::nullopt when absent or None and not
   /// `required`.
   std::optional<View> view(const Args& args, std::string_view key, bool required = true);
+  /// A dynamic view's rules (View::vector_offset, scalar_offset): the ops that take one, the index tiles'
+  /// memory, dtype and shape; fail(...) naming `key`.
+  void check_dynamic(const View& v, std::string_view key);
   double number(const Args& args, std::string_view key, std::optional<double> fallback = std::nullopt);
   std::string name_arg(const Args& args, std::string_view key,
                        std::optional<std::string> fallback = std::nullopt);
@@ -95,16 +133,28 @@ class Exec {
        const std::vector<unsigned>& kinds, const std::vector<void*>& states)
       : k_(k), pid_(pid), observers_(observers), kinds_(kinds), states_(states) {}
   const ir::Op* site = nullptr;  // the instruction running
+  /// The next instruction, at `s`: its accesses are parts 0, 1, ... of one execution (AccessEvent::part).
+  void begin(const ir::Op* s) {
+    site = s;
+    part_ = 0;
+    oob_skip = false;
+  }
   exec::ProgramId pid() const { return pid_; }
 
   /// The elements of `v` in row-major order as float32 (integers converted), after a load event.
-  std::vector<float> read(const View& v);
+  std::vector<float> read(const View& v, std::vector<uint8_t>* valid = nullptr);
   /// Raw element bits (zero-extended to 64), after a load event.
-  std::vector<uint64_t> read_bits(const View& v);
+  /// `valid` (when given): per element, whether it was read (a dynamic view's elements outside its tensor
+  /// are not: they read as 0).
+  std::vector<uint64_t> read_bits(const View& v, std::vector<uint8_t>* valid = nullptr);
   /// Writes `values` (row-major over `v`) converted to the tensor's dtype (round to nearest even;
   /// integers saturate, NaN -> 0), then a store event.
-  void write(const View& v, std::span<const float> values);
-  void write_bits(const View& v, std::span<const uint64_t> bits);
+  /// `keep` (when given): only the elements it marks are written (those a dynamic source read).
+  void write(const View& v, std::span<const float> values, const std::vector<uint8_t>* keep = nullptr);
+  void write_bits(const View& v, std::span<const uint64_t> bits, const std::vector<uint8_t>* keep = nullptr);
+  /// dma_copy's oob_mode=skip for the running instruction: elements a dynamic view moves outside its tensor
+  /// are dropped without a finding (else they are out-of-bounds accesses). Reset by begin().
+  bool oob_skip = false;
   Storage& storage(const View& v) { return k_.storage(v); }
   const DType& dtype(const View& v) { return k_.storage(v).info.dtype; }
   /// The Scalar engine's per-partition float32 accumulator (activation's reduce_cmd), per program.
@@ -118,13 +168,23 @@ class Exec {
   static uint64_t from_float(const DType& t, float f);
 
  private:
-  void event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs);
-  std::vector<uint64_t> addresses(const View& v) const;
+  /// The addresses of `v`'s elements, with `in[i]` whether element i is inside its tensor (always, for a
+  /// static view: checked when appended); a dynamic view's index tiles are read (load events) first.
+  struct Lanes {
+    std::vector<uint64_t> addrs;
+    std::vector<uint8_t> in;
+    int64_t outside = 0;
+  };
+  Lanes lanes(const View& v);
+  /// An access event for the lanes `mask` lets through (null: all), `bad` of them outside their tensor.
+  void event(exec::AccessKind kind, const View& v, const std::vector<uint64_t>& addrs,
+             const std::vector<uint8_t>* mask = nullptr, int64_t bad = 0);
   Kernel::Impl& k_;
   exec::ProgramId pid_;
   const std::vector<exec::Observer*>& observers_;
   const std::vector<unsigned>& kinds_;
   const std::vector<void*>& states_;
+  int part_ = 0;
   std::vector<float> scalar_acc_ = std::vector<float>(128, 0.0f);
   std::vector<float> vector_acc_ = std::vector<float>(128, 0.0f);
 };

@@ -13,11 +13,14 @@ namespace {
 
 // Architecture guides (nki/guides/architecture/trainium_inferentia2_arch.html, trainium2_arch.html,
 // trainium3_arch.html): 128 partitions; SBUF 24 / 28 / 32 MiB; PSUM 2 MiB in 8 banks of 2 KiB per
-// partition. Usable SBUF per partition: the compiler's tile_size.total_available_sbuf_size.
+// partition. Usable SBUF per partition: the compiler's tile_size.total_available_sbuf_size. Engine
+// clocks: the guides' engine sections (Tensor 2.8 / 2.4 / 2.4 GHz, Vector 1.12 / 0.96 / 1.2, Scalar and
+// GpSimd 1.4 / 1.2 / 1.2; trn2's GpSimd clock is not stated, taken as its Scalar engine's); DMA: the DMA
+// overview (nki/get-started/about/nki-dma-overview.html), 17 / 23 / 33 bytes per ns per queue.
 constexpr std::array<Target, 3> kTargets = {{
-    {"trn1", 2, 128, 180224, 16384, 8},
-    {"trn2", 3, 128, 212984, 16384, 8},
-    {"trn3", 4, 128, 245752, 16384, 8},
+    {"trn1", 2, 128, 180224, 16384, 8, 2.8, 1.12, 1.4, 1.4, 17},
+    {"trn2", 3, 128, 212984, 16384, 8, 2.4, 0.96, 1.2, 1.2, 23},
+    {"trn3", 4, 128, 245752, 16384, 8, 2.4, 1.2, 1.2, 1.2, 33},
 }};
 
 std::string lower(std::string_view s) {

@@ -58,14 +58,115 @@ struct Kernel {
   std::map<std::string, double> trips;  // loop "file:line" -> trips
 };
 
+/// The NKI launches' part of the summary (their reports have "kind": "nki"; nki/nki.h Kernel::profile).
+std::string nki_text(const std::vector<const json*>& launches, int top) {
+  struct Nki {
+    std::string name, target;
+    int launches = 0;
+    int64_t programs = 0;
+    double seconds = 0, flops = 0;
+    std::map<std::string, std::pair<double, double>> engines;  // instructions, busy ns
+    std::map<std::string, std::pair<double, double>> dma;      // transfers, bytes
+    struct Line {
+      std::string source;
+      double ns = 0, instructions = 0, dma_bytes = 0;
+    };
+    std::map<std::pair<std::string, int>, Line> lines;
+  };
+  std::vector<Nki> kernels;
+  for (const json* L : launches) {
+    const std::string name = L->value("kernel", std::string("?"));
+    auto it = std::find_if(kernels.begin(), kernels.end(), [&](const Nki& k) { return k.name == name; });
+    if (it == kernels.end()) {
+      it = kernels.insert(kernels.end(), Nki{});
+      it->name = name;
+    }
+    it->target = L->value("target", std::string("?"));
+    ++it->launches;
+    it->programs += L->value("programs", int64_t{0});
+    it->seconds += num(L->value("estimate", json::object()), "seconds");
+    it->flops += num(L->value("flops", json::object()), "matmul");
+    const json engines = L->value("engines", json::object()), dma = L->value("dma", json::object());
+    for (auto& [e, v] : engines.items()) {
+      it->engines[e].first += num(v, "instructions");
+      it->engines[e].second += num(v, "busy_ns");
+    }
+    for (auto& [d, v] : dma.items()) {
+      it->dma[d].first += num(v, "transfers");
+      it->dma[d].second += std::max(num(v, "read_bytes"), num(v, "written_bytes"));
+    }
+    const json lines = L->value("lines", json::array());
+    for (const json& l : lines) {
+      auto& x = it->lines[{l.value("file", std::string()), l.value("line", 0)}];
+      x.source = l.value("source", std::string());
+      x.ns += num(l, "busy_ns");
+      x.instructions += num(l, "instructions");
+      x.dma_bytes += num(l, "dma_bytes");
+    }
+  }
+  std::string out = fmt::format(
+      "tilescope profile: {} NKI launch(es) of {} kernel(s); an estimated NeuronCore timeline (README \"NKI "
+      "profile\")\n",
+      launches.size(), kernels.size());
+  for (const Nki& K : kernels) {
+    out += fmt::format("\nkernel {} (NKI, {}): {} launch(es), {} program(s)\n", K.name, K.target, K.launches,
+                       K.programs);
+    std::string counts, busy;
+    for (const char* e : {"tensor", "vector", "scalar", "gpsimd", "dma"}) {
+      auto it = K.engines.find(e);
+      const auto [n, ns] = it == K.engines.end() ? std::pair<double, double>{0, 0} : it->second;
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", e, count_str(n));
+      if (ns > 0)
+        busy += fmt::format("{}{} {}{}", busy.empty() ? "" : ", ", e, time_str(ns * 1e-9),
+                            std::string_view(e) == "dma" ? " (summed over its 16 queues)" : "");
+    }
+    out += "  instructions: " + counts + "\n";
+    if (!K.dma.empty()) {
+      std::string d;
+      for (const auto& [dir, v] : K.dma) {
+        std::string label = dir;
+        if (const size_t at = label.find("_to_"); at != std::string::npos) label.replace(at, 4, " -> ");
+        d += fmt::format("{}{} {} in {} transfer(s)", d.empty() ? "" : ", ", label, bytes_str(v.second),
+                         count_str(v.first));
+      }
+      out += "  DMA: " + d + "\n";
+    }
+    if (K.flops > 0) out += fmt::format("  matmul FLOPs: {}\n", count_str(K.flops));
+    out +=
+        fmt::format("  estimated time: {} (the slowest program of each launch, summed); engines busy: {}\n",
+                    time_str(K.seconds), busy.empty() ? std::string("none") : busy);
+    std::vector<std::pair<std::pair<std::string, int>, Nki::Line>> ls(K.lines.begin(), K.lines.end());
+    std::stable_sort(ls.begin(), ls.end(),
+                     [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+    if (ls.size() > static_cast<size_t>(std::max(top, 0))) ls.resize(static_cast<size_t>(std::max(top, 0)));
+    if (!ls.empty()) out += "  hottest lines (estimated engine time; instructions; DMA bytes):\n";
+    for (const auto& [key, l] : ls) {
+      std::string where = key.first.empty() ? std::string("?") : fmt::format("{}:{}", key.first, key.second);
+      if (const size_t slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);
+      std::string src = l.source;
+      src.erase(0, src.find_first_not_of(" \t"));
+      if (src.size() > 60) src = src.substr(0, 57) + "...";
+      out += fmt::format("    {:>10} {:>9} {:>10}  {:<22} {}\n", time_str(l.ns * 1e-9),
+                         count_str(l.instructions), bytes_str(l.dma_bytes), where, src);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 json profile_document(const json& launches) { return {{"version", 1}, {"launches", launches}}; }
 
 std::string profile_to_text(const json& launches, int top) {
   if (!launches.is_array() || launches.empty()) return "";
+  std::vector<const json*> nki;
+  for (const json& L : launches)
+    if (L.is_object() && L.value("kind", std::string()) == "nki") nki.push_back(&L);
+  std::string nki_part = nki.empty() ? std::string() : nki_text(nki, top);
+  if (nki.size() == launches.size()) return nki_part;
   std::vector<Kernel> kernels;
   for (const json& L : launches) {
+    if (L.is_object() && L.value("kind", std::string()) == "nki") continue;
     const std::string name = L.value("kernel", std::string("?"));
     auto it = std::find_if(kernels.begin(), kernels.end(), [&](const Kernel& k) { return k.name == name; });
     if (it == kernels.end()) {
@@ -117,7 +218,7 @@ std::string profile_to_text(const json& launches, int top) {
       }
   }
   std::string out = fmt::format("tilescope profile: {} launch(es) of {} kernel(s); roofline on {}\n",
-                                launches.size(), kernels.size(), kernels.front().gpu);
+                                launches.size() - nki.size(), kernels.size(), kernels.front().gpu);
   for (const Kernel& K : kernels) {
     out += fmt::format("\nkernel {}: {} launch(es), {} program(s)\n", K.name, K.launches, K.programs);
     const char* label[3] = {"loads", "stores", "atomics"};
@@ -174,7 +275,7 @@ std::string profile_to_text(const json& launches, int top) {
                          bytes_str(l->bytes), count_str(l->sectors), count_str(l->flops), where, src);
     }
   }
-  return out;
+  return nki_part.empty() ? out : out + "\n" + nki_part;
 }
 
 }  // namespace tilescope::report

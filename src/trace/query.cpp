@@ -98,7 +98,7 @@ namespace {
 
 json launch_row(Stmt& s) {
   // Columns: id, name, kernel, grid_x, grid_y, grid_z, programs, seconds, started, findings, error,
-  // detail_stride, dropped
+  // detail_stride, dropped, language
   json findings = parse_or(s.text(9), json::array());
   json kinds = json::object();
   for (const json& f : findings)
@@ -115,12 +115,13 @@ json launch_row(Stmt& s) {
           {"kinds", kinds},
           {"error", s.is_null(10) ? json() : json(s.text(10))},
           {"detail_stride", s.i64(11)},
-          {"dropped", parse_or(s.text(12), json::object())}};
+          {"dropped", parse_or(s.text(12), json::object())},
+          {"language", s.text(13)}};
 }
 
 constexpr const char* kLaunchColumns =
     "id, name, kernel, grid_x, grid_y, grid_z, programs, seconds, started, findings, error, detail_stride, "
-    "dropped";
+    "dropped, (SELECT language FROM kernels WHERE kernels.id = launches.kernel)";
 
 }  // namespace
 
@@ -140,8 +141,8 @@ json Query::launch(int64_t id) const {
   if (!s.step()) throw NotFound(fmt::format("no launch {} in this trace", id));
   json out = launch_row(s);
   out["kernel_id"] = out["kernel"];
-  const json record = parse_or(s.text(13), json::object());
-  out["reports"] = parse_or(s.text(14), json::object());
+  const json record = parse_or(s.text(14), json::object());
+  out["reports"] = parse_or(s.text(15), json::object());
   json args = record.value("args", json::array());
   for (size_t i = 0; i < args.size(); ++i) args[i]["index"] = i;
   out["args"] = args;
@@ -150,14 +151,12 @@ json Query::launch(int64_t id) const {
   out["findings"] = parse_or(s.text(9), json::array());
   std::map<int64_t, json> stats;
   {
-    Stmt st(db, "SELECT site, executions, lanes, active, oob, bytes FROM site_stats WHERE launch = ?");
+    Stmt st(db,
+            "SELECT site, executions, lanes, active, oob, bytes, stored FROM site_stats WHERE launch = ?");
     st.bind(1, id);
     while (st.step())
-      stats[st.i64(0)] = {{"executions", st.i64(1)},
-                          {"lanes", st.i64(2)},
-                          {"active", st.i64(3)},
-                          {"oob", st.i64(4)},
-                          {"bytes", st.i64(5)}};
+      stats[st.i64(0)] = {{"executions", st.i64(1)}, {"lanes", st.i64(2)}, {"active", st.i64(3)},
+                          {"oob", st.i64(4)},        {"bytes", st.i64(5)}, {"stored", st.i64(6)}};
   }
   json sites = json::array();
   {
@@ -475,10 +474,14 @@ json Query::source(int64_t id) const {
 
 json Query::kernel(int64_t id) const {
   std::lock_guard<std::mutex> g(impl_->mu);
-  Stmt s(impl_->db, "SELECT name, ttir_file, ttir FROM kernels WHERE id = ?");
+  Stmt s(impl_->db, "SELECT name, ttir_file, ttir, language FROM kernels WHERE id = ?");
   s.bind(1, id);
   if (!s.step()) throw NotFound(fmt::format("no kernel {} in this trace", id));
-  return {{"id", id}, {"name", s.text(0)}, {"ttir_file", s.text(1)}, {"ttir", s.text(2)}};
+  return {{"id", id},
+          {"name", s.text(0)},
+          {"ttir_file", s.text(1)},
+          {"ttir", s.text(2)},
+          {"language", s.text(3)}};
 }
 
 }  // namespace tilescope::trace

@@ -295,12 +295,13 @@ void Recorder::on_access(const exec::AccessEvent& e, void* state) {
   }
   if (site < 0) return;
   SiteStats& st = p->stats[site];
-  st.executions += 1;
+  st.executions += e.part == 0;  // later parts belong to the execution part 0 began (AccessEvent::part)
   st.lanes += e.lanes;
   st.active += active;
   st.oob += e.bad_lanes;
   st.bytes += in_bounds * e.elem_bytes;
-  const int64_t seq = p->seq[site]++;
+  if (e.kind != exec::AccessKind::load) st.stored += in_bounds * e.elem_bytes;
+  const int64_t seq = e.part == 0 ? p->seq[site]++ : p->seq[site] - 1;
   if (!detail) return;
   // Detail rows, one per argument (in argument order), runs in lane order.
   std::map<int, AccessRow> rows;
@@ -386,6 +387,7 @@ void Recorder::on_program_end(exec::ProgramId pid, void* state) {
     t.active += s.active;
     t.oob += s.oob;
     t.bytes += s.bytes;
+    t.stored += s.stored;
   }
   if (!p->detail) return;
   for (auto& [site, row] : p->loops) {

@@ -32,6 +32,7 @@ struct SiteStats {
   int64_t active = 0;      // lanes the mask let through
   int64_t oob = 0;         // active lanes outside their buffer
   int64_t bytes = 0;       // bytes moved by active in-bounds lanes
+  int64_t stored = 0;      // of those, the bytes of stores and atomics
 };
 
 /// One execution of a memory op in one program, for one argument.

@@ -16,6 +16,11 @@ namespace tilescope::trace {
 using json = nlohmann::json;
 
 ReplayMemory::ReplayMemory(StoredLaunch& s, const std::string& where) {
+  if (s.language == "nki")
+    throw Error(
+        fmt::format("{}: an NKI kernel's launch cannot be replayed (its Python made its instructions; "
+                    "run the program again)",
+                    where));
   if (!s.record.allocations.empty())
     throw Error(
         fmt::format("{}: the kernel makes pointers from integers (addresses of the recorded process in "

@@ -31,7 +31,7 @@ constexpr const char* kFormatName = "tilescope-trace";
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS kernels(id INTEGER PRIMARY KEY, hash TEXT NOT NULL, name TEXT NOT NULL,
-  ttir_file TEXT NOT NULL, ttir TEXT NOT NULL);
+  ttir_file TEXT NOT NULL, ttir TEXT NOT NULL, language TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS kernels_hash ON kernels(hash);
 CREATE TABLE IF NOT EXISTS sites(kernel INTEGER NOT NULL, site INTEGER NOT NULL, op TEXT NOT NULL,
   ttir_line INTEGER NOT NULL, ttir_col INTEGER NOT NULL, file TEXT NOT NULL, line INTEGER NOT NULL,
@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS launch_sources(launch INTEGER NOT NULL, source INTEGE
   PRIMARY KEY(launch, source));
 CREATE TABLE IF NOT EXISTS site_stats(launch INTEGER NOT NULL, site INTEGER NOT NULL,
   executions INTEGER NOT NULL, lanes INTEGER NOT NULL, active INTEGER NOT NULL, oob INTEGER NOT NULL,
-  bytes INTEGER NOT NULL, PRIMARY KEY(launch, site));
+  bytes INTEGER NOT NULL, stored INTEGER NOT NULL, PRIMARY KEY(launch, site));
 CREATE TABLE IF NOT EXISTS contents(launch INTEGER NOT NULL, arg INTEGER NOT NULL, phase TEXT NOT NULL,
   host_addr INTEGER NOT NULL, bytes INTEGER NOT NULL, chunks INTEGER NOT NULL DEFAULT 0,
   unchanged INTEGER NOT NULL DEFAULT 0, period INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(launch, arg, phase));
@@ -263,19 +263,24 @@ constexpr const char* kInFlight =
 
 /// Writes the kernel's text and sites the first time the text is seen; returns the kernel's id and adds
 /// the payload to `bytes`.
-int64_t write_kernel(const Db& db, launch::Kernel& kernel, const ir::Function& fn,
-                     const std::vector<const ir::Op*>& sites, int64_t& bytes) {
-  const std::string hash = fnv1a(kernel.text());
+int64_t write_kernel(const Db& db, const Writer::Program& program, const std::vector<const ir::Op*>& sites,
+                     int64_t& bytes) {
+  const std::string hash = fnv1a(program.text);
   {
-    Stmt find(db, "SELECT id, ttir FROM kernels WHERE hash = ?");
+    Stmt find(db, "SELECT id, ttir, language FROM kernels WHERE hash = ?");
     find.bind(1, hash);
     while (find.step())
-      if (find.text(1) == kernel.text()) return find.i64(0);
+      if (find.text(1) == program.text && find.text(2) == program.language) return find.i64(0);
   }
-  Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir) VALUES (?, ?, ?, ?)");
-  ins.bind(1, hash).bind(2, fn.name).bind(3, kernel.module().filename).bind(4, kernel.text()).run();
+  Stmt ins(db, "INSERT INTO kernels(hash, name, ttir_file, ttir, language) VALUES (?, ?, ?, ?, ?)");
+  ins.bind(1, hash)
+      .bind(2, program.function.name)
+      .bind(3, program.module.filename)
+      .bind(4, program.text)
+      .bind(5, std::string(program.language))
+      .run();
   const int64_t kernel_id = sqlite3_last_insert_rowid(db.get());
-  bytes += static_cast<int64_t>(kernel.text().size());
+  bytes += static_cast<int64_t>(program.text.size());
   Stmt site(
       db,
       "INSERT INTO sites(kernel, site, op, ttir_line, ttir_col, file, line, col, var, inlined_from, dot) "
@@ -340,12 +345,20 @@ constexpr const char* kInsertChunk =
 
 launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord& rec,
                               const launch::RunOptions& options, std::string* write_error) {
+  return run(
+      {kernel.module(), kernel.function(rec.kernel), kernel.text(), "ttir"}, rec, options,
+      [&](const launch::RunOptions& o) { return launch::run_launch(kernel, rec, o); }, write_error);
+}
+
+launch::RunResult Writer::run(const Program& program, const launch::LaunchRecord& rec,
+                              const launch::RunOptions& options, const RunFn& run_it,
+                              std::string* write_error) {
   const Db& db = impl_->db;
   const double started = unix_now();
   const std::string record_json = launch::to_json(rec, false).dump();
   const std::string analyses = analyses_json(options.analyses).dump();
-  const ir::Function& fn = kernel.function(rec.kernel);
-  const std::vector<const ir::Op*> sites = op_sites(kernel.module());
+  const ir::Function& fn = program.function;
+  const std::vector<const ir::Op*> sites = op_sites(program.module);
   // Per argument: the period of a buffer that repeats a short pattern (stored as one period), else 0.
   std::vector<uint64_t> period(rec.args.size(), 0);
   int64_t before_bytes = 0;
@@ -368,7 +381,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
     const int64_t budget = impl_->budget;
     const int64_t used = meta_int(db, "used");
     bytes = static_cast<int64_t>(record_json.size() + analyses.size()) + 64;
-    const int64_t kernel_id = write_kernel(db, kernel, fn, sites, bytes);
+    const int64_t kernel_id = write_kernel(db, program, sites, bytes);
     Stmt ins_launch(
         db,
         "INSERT INTO launches(kernel, name, process, started, ended, seconds, grid_x, grid_y, grid_z, "
@@ -424,7 +437,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   std::optional<Recorder> recorder;
   launch::RunOptions o = options;
   if (id >= 0) {
-    recorder.emplace(kernel.module(), detail_cap);
+    recorder.emplace(program.module, detail_cap);
     o.observers.push_back(&*recorder);
     o.evidence = true;  // every program of each finding, for finding_programs
   }
@@ -432,7 +445,7 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
   std::string error;
   std::exception_ptr failure;
   try {
-    r = launch::run_launch(kernel, rec, o);
+    r = run_it(o);
   } catch (const std::exception& e) {
     error = e.what();
     failure = std::current_exception();
@@ -470,9 +483,10 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
 
     // Aggregates over every program.
     {
-      Stmt ins(db,
-               "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes) VALUES (?, ?, ?, "
-               "?, ?, ?, ?)");
+      Stmt ins(
+          db,
+          "INSERT INTO site_stats(launch, site, executions, lanes, active, oob, bytes, stored) VALUES (?, "
+          "?, ?, ?, ?, ?, ?, ?)");
       const auto& st = recorder->site_stats();
       for (size_t i = 0; i < st.size(); ++i) {
         if (st[i].executions == 0) continue;
@@ -483,8 +497,9 @@ launch::RunResult Writer::run(launch::Kernel& kernel, const launch::LaunchRecord
             .bind(5, st[i].active)
             .bind(6, st[i].oob)
             .bind(7, st[i].bytes)
+            .bind(8, st[i].stored)
             .run();
-        more += 56;
+        more += 64;
       }
       Stmt cnt(db, "INSERT INTO element_counts(launch, arg, loads, stores) VALUES (?, ?, ?, ?)");
       json too_big = json::array();
@@ -723,10 +738,12 @@ std::map<int64_t, Reader::Process> Reader::processes() const {
 
 StoredLaunch Reader::launch(int64_t id) const {
   const Db& db = impl_->db;
-  Stmt s(db,
-         "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name FROM "
-         "launches l "
-         "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
+  Stmt s(
+      db,
+      "SELECT l.record, k.ttir, k.ttir_file, l.analyses, l.findings, l.error, l.dropped, l.name, k.language "
+      "FROM "
+      "launches l "
+      "JOIN kernels k ON k.id = l.kernel WHERE l.id = ?");
   s.bind(1, id);
   if (!s.step()) {
     const auto ids = launches();
@@ -743,6 +760,7 @@ StoredLaunch Reader::launch(int64_t id) const {
     out.record = launch::record_from_json(rec);
     if (out.record.ttir_file.empty()) out.record.ttir_file = s.text(2);
     if (out.record.kernel.empty()) out.record.kernel = s.text(7);  // the function that ran
+    out.language = s.text(8);
     for (const json& a : json::parse(s.text(3)))
       out.analyses.push_back({a.at(0).get<std::string>(), a.at(1)});
     out.findings = json::parse(s.text(4));
@@ -853,9 +871,8 @@ std::string Reader::summary(int top_lines) const {
   out += "\ntop lines by bytes (all launches, active in-bounds lanes):\n";
   {
     Stmt s(db,
-           "SELECT st.file, st.line, sum(ss.bytes), sum(CASE WHEN st.op LIKE '%store%' THEN ss.bytes ELSE 0 "
-           "END), "
-           "sum(ss.executions), group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
+           "SELECT st.file, st.line, sum(ss.bytes), sum(ss.stored), sum(ss.executions), "
+           "group_concat(DISTINCT st.op) FROM site_stats ss JOIN launches l ON l.id = "
            "ss.launch "
            "JOIN sites st ON st.kernel = l.kernel AND st.site = ss.site GROUP BY st.file, st.line "
            "ORDER BY sum(ss.bytes) DESC, st.file, st.line LIMIT ?");

@@ -19,6 +19,7 @@ import threading
 import pytest
 
 import tilescope
+from nki_programs import SCALE_ROWS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TILESCOPE = os.environ.get("TILESCOPE_BIN") or os.path.join(ROOT, "build", "tilescope")
@@ -1009,3 +1010,41 @@ def test_the_map_coloured_by_time(tmp_path):
     assert "the longest program" in reads["legend"]
     x = int(reads["selected"].split(",")[0])
     assert re.fullmatch(rf"\({x}, 0, 0\) · [0-9.]+ (s|ms|µs)", reads["pid"]), reads["pid"]
+
+
+
+
+def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
+    """An NKI kernel of 3 programs, each three instructions on two 128 x 64 float32 SBUF tiles (256 bytes per
+    partition each): the NeuronCore panel draws the selected program's three instructions and the two tiles'
+    512 bytes per partition at their peak; the code panel is the instruction listing; the tensor map marks
+    the rows the program's first copy read."""
+    prog = tmp_path / "scale.py"
+    prog.write_text(SCALE_ROWS)
+    trace = tmp_path / "nki.tstrace"
+    p = subprocess.run([TILESCOPE, "trace", "-o", str(trace), "--", sys.executable, str(prog)], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    with serving(trace) as s:
+        reads = drive(s, [
+            {"read": ["panel_hidden", "#nki-panel", "hidden"]},
+            {"read": ["program", "#nki", "data-program"]},
+            {"read": ["bars", "#nki", "data-bars"]},
+            {"read": ["sbuf", "#nki", "data-sbuf-peak"]},
+            {"read": ["psum", "#nki", "data-psum-peak"]},
+            {"read": ["title", "#ttir-title", "text"]},
+            {"read": ["profile", "#profile-gpu", "text"]},
+            {"read": ["flows", "#roofline", "data-flows"]},
+            {"read": ["marked", ".heatmap", "data-marked"]},
+            {"screenshot": "view-nki"},
+            {"key": "ArrowRight"},
+            {"read": ["program2", "#nki", "data-program"]},
+            {"read": ["marked2", ".heatmap", "data-marked"]},
+        ], tmp_path)
+    assert reads["panel_hidden"] is None
+    assert (reads["program"], reads["bars"], reads["sbuf"], reads["psum"]) == ("0", "3", "512", "0")
+    assert reads["title"] == "NKI instructions" and reads["profile"] == "estimated on trn2"
+    # 300 x 64 floats in by DMA, read once more by the Vector engine within SBUF, and out by DMA.
+    assert reads["flows"] == "hbm_to_sbuf=76800,sbuf_to_hbm=76800,sbuf_to_sbuf=76800"
+    assert reads["marked"] == runs_of(range(0, 128 * 64))
+    assert reads["program2"] == "1" and reads["marked2"] == runs_of(range(128 * 64, 256 * 64))

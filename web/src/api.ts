@@ -25,6 +25,8 @@ export interface LaunchSummary {
   error: string | null;
   detail_stride: number;
   dropped: Record<string, unknown>;
+  /// "ttir", or "nki" for an NKI kernel (its text is the instruction listing; not replayable).
+  language: string;
 }
 
 export interface Arg {

@@ -7,8 +7,9 @@ import { KIND_COLOR, OOB_COLOR, RACE_COLOR, UNINIT_COLOR, raceElements, renderLe
 import { Heatmap, hexRGB, mix, runs, type HeatmapModel, type Mark, type RGB } from "./heatmap";
 import "./style.css";
 import { npy } from "./npy";
-import { elemBytes, formatValue, valueAt } from "./values";
+import { elemBytes, fmtBytes, formatValue, valueAt } from "./values";
 import { mountAssistant } from "./assistant";
+import { NkiView, dmaSummary, drawFlows, fmtNs, isNki, type NkiProfile } from "./nki";
 
 type TensorMode = "op" | "all" | "before" | "after";
 
@@ -71,6 +72,11 @@ app.innerHTML = `
       <div id="no-detail" class="notice" hidden></div>
       <div class="scroll"><table id="ops"><thead><tr><th>op</th><th>line</th><th title="the Python variable of the op's value">var</th><th title="the kernel argument its lanes point into">arg</th><th title="the n-th execution of this op in this program (0: the first)">seq</th><th title="lanes the mask let through / lanes of the op">active</th><th title="active lanes outside their argument">out of bounds</th></tr></thead><tbody></tbody></table></div>
     </div>
+    <div class="panel" id="nki-panel" hidden>
+      <h2>NeuronCore of program <span id="nki-pid"></span> <span id="nki-info" class="muted one-line"></span>
+        <span id="nki-tip" class="right-of muted one-line">hover an instruction</span></h2>
+      <div class="nki-host"><canvas id="nki" title="estimated engine timeline and on-chip memory in use (click an instruction: its line)"></canvas></div>
+    </div>
     <div class="panel grow" id="tensor-panel">
       <h2><span id="tensor-title">Tensor</span> <span id="slice" class="slice" hidden></span>
         <span class="right-of" id="modes">
@@ -101,7 +107,7 @@ app.innerHTML = `
   <aside class="right">
     <div class="panel grow" id="py-panel"><h2>Python <span id="py-file" class="muted one-line"></span>
       <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="py-wrap" /> wrap</label></h2><div class="code" id="py"></div></div>
-    <div class="panel grow" id="ttir-panel"><h2>TTIR <span id="ttir-file" class="muted one-line"></span>
+    <div class="panel grow" id="ttir-panel"><h2><span id="ttir-title">TTIR</span> <span id="ttir-file" class="muted one-line"></span>
       <label class="right-of" title="wrap long lines at the panel's width"><input type="checkbox" id="ttir-wrap" /> wrap</label></h2><div class="code" id="ttir"></div></div>
   </aside>
 </main>
@@ -257,7 +263,60 @@ function drawRoofline(r: Roofline) {
   g.fillText(`${fmtCount(bw)}B/s`, 6, Math.min(c.height - 6, Y(bw * 10 ** x0) - 3));
 }
 
+// An NKI launch (its profile has "kind": "nki"): the estimate's summary and hottest lines on the left,
+// and the selected program's engines and on-chip memory over time in the centre (nki.ts).
+const nkiView = new NkiView($<HTMLCanvasElement>("nki"), $("nki-tip"), (site) => {
+  const s = state.launch?.sites.find((x) => x.site === site);
+  if (s) showSource(s.file, [s.line]);
+});
+
+function nkiProfile(): NkiProfile | null {
+  const p = state.launch?.reports?.profile;
+  return isNki(p) ? p : null;
+}
+
+function drawNki() {
+  const p = nkiProfile();
+  $("nki-panel").hidden = !p;
+  if (!p) return;
+  $("nki-pid").textContent = String(state.pid[0]);
+  const ns = p.estimate.program_ns?.[state.pid[0]];
+  $("nki-info").textContent = `${p.target} (an estimate)${ns !== undefined ? `: ${fmtNs(ns)}` : ""}`;
+  nkiView.draw(p, state.pid[0]);
+}
+
+function renderNkiProfile(p: NkiProfile) {
+  const panel = $("profile");
+  panel.hidden = false;
+  delete panel.dataset.bound;
+  $("profile-gpu").textContent = `estimated on ${p.target}`;
+  const canvas = $<HTMLCanvasElement>("roofline");
+  canvas.title = "bytes moved between HBM, SBUF and PSUM (DMA and the engines)";
+  drawFlows(canvas, p);
+  const counts = Object.entries(p.engines).filter(([, e]) => e.instructions).map(([n, e]) => `${n} ${e.instructions}`);
+  $("profile-summary").textContent = `${fmtNs(p.estimate.seconds * 1e9)} (the slowest program); instructions: ${counts.join(", ")}; DMA: ${dmaSummary(p) || "none"}`;
+  const table = $("profile-lines");
+  table.querySelector("thead")!.innerHTML = "<tr><th>line</th><th title=\"estimated time on its engines, summed over its instructions\">time</th><th>DMA</th></tr>";
+  const lines = p.lines;
+  const body = table.querySelector("tbody")!;
+  body.innerHTML = lines
+    .slice(0, 8)
+    .map((x, i) => `<tr data-line="${i}" title="${esc(x.source)} (${x.instructions} instructions)"><td>${esc(base(x.file))}:${x.line}</td>
+        <td>${fmtNs(x.busy_ns)}</td><td>${x.dma_bytes ? fmtBytes(x.dma_bytes) : ""}</td></tr>`)
+    .join("");
+  body.querySelectorAll("tr").forEach((tr) =>
+    tr.addEventListener("click", () => {
+      const x = lines[Number((tr as HTMLElement).dataset.line)];
+      showSource(x.file, [x.line]);
+    }),
+  );
+}
+
 function renderProfile(l: Launch) {
+  if (isNki(l.reports?.profile)) return renderNkiProfile(l.reports.profile);
+  $("roofline").title = "roofline: attainable FLOP/s against arithmetic intensity";
+  delete $("roofline").dataset.flows;
+  $("profile-lines").querySelector("thead")!.innerHTML = "<tr><th>line</th><th>bytes</th><th>sectors</th><th>FLOPs</th></tr>";
   const p = l.reports?.profile as { roofline?: Roofline; lines?: ProfileLine[]; flops?: Record<string, number> } | undefined;
   const panel = $("profile");
   panel.hidden = !p?.roofline;
@@ -272,7 +331,7 @@ function renderProfile(l: Launch) {
   body.innerHTML = (p.lines ?? [])
     .slice(0, 8)
     .map(
-      (x, i) => `<tr data-line="${i}" title="${esc(x.source)}"><td class="text">${wrappable(`${base(x.file)}:${x.line}`)}</td><td>${fmtCount(x.bytes)}</td>
+      (x, i) => `<tr data-line="${i}" title="${esc(x.source)}"><td>${esc(base(x.file))}:${x.line}</td><td>${fmtCount(x.bytes)}</td>
         <td>${fmtCount(x.sectors)}</td><td>${fmtCount(x.flops)}</td></tr>`,
     )
     .join("");
@@ -308,6 +367,7 @@ async function selectLaunch(id: number) {
     if (($("color-by") as HTMLSelectElement).value === "time") await loadTimes();
     if (!state.ttir.has(launch.kernel_id)) state.ttir.set(launch.kernel_id, (await api.kernel(launch.kernel_id)).ttir);
     ttir.setText(state.ttir.get(launch.kernel_id)!);
+    $("ttir-title").textContent = launch.language === "nki" ? "NKI instructions" : "TTIR";
     $("ttir-file").textContent = launch.name;
     $("ttir-file").title = launch.name;
     state.shownSource = -1;
@@ -481,6 +541,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
   if (!l) return;
   state.pid = pid;
   drawGrid();
+  drawNki();
   const ns = state.times?.[pid[0] + l.grid[0] * (pid[1] + l.grid[1] * pid[2])];
   $("pid").textContent = `(${pid.join(", ")})${ns !== undefined ? ` · ${fmtSeconds(ns / 1e9)}` : ""}`;
   const generation = ++state.generation;
@@ -500,7 +561,7 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     .map((a, i) => {
       const s = siteOf(a);
       const arg = argOf(a.arg);
-      const argName = arg?.name ?? "(none)";
+      const argName = arg?.name ?? (l.language === "nki" ? "(on chip)" : "(none)");
       return `<tr data-access="${i}" data-site="${a.site}" data-arg="${a.arg}">
         <td class="text" title="${esc(s.op)}"><span class="dot" style="background:${KIND_COLOR[a.kind]}"></span>${wrappable(s.op)}</td>
         <td>${s.line}</td><td class="text" title="${esc(s.var)}">${wrappable(s.var)}</td><td class="text" title="${esc(argName)}">${wrappable(argName)}</td><td>${a.seq}</td>
@@ -524,7 +585,8 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
     tr.addEventListener("click", () => selectDot(Number((tr as HTMLElement).dataset.dot))),
   );
   if (state.dotSite >= 0 && ttirLine === undefined && dots.some((d) => d.site === state.dotSite)) return selectDot(state.dotSite);
-  let pick = 0;
+  // At first, an access of an argument (an NKI instruction's on-chip operands come first).
+  let pick = Math.max(0, p.accesses.findIndex((a) => a.arg >= 0));
   if (ttirLine !== undefined) {
     const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
     if (i >= 0) pick = i;
@@ -567,13 +629,6 @@ function renderNoDetail(l: Launch, pid: Pid, p: Program) {
     (near ? ` <button id="no-detail-go" data-pid="${near.join(",")}">show program (${near.join(", ")})</button>, which has its detail, in the same finding.` : "");
   box.dataset.stride = String(stride);
   $("no-detail-go")?.addEventListener("click", () => selectProgram(near!));
-}
-
-function fmtBytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) (n /= 1024), i++;
-  return `${i ? n.toFixed(n < 10 ? 1 : 0) : n} ${units[i]}`;
 }
 
 async function selectAccess(i: number, ttirLine?: number) {

@@ -49,3 +49,11 @@ export function formatValue(v: number): string {
   const a = Math.abs(v);
   return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(4) : v.toPrecision(6);
 }
+
+/// Bytes with a binary unit: "812 B", "3.5 KiB", "75 KiB".
+export function fmtBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) (n /= 1024), i++;
+  return `${i ? n.toFixed(n < 10 ? 1 : 0) : n} ${units[i]}`;
+}

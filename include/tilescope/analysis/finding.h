@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tilescope/exec/events.h"
+#include "tilescope/ir/ir.h"
 
 namespace tilescope::analysis {
 
@@ -136,6 +138,21 @@ std::string summarize(const Finding& f);
 struct LaunchInfo {
   std::string kernel;
   std::vector<std::string> stack;  // Python launch stack, innermost last
+};
+
+/// Builds OpSites for ops of one module. Not thread-safe (call it from one thread, e.g. collect()).
+class SiteMaker {
+ public:
+  explicit SiteMaker(const ir::Module& m) : m_(m) {}
+  /// `op`'s TTIR position, Python file:line:col, variable, source line and inlined-from chain (frames
+  /// inside triton/language and triton/runtime are left out).
+  OpSite of(const ir::Op* op);
+  /// Line `line` (1-based) of `file` without its newline; "" when the file or line cannot be read.
+  std::string source_line(const std::string& file, int line);
+
+ private:
+  const ir::Module& m_;
+  std::map<std::string, std::vector<std::string>> files_;  // file -> lines ("" when unreadable)
 };
 
 }  // namespace tilescope::analysis

@@ -80,6 +80,9 @@ struct AccessEvent {
   int elem_bytes;
   int64_t bad_lanes;  // active lanes outside their buffer (0 for a clean access)
   const Memory* memory;
+  /// Which access of one execution of `op` this is: 0 for the first (a TTIR op makes one access per
+  /// execution; an NKI instruction one per operand, nki/nki.h), so 0 marks a new execution.
+  int part;
 };
 
 /// A watched op is about to run (kOpBegin: `results` do not hold its results yet) or has run

@@ -22,9 +22,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -45,6 +47,10 @@ struct Target {
   int64_t sbuf_bytes;     // per partition, usable by kernels
   int64_t psum_bytes;     // per partition
   int psum_banks;         // PSUM banks per partition (2 KiB each)
+  // The profiler's clocks (GHz) and DMA rate, from the same guides ("Engines" of each; the DMA
+  // overview's "theoretical peak DMA bandwidth per NeuronCore": 16 queues of 17 / 23 / 33 bytes per ns).
+  double tensor_ghz, vector_ghz, scalar_ghz, gpsimd_ghz;
+  double dma_bytes_per_ns;  // per DMA queue
 };
 
 /// The target called `name` (trn1, trn2, trn3; also gen2, gen3, gen4 and inf2 = trn1); throws Error
@@ -82,10 +88,23 @@ struct TensorInfo {
 /// An access pattern: elements of one tensor, row-major over `shape`, element (i0, i1, ...) at
 /// `offset + sum(i_k * strides[k])` (elements of the tensor's dtype, from its first element).
 struct View {
+  View() = default;
+  View(int tensor, int64_t offset, std::vector<int64_t> shape, std::vector<int64_t> strides)
+      : tensor(tensor), offset(offset), shape(std::move(shape)), strides(std::move(strides)) {}
   int tensor = -1;
   int64_t offset = 0;
   std::vector<int64_t> shape, strides;
+  /// Offsets known only when the instruction runs (the access-pattern guide's `.ap(vector_offset=,
+  /// scalar_offset=, indirect_dim=)`, nki/deep-dives/nki-aps.html; dma_copy's indirect DMA), each an
+  /// integer tile in SBUF read by the instruction. `vector_offset` ([P, 1], HBM tensors, indirect_dim 0):
+  /// row i0 of the view starts at idx[i0] * R instead of i0 * strides[0], R the elements of one index step
+  /// of the tensor (the product of its shape past `indirect_dim`). `scalar_offset` ([1, 1]): adds its
+  /// value * R. Only dma_copy and tensor_copy take such views. An element they move outside the tensor is
+  /// an out-of-bounds access (a sanitizer finding; with oob_mode=skip, dropped): never dereferenced.
+  std::shared_ptr<const View> vector_offset, scalar_offset;
+  int indirect_dim = 0;
   int64_t numel() const;
+  bool dynamic() const { return vector_offset || scalar_offset; }
 };
 
 /// One argument of an instruction as the Python front end hands it over: absent (None), a view, a
@@ -125,6 +144,20 @@ class Kernel {
   /// Run every program's instructions in program order under `options.analyses` (and its observers),
   /// as launch::run_launch runs a TTIR launch. Runs once. Throws Error for a failure while running.
   launch::RunResult run(const launch::RunOptions& options);
+
+  /// The estimated per-engine profile of the kernel's instructions (README "NKI profile"): instruction
+  /// counts per engine, DMA bytes per direction, the estimated per-engine timeline of each program from
+  /// the documented instruction costs and clocks, SBUF / PSUM usage over time, and the costliest Python
+  /// lines. Static: it does not need run(). JSON, `"kind": "nki"`.
+  nlohmann::json profile() const;
+  /// What the trace stores of this kernel: a module with one op per instruction site, in the order the
+  /// kernel first called them (the site's line in the listing is its index + 1).
+  const ir::Module& module() const;
+  /// The kernel as a launch record (launch/record.h): its name, the grid {programs, 1, 1}, the HBM tensors
+  /// (arguments, then outputs: the analyses' and the trace's argument order) as buffers over their host
+  /// memory, and as its text the instruction listing, one line per site
+  /// ("nki.isa.tensor_tensor  # file.py:12:4", the file without its directory), named "<kernel>.nki".
+  launch::LaunchRecord record() const;
 
   /// The ops append() knows, in documentation order (README's table).
   static std::vector<std::string_view> ops();

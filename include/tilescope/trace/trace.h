@@ -17,11 +17,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilescope/launch/record.h"
@@ -30,7 +32,7 @@
 namespace tilescope::trace {
 
 /// The schema version this tilescope writes and reads (docs/trace-format.md).
-inline constexpr int kFormatVersion = 3;
+inline constexpr int kFormatVersion = 4;
 /// Bytes of payload a trace file may hold unless told otherwise.
 inline constexpr int64_t kDefaultBudget = int64_t{256} << 20;
 
@@ -53,6 +55,21 @@ class Writer {
   /// result is returned; else it is thrown as tilescope::Error.
   launch::RunResult run(launch::Kernel& kernel, const launch::LaunchRecord& record,
                         const launch::RunOptions& options, std::string* write_error = nullptr);
+
+  /// What the trace stores of the program a launch runs: its module (every op a site), the function,
+  /// the text shown as its IR (TTIR, or an NKI kernel's instruction listing, nki/nki.h) and its language.
+  struct Program {
+    const ir::Module& module;
+    const ir::Function& function;
+    const std::string& text;
+    std::string_view language;  // "ttir" (replayable) or "nki"
+  };
+  using RunFn = std::function<launch::RunResult(const launch::RunOptions&)>;
+  /// The same for a launch that `run` performs (an NKI kernel's): `run` gets `options` with the recorder
+  /// among its observers, and must tell it what the launch does through them.
+  launch::RunResult run(const Program& program, const launch::LaunchRecord& record,
+                        const launch::RunOptions& options, const RunFn& run,
+                        std::string* write_error = nullptr);
   const std::string& path() const;
 
  private:
@@ -70,6 +87,7 @@ void create(const std::string& path, int64_t budget = kDefaultBudget);
 struct StoredLaunch {
   int64_t id = 0;
   launch::LaunchRecord record;  // with the TTIR text; buffer arguments' `host` are null
+  std::string language;         // the kernel's: "ttir", or "nki" (not replayable: its Python made it)
   std::vector<launch::AnalysisRequest> analyses;
   nlohmann::json findings;  // report JSON (a list), as recorded
   std::string error;        // the launch's error when it failed ("" when it ran)

@@ -11,6 +11,8 @@ arrays of the caller's kind.
 """
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
 import inspect
 import itertools
@@ -143,13 +145,31 @@ class Tensor:
     nl.shared_hbm, ...) and an access pattern into its tensor. Indexing with ints, slices (step >= 1),
     `nl.ds` and `...` gives tiles; an int index drops its dimension."""
 
-    def __init__(self, trace, tid, dtype, buffer, offset, shape, strides, name=""):
+    def __init__(self, trace, tid, dtype, buffer, offset, shape, strides, name="", dynamic=None):
         self._trace, self._tid, self.dtype, self.buffer = trace, tid, dtype, buffer
         self._offset, self.shape, self._strides, self.name = offset, tuple(shape), tuple(strides), name
+        self._dynamic = dynamic  # (vector_offset, scalar_offset, indirect_dim) of an .ap() with runtime offsets
 
     @property
     def ndim(self):
         return len(self.shape)
+
+    @property
+    def strides(self):
+        """Element strides of the view (language guide, "Anatomy of a tensor")."""
+        return self._strides
+
+    @property
+    def offset(self):
+        """The view's first element, in elements from the start of its storage."""
+        return self._offset
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
 
     def __repr__(self):
         return f"<nki tensor {self.name or '?'} {self.dtype}[{', '.join(map(str, self.shape))}] in {self.buffer}>"
@@ -157,9 +177,15 @@ class Tensor:
     def _view(self):
         from .. import _native
 
-        return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides))
+        if self._dynamic is None:
+            return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides))
+        vec, sca, dim = self._dynamic
+        return _native.NkiView(self._tid, self._offset, list(self.shape), list(self._strides),
+                               vec._view() if vec is not None else None, sca._view() if sca is not None else None, dim)
 
     def __getitem__(self, index):
+        if self._dynamic is not None:
+            raise located(f"index {self!r} before .ap() with dynamic offsets, not after")
         if not isinstance(index, tuple):
             index = (index,)
         if any(i is Ellipsis for i in index):
@@ -223,10 +249,19 @@ class Tensor:
         """An explicit access pattern over the tensor's storage (language guide, "View methods"):
         `pattern` = [[stride, count], ...] (outermost first; on chip the first pair is the partition
         dimension), in elements, from `offset` (default: this view's own offset). The result's shape is
-        the counts. Dynamic offsets (scalar_offset, vector_offset) and dtype reinterpretation are not
-        modelled yet."""
+        the counts. Runtime offsets, read when the instruction runs (dma_copy and tensor_copy take them):
+        `vector_offset`, a [P, 1] int32 / uint32 SBUF tile, starts row i of an HBM tensor's view at
+        idx[i] * (the elements of one step of dim 0) (indirect DMA: a gather or a scatter of rows);
+        `scalar_offset`, a [1, 1] integer SBUF tile, adds its value times the elements of one step of
+        `indirect_dim`. Elements moved outside the tensor are out-of-bounds findings (dma_copy's
+        oob_mode=skip drops them). A dtype that reinterprets the tensor is not modelled yet."""
+        dynamic = None
         if scalar_offset is not None or vector_offset is not None:
-            raise located("ap(): dynamic offsets (scalar_offset, vector_offset) are not supported by tilescope yet")
+            for what, t in (("vector_offset", vector_offset), ("scalar_offset", scalar_offset)):
+                if t is not None and not isinstance(t, Tensor):
+                    raise located(f"ap(): {what} must be an integer tile in SBUF (a register is not modelled), "
+                                  f"not {t!r}")
+            dynamic = (vector_offset, scalar_offset, int(indirect_dim))
         if dtype is not None and dtype_name(dtype) != self.dtype:
             raise located("ap(): a dtype that reinterprets the tensor is not supported by tilescope yet")
         try:
@@ -237,10 +272,12 @@ class Tensor:
             raise located(f"ap(): every count of the pattern must be positive ({pattern!r})")
         base = self._offset if offset is None else int(offset)
         return Tensor(self._trace, self._tid, self.dtype, self.buffer, base, [n for _, n in pairs],
-                      [st for st, _ in pairs], self.name)
+                      [st for st, _ in pairs], self.name, dynamic)
 
     def reshape(self, shape):
         """The same elements with another shape (row-major); the tile must be contiguous."""
+        if self._dynamic is not None:
+            raise located(f"reshape {self!r} before .ap() with dynamic offsets, not after")
         shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
         n = 1
         for s in shape:
@@ -250,6 +287,9 @@ class Tensor:
             m *= s
         if n != m:
             raise located(f"cannot reshape {self!r} ({m} elements) to {shape} ({n} elements)")
+        if self.buffer in ("sbuf", "psum") and (not shape or shape[0] != self.shape[0]):
+            raise located(f"cannot reshape the on-chip tensor {self!r} to {shape}: the partition dimension (dim 0, "
+                          f"{self.shape[0]}) must stay as it is (moving data across partitions takes an instruction)")
         expect = 1
         for s, st in zip(reversed(self.shape), reversed(self._strides)):
             if s != 1 and st != expect:
@@ -260,6 +300,153 @@ class Tensor:
             strides.append(acc)
             acc *= s
         return Tensor(self._trace, self._tid, self.dtype, self.buffer, self._offset, shape, strides[::-1], self.name)
+
+    # View methods of NKI 0.5.0 (nki.language.NkiTensor, API reference): each returns a new view of the
+    # same storage, built at specialization time. On-chip tensors keep their partition dim at dim 0.
+
+    def _with(self, shape, strides, offset=None):
+        if self._dynamic is not None:
+            raise located(f"take views of {self!r} before .ap() with dynamic offsets, not after")
+        return Tensor(self._trace, self._tid, self.dtype, self.buffer, self._offset if offset is None else offset,
+                      shape, strides, self.name)
+
+    def _dim(self, method, dim, extra=0):
+        """`dim` normalized (negative from the end) against ndim + extra, or a located error."""
+        n = self.ndim + extra
+        d = int(dim)
+        if d < 0:
+            d += n
+        if not 0 <= d < n:
+            raise located(f"{method}(): dimension {dim} is outside the {n} dimensions of {self!r}")
+        return d
+
+    def _not_partition(self, method, d, what="dim"):
+        if d == 0 and self.buffer in ("sbuf", "psum"):
+            raise located(f"{method}(): {what} 0 is the partition dimension of the on-chip tensor {self!r}; "
+                          "a view cannot change it")
+
+    def is_contiguous(self):
+        """Whether the view covers its storage densely in row-major order (the partition dim of an on-chip
+        tensor is not counted: partitions are separate memories)."""
+        expect = 1
+        first = 1 if self.buffer in ("sbuf", "psum") else 0
+        for n, st in zip(reversed(self.shape[first:]), reversed(self._strides[first:])):
+            if n != 1 and st != expect:
+                return False
+            expect *= n
+        return True
+
+    def is_indirect(self):
+        """Whether the view uses runtime (dynamic) addressing: an .ap() with vector_offset / scalar_offset."""
+        return self._dynamic is not None
+
+    def get_pattern(self):
+        """The view as [[stride, count], ...], the format .ap() takes."""
+        return [[st, n] for st, n in zip(self._strides, self.shape)]
+
+    def permute(self, dims):
+        """The dims reordered (dims a permutation of range(ndim); on chip dims[0] is 0)."""
+        dims = [int(d) for d in dims]
+        if sorted(dims) != list(range(self.ndim)):
+            raise located(f"permute(): {tuple(dims)} is not a permutation of the {self.ndim} dimensions of {self!r}")
+        if dims[0] != 0 and self.buffer in ("sbuf", "psum"):
+            raise located(f"permute(): dims[0] must be 0 on the on-chip tensor {self!r} (its partition dimension "
+                          f"stays first), not {dims[0]}")
+        return self._with([self.shape[d] for d in dims], [self._strides[d] for d in dims])
+
+    def broadcast(self, dim, size):
+        """A size-1 dim repeated `size` times (stride 0); not the partition dim of an on-chip tensor."""
+        d = self._dim("broadcast", dim)
+        self._not_partition("broadcast", d)
+        if self.shape[d] != 1:
+            raise located(f"broadcast(): dimension {d} of {self!r} has size {self.shape[d]}; only a size-1 "
+                          "dimension can be broadcast")
+        if int(size) < 1:
+            raise located(f"broadcast(): the size must be positive, not {size}")
+        shape, strides = list(self.shape), list(self._strides)
+        shape[d], strides[d] = int(size), 0
+        return self._with(shape, strides)
+
+    def expand_dim(self, dim):
+        """A new size-1 dim at position `dim` (not 0 on chip)."""
+        d = self._dim("expand_dim", dim, extra=1)
+        self._not_partition("expand_dim", d)
+        shape, strides = list(self.shape), list(self._strides)
+        shape.insert(d, 1)
+        strides.insert(d, strides[d] * shape[d + 1] if d < len(self.shape) else 1)
+        return self._with(shape, strides)
+
+    def squeeze_dim(self, dim):
+        """The size-1 dim `dim` removed (not 0 on chip)."""
+        d = self._dim("squeeze_dim", dim)
+        self._not_partition("squeeze_dim", d)
+        if self.shape[d] != 1:
+            raise located(f"squeeze_dim(): dimension {d} of {self!r} has size {self.shape[d]}, not 1")
+        return self._with(self.shape[:d] + self.shape[d + 1:], self._strides[:d] + self._strides[d + 1:])
+
+    def reshape_dim(self, dim, shape):
+        """Dim `dim` split into `shape` (its product; one -1 is inferred); not dim 0 on chip unless trivial."""
+        d = self._dim("reshape_dim", dim)
+        sizes = [int(s) for s in shape]
+        n = self.shape[d]
+        if sizes.count(-1) > 1:
+            raise located(f"reshape_dim(): at most one -1 in {tuple(sizes)}")
+        if -1 in sizes:
+            known = 1
+            for s in sizes:
+                known *= s if s != -1 else 1
+            if known <= 0 or n % known:
+                raise located(f"reshape_dim(): {tuple(sizes)} cannot split dimension {d} of size {n}")
+            sizes[sizes.index(-1)] = n // known
+        prod = 1
+        for s in sizes:
+            prod *= s
+        if prod != n or any(s < 1 for s in sizes):
+            raise located(f"reshape_dim(): {tuple(sizes)} has {prod} elements, but dimension {d} of {self!r} has {n}")
+        if len(sizes) != 1:
+            self._not_partition("reshape_dim", d)
+        strides, acc = [], self._strides[d]
+        for s in reversed(sizes):
+            strides.append(acc)
+            acc *= s
+        return self._with(self.shape[:d] + tuple(sizes) + self.shape[d + 1:],
+                          self._strides[:d] + tuple(strides[::-1]) + self._strides[d + 1:])
+
+    def flatten_dims(self, start_dim, end_dim):
+        """Dims start_dim..end_dim (inclusive, contiguous in memory) merged into one (start_dim > 0 on chip)."""
+        a, b = self._dim("flatten_dims", start_dim), self._dim("flatten_dims", end_dim)
+        if a > b:
+            raise located(f"flatten_dims(): start_dim {a} is after end_dim {b}")
+        self._not_partition("flatten_dims", a, "start_dim")
+        dims = [i for i in range(a, b + 1) if self.shape[i] != 1]
+        for x, y in zip(dims, dims[1:]):
+            if self._strides[x] != self._strides[y] * self.shape[y]:
+                raise located(f"flatten_dims(): dimensions {a}..{b} of {self!r} are not contiguous in memory")
+        n = 1
+        for s in self.shape[a:b + 1]:
+            n *= s
+        return self._with(self.shape[:a] + (n,) + self.shape[b + 1:],
+                          self._strides[:a] + (self._strides[dims[-1]] if dims else 1,) + self._strides[b + 1:])
+
+    def slice(self, dim, start, end, step=1):
+        """t[..., start:end:step, ...] on dim `dim` (0 <= start < end <= shape[dim], step >= 1)."""
+        d = self._dim("slice", dim)
+        start, end, step = int(start), int(end), int(step)
+        if not 0 <= start < end <= self.shape[d] or step < 1:
+            raise located(f"slice(): [{start}:{end}:{step}] is not a slice of dimension {d} (size {self.shape[d]}) "
+                          f"of {self!r}: 0 <= start < end <= size, step >= 1")
+        return self[(slice(None),) * d + (slice(start, end, step),)]
+
+    def select(self, dim, index):
+        """The element `index` of dim `dim`, the dim removed as an integer index removes it (a static int;
+        a tensor index, a dynamic select, is not modelled yet)."""
+        d = self._dim("select", dim)
+        if isinstance(index, Tensor):
+            raise located("select(): a dynamic index (an NkiTensor) is not supported by tilescope yet")
+        i = int(index)
+        if not 0 <= i < self.shape[d]:
+            raise located(f"select(): index {i} is outside 0..{self.shape[d] - 1} of dimension {d} of {self!r}")
+        return self[(slice(None),) * d + (i,)]  # integer indexing's rules (on chip: at least 2-D)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -367,6 +554,14 @@ def append(op: str, /, **args) -> None:
             v = v.nki_name
         elif hasattr(v, "value") and type(v).__module__.startswith("tilescope.nki"):  # an enum member
             v = v.name
+        elif type(v).__module__ == "numpy" and getattr(v, "shape", None) == ():  # np.float32(0.5): a number
+            v = v.item()
+        elif callable(v) and not isinstance(v, (str, list, tuple)):  # np.exp, math.exp, a Python function
+            name = getattr(v, "__name__", repr(v))
+            where = f"numpy's np.{name}" if type(v).__module__ == "numpy" else repr(v)
+            label = f"nki.language.{op}" if op in ("load", "store") else f"nki.isa.{op}"
+            raise NkiError(f"{file}:{line}:{col}: {label}: argument '{k}' is {where}; NKI ops take the "
+                           f"operators of nki.language (such as nl.{name})")
         native[k] = v
     native_call(t.native.append, t.program, op, native, file, line, col)
 
@@ -390,7 +585,8 @@ class Kernel:
     def __getitem__(self, grid):
         if isinstance(grid, tuple):
             if len(grid) != 1:
-                raise located(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}")
+                raise located(f"kernel '{self.fn.__name__}': NKI Beta 2 grids are one-dimensional, not {grid}: launch "
+                              f"kernel[n] with n the number of programs and derive the indexes from nl.program_id(0)")
             grid = grid[0]
         n = int(grid)
         if n < 1:
@@ -420,32 +616,66 @@ class Kernel:
         previous = getattr(_current, "trace", None)
         _current.trace = trace
         try:
-            for p in range(programs):
-                trace.program, trace.hbm_seen = p, 0
-                r = self.fn(**call)
-                if p == 0:
-                    results = r
+            with _region_keywords():
+                for p in range(programs):
+                    trace.program, trace.hbm_seen = p, 0
+                    r = self.fn(**call)
+                    if p == 0:
+                        results = r
         finally:
             _current.trace = previous
+        # Under the profiler, the NKI profile (estimated per-engine timeline, DMA traffic) instead of the GPU's.
         profiling = _state.profile_options is not None or bool(_state.profilers)
-        if profiling:
-            _note_once("profile", "tilescope: note: the profiler models GPUs, not NeuronCores: NKI kernels "
-                                  f"('{self.fn.__name__}') run without it (README, \"NKI kernels\")")
-        if _state.trace_path:
-            _note_once("trace", "tilescope: note: NKI launches are not recorded in traces yet "
-                                f"('{self.fn.__name__}' runs and is sanitized, but is not in the trace)")
-        res = native_call(trace.native.run, "[]" if profiling else _state.analyses_json())
-        _state.record(res["findings"], self.fn.__name__, _launch_stack(), "" if profiling else res["reports"])
+        stack = _launch_stack()
+        res = native_call(trace.native.run, '[["profile", {}]]' if profiling else _state.analyses_json(),
+                          stack, _state.trace_path)
+        _state.trace_error(res.get("trace_error"))
+        _state.record(res["findings"], self.fn.__name__, stack, res["reports"])
         return _outputs(results, trace, torch_out)
 
 
-_noted = set()
+class MemoryRegion:
+    """NKI 0.2.0's memory-region keywords: `sbuf`, `psum` and `hbm` are names in every kernel without an
+    import ("'sbuf' is a keyword in NKI", the 0.2.0 quickstart), and `sbuf.view(dtype=..., shape=...)`
+    allocates a tensor there as nl.ndarray does (an `hbm` view is a kernel output). Explicit placement
+    (`.ptr()`, sub-regions by slicing) is not modelled."""
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return self.buffer
+
+    def view(self, dtype, shape, name=None):
+        return current().allocate(shape, dtype, self.buffer, name=name)
+
+    def ptr(self, *args, **kwargs):
+        raise located(f"{self.buffer}.ptr(): explicit memory placement is not modelled by tilescope; use "
+                      f"{self.buffer}.view(dtype=..., shape=...)")
+
+    def __getitem__(self, index):
+        raise located(f"{self.buffer}[...]: sub-regions (explicit memory placement) are not modelled by tilescope; "
+                      f"use {self.buffer}.view(dtype=..., shape=...)")
 
 
-def _note_once(key, text):
-    if key not in _noted:
-        _noted.add(key)
-        sys.stderr.write(text + "\n")
+_REGIONS = {name: MemoryRegion(name) for name in ("sbuf", "psum", "hbm")}
+_NO_NAME = object()
+
+
+@contextlib.contextmanager
+def _region_keywords():
+    """The 0.2.0 keywords as builtins while the kernel's Python runs: a kernel's own global or local of the
+    same name still wins (builtins come last in Python's name lookup)."""
+    saved = {k: builtins.__dict__.get(k, _NO_NAME) for k in _REGIONS}
+    builtins.__dict__.update(_REGIONS)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is _NO_NAME:
+                builtins.__dict__.pop(k, None)
+            else:
+                builtins.__dict__[k] = v
 
 
 def _launch_stack():

@@ -159,7 +159,7 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=oob_mode.error, dge_mode=dge_mo
              priority=None, unique_indices=True, name=None, mask=None):
     """dst = src through a DMA queue (HBM and SBUF on either side), converting dtypes through float32."""
     _no_mask(mask)
-    append("dma_copy", dst=dst, src=src, dst_rmw_op=dst_rmw_op)
+    append("dma_copy", dst=dst, src=src, dst_rmw_op=dst_rmw_op, oob_mode=oob_mode)
 
 
 def tensor_partition_reduce(dst, op, data, name=None, mask=None):

@@ -132,6 +132,10 @@ def load(src, dtype=None, **kwargs):
     """A new SBUF tile holding `src` (an HBM tile), converted to `dtype` when given."""
     if "mask" in kwargs and kwargs["mask"] is not None:
         raise _located("the mask parameter is not supported (NKI Beta 2)")
+    if src.shape and src.shape[0] > tile_size.pmax:  # say so here, not as the allocation's error
+        raise _located(f"nki.language.load: 'src' ({'x'.join(map(str, src.shape))}) has {src.shape[0]} rows, but "
+                       f"the new SBUF tile puts dim 0 on the partitions: at most {tile_size.pmax} "
+                       "(nl.tile_size.pmax); load it in tiles of at most 128 rows")
     dst = _current().allocate(src.shape, dtype or src.dtype, sbuf)
     _append("load", dst=dst, src=src)
     return dst
