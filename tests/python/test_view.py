@@ -1040,7 +1040,11 @@ def test_an_nki_launch_shows_its_engines_and_on_chip_memory(tmp_path):
             {"key": "ArrowRight"},
             {"read": ["program2", "#nki", "data-program"]},
             {"read": ["marked2", ".heatmap", "data-marked"]},
+            # The assistant takes 360 px: the NeuronCore view is drawn again at its panel's new width.
+            {"click": "#assist-toggle"}, {"wait_selector": ["#assistant:not([hidden])"]},
+            {"boxes": ["nki_open", "#nki", "#nki-panel"]},
         ], tmp_path)
+    assert len(reads["nki_open"]) == 1 and boxes_past(reads["nki_open"], 1280 - 360) == [], reads["nki_open"]
     assert reads["panel_hidden"] is None
     assert (reads["program"], reads["bars"], reads["sbuf"], reads["psum"]) == ("0", "3", "512", "0")
     assert reads["title"] == "NKI instructions" and reads["profile"] == "estimated on trn2"

@@ -270,6 +270,11 @@ const nkiView = new NkiView($<HTMLCanvasElement>("nki"), $("nki-tip"), (site) =>
   if (s) showSource(s.file, [s.line]);
 });
 
+// Drawn again at the panel's new width (the assistant opening, the window resized).
+new ResizeObserver(() => {
+  if (!$("nki-panel").hidden) drawNki();
+}).observe($("nki").parentElement!);
+
 function nkiProfile(): NkiProfile | null {
   const p = state.launch?.reports?.profile;
   return isNki(p) ? p : null;
