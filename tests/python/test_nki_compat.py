@@ -51,3 +51,70 @@ def test_explicit_placement_is_refused_plainly():
                                            r"modelled"):
         explicit_placement(np.zeros((4, 4), dtype=np.float32))
     assert sbuf_rows == 7
+
+
+# ------------------------------------------------------------------------------------------------
+# Private HBM, read-only arrays, what a kernel returns (found by a new user).
+
+@nki.jit
+def through_private_scratch(x):
+    n, d = x.shape
+    out = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.shared_hbm)
+    rows = n // nl.num_programs()
+    p = nl.program_id(0)
+    t = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[p * rows:(p + 1) * rows])
+    scratch = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.private_hbm)  # each program's own
+    nisa.dma_copy(dst=scratch, src=t)
+    u = nl.ndarray((rows, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=scratch)
+    nisa.dma_copy(dst=out[p * rows:(p + 1) * rows], src=u)
+    return out
+
+
+def test_private_hbm_is_each_programs_own_no_race():
+    import tilescope
+
+    tilescope.clear_findings()
+    x = np.arange(64 * 8, dtype=np.float32).reshape(64, 8)
+    y = through_private_scratch[4](x)
+    assert np.array_equal(y, x) and tilescope.findings() == []
+
+
+@nki.jit
+def copy_into(x, out):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+
+
+def test_writing_a_read_only_array_is_an_error_at_the_call():
+    x = np.ones((4, 4), dtype=np.float32)
+    out = np.zeros((4, 4), dtype=np.float32)
+    out.setflags(write=False)
+    with pytest.raises(nki.NkiError, match=r"nki.isa.dma_copy: argument 'dst' writes 'out', a read-only array"):
+        copy_into(x, out)
+    assert not out.any()
+
+
+@nki.jit
+def returns_views(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return {"tail": out[1:], "col": out[:, 2], "all": out}
+
+
+def test_a_returned_view_is_that_view_of_the_output():
+    x = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+    r = returns_views(x)
+    assert set(r) == {"tail", "col", "all"}
+    assert np.array_equal(r["tail"], x[1:]) and np.array_equal(r["col"], x[:, 2]) and np.array_equal(r["all"], x)
+
+
+def test_names_tilescope_lacks_say_so():
+    with pytest.raises(AttributeError, match=r"nki.language.cos is not modelled by tilescope"):
+        nl.cos  # noqa: B018
+    with pytest.raises(AttributeError, match=r"nki.isa.rand is not modelled by tilescope"):
+        nisa.rand  # noqa: B018

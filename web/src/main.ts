@@ -266,6 +266,11 @@ function drawRoofline(r: Roofline) {
 // An NKI launch (its profile has "kind": "nki"): the estimate's summary and hottest lines on the left,
 // and the selected program's engines and on-chip memory over time in the centre (nki.ts).
 const nkiView = new NkiView($<HTMLCanvasElement>("nki"), $("nki-tip"), (site) => {
+  // The instruction's access of an HBM tensor (else of on-chip memory) in the ops table, and its line.
+  const acc = state.program?.accesses ?? [];
+  const i = acc.findIndex((a) => a.site === site && a.arg >= 0);
+  const j = i >= 0 ? i : acc.findIndex((a) => a.site === site);
+  if (j >= 0) return selectAccess(j);
   const s = state.launch?.sites.find((x) => x.site === site);
   if (s) showSource(s.file, [s.line]);
 });
@@ -283,6 +288,7 @@ function nkiProfile(): NkiProfile | null {
 function drawNki() {
   const p = nkiProfile();
   $("nki-panel").hidden = !p;
+  document.body.classList.toggle("nki", !!p);  // a 1-D grid and the NeuronCore panel: the layout makes room
   if (!p) return;
   $("nki-pid").textContent = String(state.pid[0]);
   const ns = p.estimate.program_ns?.[state.pid[0]];
@@ -306,7 +312,7 @@ function renderNkiProfile(p: NkiProfile) {
   const body = table.querySelector("tbody")!;
   body.innerHTML = lines
     .slice(0, 8)
-    .map((x, i) => `<tr data-line="${i}" title="${esc(x.source)} (${x.instructions} instructions)"><td>${esc(base(x.file))}:${x.line}</td>
+    .map((x, i) => `<tr data-line="${i}" title="${esc(base(x.file))}:${x.line}: ${esc(x.source.trim())} (${x.instructions} instructions)"><td>line ${x.line}</td>
         <td>${fmtNs(x.busy_ns)}</td><td>${x.dma_bytes ? fmtBytes(x.dma_bytes) : ""}</td></tr>`)
     .join("");
   body.querySelectorAll("tr").forEach((tr) =>
@@ -593,8 +599,10 @@ async function selectProgram(pid: Pid, ttirLine?: number) {
   // At first, an access of an argument (an NKI instruction's on-chip operands come first).
   let pick = Math.max(0, p.accesses.findIndex((a) => a.arg >= 0));
   if (ttirLine !== undefined) {
-    const i = p.accesses.findIndex((a) => siteOf(a).ttir_line === ttirLine);
-    if (i >= 0) pick = i;
+    // The op's access of an argument, where it has several (an NKI instruction's HBM operand).
+    const at = (a: Access) => siteOf(a).ttir_line === ttirLine;
+    const i = p.accesses.findIndex((a) => at(a) && a.arg >= 0);
+    if (i >= 0 || (i === -1 && p.accesses.some(at))) pick = i >= 0 ? i : p.accesses.findIndex(at);
   } else if (state.access >= 0 && state.access < p.accesses.length) {
     pick = state.access;
   }

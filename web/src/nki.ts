@@ -122,19 +122,17 @@ export class NkiView {
     const left = 52, right = 8;
     const end = Math.max(...rows.map((r) => r[5]), 1);
     const X = (ns: number) => left + (ns / end) * (w - left - right);
-    // Engines: one lane each; the DMA lane shows its 16 queues as 4 sub-rows (by queue index mod 4).
-    const gantt = Math.round(h * 0.58), lane = (gantt - 16) / (ENGINES.length + 1);
+    // Engines: one lane each (the DMA lane's transfers overlap on their 16 queues: drawn translucent).
+    const gantt = Math.round(h * 0.58), lane = (gantt - 16) / ENGINES.length;
     ENGINES.forEach((e, i) => {
       const y = 4 + i * lane;
       g.fillStyle = muted;
-      g.fillText(e, 4, y + lane * (e === "dma" ? 1 : 0.5) + 4);
+      g.fillText(e, 4, y + lane / 2 + 4);
       g.fillStyle = ENGINE_COLOR[e];
+      g.globalAlpha = e === "dma" ? 0.45 : 0.85;
       for (const r of rows) {
         if (r[1] !== e) continue;
-        const sub = e === "dma" ? (r[2] % 4) : 0;
-        const bh = e === "dma" ? (2 * lane - 2) / 4 : lane - 3;
-        const y0 = y + (e === "dma" ? sub * bh : 1), x0 = X(r[4]), x1 = X(r[5]);
-        g.globalAlpha = 0.85;
+        const bh = lane - 3, y0 = y + 1, x0 = X(r[4]), x1 = X(r[5]);
         g.fillRect(x0, y0, Math.max(1, x1 - x0 - 0.5), bh - 1);
         this.bars.push({ x0, x1, y0, y1: y0 + bh, site: r[3], engine: e, start: r[4], end: r[5] });
       }

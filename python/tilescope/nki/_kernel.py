@@ -464,6 +464,8 @@ class _Trace:
         self.program = 0
         self.programs = programs
         self.outputs = []       # (tensor, array) of shared-HBM outputs, in allocation order
+        self.private = []       # (tensor, array) of every program's private-HBM tensors (nl.private_hbm)
+        self.readonly = set()   # ids of HBM tensors over read-only arrays (numpy writeable=False)
         self.hbm_seen = 0       # this program's shared-HBM allocations so far
         self.keep = []          # arrays that must outlive the run
         self.names = {}
@@ -478,6 +480,7 @@ class _Trace:
             dt = dtype_name(array.dtype)
             ptr, esize = array.data_ptr(), array.element_size()
             shape, strides = list(array.shape), list(array.stride())
+            readonly = False
         else:
             array = np.asarray(array)
             dt = dtype_name(array.dtype)
@@ -485,10 +488,13 @@ class _Trace:
             ptr = array.__array_interface__["data"][0]
             shape = list(array.shape)
             strides = [s // esize for s in array.strides]
+            readonly = not array.flags.writeable
         if any(s < 0 for s in strides):
             raise NkiError(f"argument '{name}' has negative strides; pass a contiguous copy")
         nbytes = esize * (1 + sum((n - 1) * s for n, s in zip(shape, strides))) if all(shape) else 0
         tid = native_call(self.native.add_argument, name, dt, ptr, nbytes, shape, strides)
+        if readonly:
+            self.readonly.add(tid)  # a write into it would fault: refused where the kernel makes it
         self.keep.append(array)
         return Tensor(self, tid, dt, "shared_hbm", 0, shape, strides, name)
 
@@ -498,10 +504,13 @@ class _Trace:
         file, line, col = user_location()
         if buffer in ("shared_hbm", "hbm", "private_hbm"):
             # Outputs: the k-th shared-HBM allocation of every program is one tensor (the grid's programs
-            # share it, as names link shared_hbm tensors on the device).
-            k = self.hbm_seen
-            self.hbm_seen += 1
-            if k < len(self.outputs):
+            # share it, as names link shared_hbm tensors on the device). Private HBM (nl.private_hbm, and
+            # nl.hbm, its alias) is "only visible to each individual kernel instance in the SPMD grid"
+            # (nki.language's buffers): a tensor of each program's own when the grid has several.
+            private = buffer != "shared_hbm" and self.programs > 1
+            k = len(self.private) if private else self.hbm_seen
+            self.hbm_seen += 0 if private else 1
+            if not private and k < len(self.outputs):
                 t, _ = self.outputs[k]
                 if t.shape != shape or t.dtype != dt:
                     raise NkiError(f"{file}:{line}: program {self.program} allocates HBM tensor #{k} as {dt}{list(shape)}, "
@@ -519,9 +528,9 @@ class _Trace:
                                              line, arr.dtype.itemsize == 1 and arr.dtype.kind in "biu")
                 if ident:
                     weakref.finalize(arr, _native.uninit_forget, ident)
-            t = self.add_array(name or f"out{k}", arr)
+            t = self.add_array(name or (f"{buffer}{k}_p{self.program}" if private else f"out{k}"), arr)
             t.buffer = buffer
-            self.outputs.append((t, arr))
+            (self.private if private else self.outputs).append((t, arr))
             return t
         space = {"sbuf": "sbuf", "psum": "psum"}.get(buffer)
         if space is None:
@@ -548,6 +557,9 @@ def append(op: str, /, **args) -> None:
         del args["mask"]
     native = {}
     for k, v in args.items():
+        if isinstance(v, Tensor) and k in ("dst", "reduce_res", "dst_idx") and v._tid in t.readonly:
+            raise located(f"nki.isa.{op}: argument '{k}' writes '{v.name}', a read-only array (numpy's "
+                          f"writeable=False, e.g. a memmap opened with mode='r'); pass a writable array")
         if isinstance(v, Tensor):
             v = v._view()
         elif callable(v) and hasattr(v, "nki_name"):
@@ -694,9 +706,16 @@ def _is_array(v) -> bool:
 
 
 def _outputs(r, trace, torch_out):
+    """The kernel's return value with each HBM tensor it allocated as the caller's kind of array (a view of
+    it, when the kernel returns a view: `return out[1:]`), in the same tuples, lists and dicts."""
     if isinstance(r, Tensor):
-        for t, arr in trace.outputs:
+        for t, arr in trace.outputs + trace.private:
             if t._tid == r._tid:
+                if (r._offset, r.shape, r._strides) != (t._offset, t.shape, t._strides):
+                    import numpy as np
+
+                    arr = np.lib.stride_tricks.as_strided(arr.reshape(-1)[r._offset:], shape=r.shape,
+                                                          strides=[s * arr.itemsize for s in r._strides])
                 if torch_out:
                     import torch
 
@@ -707,6 +726,8 @@ def _outputs(r, trace, torch_out):
         raise NkiError(f"the kernel returned {r!r}; a kernel returns HBM tensors it allocated (nl.shared_hbm)")
     if isinstance(r, (tuple, list)):
         return type(r)(_outputs(x, trace, torch_out) for x in r)
+    if isinstance(r, dict):
+        return {k: _outputs(v, trace, torch_out) for k, v in r.items()}
     return r
 
 

@@ -284,3 +284,10 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
     _no_mask(mask)
     append("local_gather", dst=dst, src_buffer=src_buffer, index=index, num_elem_per_idx=num_elem_per_idx,
            num_valid_indices=num_valid_indices)
+
+
+def __getattr__(name):
+    """An nki.isa name tilescope does not model: said plainly (an AttributeError, as Python's)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"nki.isa.{name} is not modelled by tilescope (README \"NKI kernels\" lists the ops it runs)")

@@ -88,6 +88,13 @@ def ndarray_like(t, buffer=None, dtype=None, name=None):
     return ndarray(t.shape, dtype or t.dtype, buffer=buffer or t.buffer, name=name)
 
 
+empty_like = ndarray_like
+
+
+def zeros_like(t, buffer=None, dtype=None, name=None):
+    return zeros(t.shape, dtype or t.dtype, buffer=buffer or t.buffer, name=name)
+
+
 # ------------------------------------------------------------------------------------------------
 # SPMD and loops: compile-time values, as the NKI compiler specializes them.
 
@@ -252,3 +259,10 @@ prod.__name__ = "prod"
 
 del annotations  # from __future__: not part of nki.language
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+
+def __getattr__(name):
+    """A name of nki.language tilescope does not model: said plainly (an AttributeError, as Python's)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"nki.language.{name} is not modelled by tilescope (README \"NKI kernels\" lists what is)")
