@@ -173,22 +173,29 @@ uint64_t Definedness::track(std::byte* host, uint64_t bytes, AllocationSite site
   std::lock_guard<std::mutex> g(mu_);
   const auto lo = reinterpret_cast<uintptr_t>(host);
   const auto hi = lo + bytes;
-  // Forget what overlaps: that memory was freed and is now this allocation.
-  std::erase_if(by_host_, [&](const std::shared_ptr<TrackedAllocation>& a) {
-    const auto alo = reinterpret_cast<uintptr_t>(a->host);
-    return alo < hi && lo < alo + a->bytes;
-  });
+  // Forget what overlaps: that memory was freed and is now this allocation (the one starting before
+  // `lo` if it reaches past it, and those starting in [lo, hi)).
+  auto from = by_host_.lower_bound(host);
+  if (from != by_host_.begin()) {
+    const auto prev = std::prev(from);
+    if (reinterpret_cast<uintptr_t>(prev->first) + prev->second->bytes > lo) from = prev;
+  }
+  auto to = from;
+  for (; to != by_host_.end() && reinterpret_cast<uintptr_t>(to->first) < hi; ++to)
+    host_of_.erase(to->second->id);
+  by_host_.erase(from, to);
   auto a = std::make_shared<TrackedAllocation>(next_id_++, host, bytes, std::move(site), sentinel);
-  auto it =
-      std::lower_bound(by_host_.begin(), by_host_.end(), host,
-                       [](const std::shared_ptr<TrackedAllocation>& x, std::byte* h) { return x->host < h; });
-  by_host_.insert(it, a);
+  by_host_.emplace(host, a);
+  host_of_.emplace(a->id, host);
   return a->id;
 }
 
 void Definedness::forget(uint64_t id) {
   std::lock_guard<std::mutex> g(mu_);
-  std::erase_if(by_host_, [&](const std::shared_ptr<TrackedAllocation>& a) { return a->id == id; });
+  const auto h = host_of_.find(id);
+  if (h == host_of_.end()) return;
+  if (auto it = by_host_.find(h->second); it != by_host_.end() && it->second->id == id) by_host_.erase(it);
+  host_of_.erase(h);
 }
 
 std::vector<std::shared_ptr<TrackedAllocation>> Definedness::overlapping(const std::byte* host,
@@ -198,25 +205,21 @@ std::vector<std::shared_ptr<TrackedAllocation>> Definedness::overlapping(const s
   if (by_host_.empty() || bytes == 0) return out;
   const auto lo = reinterpret_cast<uintptr_t>(host);
   const auto hi = lo + bytes;
-  auto it = std::upper_bound(
-      by_host_.begin(), by_host_.end(), host,
-      [](const std::byte* h, const std::shared_ptr<TrackedAllocation>& x) { return h < x->host; });
+  auto it = by_host_.upper_bound(host);
   if (it != by_host_.begin()) --it;  // the last one starting at or before `host` may reach into it
-  for (; it != by_host_.end() && reinterpret_cast<uintptr_t>((*it)->host) < hi; ++it) {
-    const auto alo = reinterpret_cast<uintptr_t>((*it)->host);
-    if (alo + (*it)->bytes > lo && (*it)->undefined_bytes() > 0) out.push_back(*it);
+  for (; it != by_host_.end() && reinterpret_cast<uintptr_t>(it->first) < hi; ++it) {
+    const auto alo = reinterpret_cast<uintptr_t>(it->first);
+    if (alo + it->second->bytes > lo && it->second->undefined_bytes() > 0) out.push_back(it->second);
   }
   return out;
 }
 
 std::shared_ptr<TrackedAllocation> Definedness::find(const std::byte* p) const {
   std::lock_guard<std::mutex> g(mu_);
-  auto it = std::upper_bound(
-      by_host_.begin(), by_host_.end(), p,
-      [](const std::byte* h, const std::shared_ptr<TrackedAllocation>& x) { return h < x->host; });
+  auto it = by_host_.upper_bound(p);
   if (it == by_host_.begin()) return nullptr;
   --it;
-  return p < (*it)->host + (*it)->bytes ? *it : nullptr;
+  return p < it->first + it->second->bytes ? it->second : nullptr;
 }
 
 size_t Definedness::size() const {

@@ -29,9 +29,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tilescope/analysis/analysis.h"
@@ -123,7 +125,10 @@ class Definedness {
  private:
   mutable std::mutex mu_;
   uint64_t next_id_ = 1;
-  std::vector<std::shared_ptr<TrackedAllocation>> by_host_;  // sorted by host; ranges do not overlap
+  // By host address (ranges do not overlap), and each one's address by id: an NKI kernel tracks a tile
+  // per allocation of every program, 10^5 of them, so both are O(log n).
+  std::map<const std::byte*, std::shared_ptr<TrackedAllocation>> by_host_;
+  std::unordered_map<uint64_t, const std::byte*> host_of_;
 };
 
 struct UninitOptions {
