@@ -435,9 +435,10 @@ nlohmann::json Kernel::profile() const {
     const ir::Op& op = *k.fn->body.blocks[0]->ops[i];
     sites.push_back({{"op", op.name}, {"file", op.loc.file}, {"line", op.loc.line}, {"col", op.loc.col}});
   }
-  json programs_ns = json::array();
-  if (k.programs <= 4096)
-    for (double v : program_ns) programs_ns.push_back(v);
+  json programs_ns = json::array();  // the first 4096 programs'
+  for (size_t i = 0; i < program_ns.size() && i < 4096; ++i) programs_ns.push_back(program_ns[i]);
+  double serial = 0;
+  for (double v : program_ns) serial += v;
 
   return {{"version", 1},
           {"kind", "nki"},
@@ -462,6 +463,7 @@ nlohmann::json Kernel::profile() const {
           {"estimate",
            {{"seconds", longest * 1e-9},
             {"slowest_program", slowest},
+            {"serial_seconds", serial * 1e-9},
             {"program_ns", programs_ns},
             {"sbuf_bytes_per_partition", t.sbuf_bytes},
             {"psum_bytes_per_partition", t.psum_bytes}}},

@@ -64,7 +64,7 @@ std::string nki_text(const std::vector<const json*>& launches, int top) {
     std::string name, target;
     int launches = 0;
     int64_t programs = 0;
-    double seconds = 0, flops = 0;
+    double seconds = 0, serial = 0, flops = 0;
     std::map<std::string, std::pair<double, double>> engines;  // instructions, busy ns
     std::map<std::string, std::pair<double, double>> dma;      // transfers, bytes
     struct Line {
@@ -85,6 +85,7 @@ std::string nki_text(const std::vector<const json*>& launches, int top) {
     ++it->launches;
     it->programs += L->value("programs", int64_t{0});
     it->seconds += num(L->value("estimate", json::object()), "seconds");
+    it->serial += num(L->value("estimate", json::object()), "serial_seconds");
     it->flops += num(L->value("flops", json::object()), "matmul");
     const json engines = L->value("engines", json::object()), dma = L->value("dma", json::object());
     for (auto& [e, v] : engines.items()) {
@@ -135,11 +136,18 @@ std::string nki_text(const std::vector<const json*>& launches, int top) {
     out +=
         fmt::format("  estimated time: {} (the slowest program of each launch, summed); engines busy: {}\n",
                     time_str(K.seconds), busy.empty() ? std::string("none") : busy);
+    if (K.programs > K.launches)  // the estimate gives each program a NeuronCore of its own
+      out += fmt::format(
+          "  with every program on a NeuronCore of its own; on one NeuronCore, one after another: {}\n",
+          time_str(K.serial));
     std::vector<std::pair<std::pair<std::string, int>, Nki::Line>> ls(K.lines.begin(), K.lines.end());
     std::stable_sort(ls.begin(), ls.end(),
                      [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
     if (ls.size() > static_cast<size_t>(std::max(top, 0))) ls.resize(static_cast<size_t>(std::max(top, 0)));
-    if (!ls.empty()) out += "  hottest lines (estimated engine time; instructions; DMA bytes):\n";
+    if (!ls.empty())
+      out +=
+          "  hottest lines (engine time summed over the line's instructions, which overlap others'; "
+          "instructions; DMA bytes):\n";
     for (const auto& [key, l] : ls) {
       std::string where = key.first.empty() ? std::string("?") : fmt::format("{}:{}", key.first, key.second);
       if (const size_t slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);

@@ -141,6 +141,7 @@ def test_profile_counts_engines_dma_bytes_and_the_documented_costs():
     assert mul["start_ns"] == pytest.approx(max(add["end_ns"], act["end_ns"]))
     assert store["start_ns"] == pytest.approx(mul["end_ns"])
     assert prof["estimate"]["seconds"] == pytest.approx(store["end_ns"] * 1e-9)
+    assert prof["estimate"]["serial_seconds"] == pytest.approx(prof["estimate"]["seconds"])  # one program
     # SBUF in use: t, y and z (2 KiB per partition each) at most, all freed by the end.
     (mem,) = prof["memory"]
     assert mem["sbuf_peak"] == 3 * n * 4 and mem["psum_peak"] == 0
@@ -195,6 +196,7 @@ def test_profile_text_and_json_under_tilescope_profile(tmp_path):
         in p.stderr, p.stderr
     assert "DMA: hbm -> sbuf 75.0 KiB in 3 transfer(s), sbuf -> hbm 75.0 KiB in 3 transfer(s)" in p.stderr, p.stderr
     assert "roofline" not in p.stderr
+    assert "on one NeuronCore, one after another:" in p.stderr
     doc = json.loads(out.read_text())
     (prof,) = doc["launches"]
     assert prof["kind"] == "nki" and prof["dma"]["hbm_to_sbuf"]["read_bytes"] == 300 * 64 * 4
