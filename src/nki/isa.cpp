@@ -892,6 +892,21 @@ Body nc_matmul(K& k, int, const Args& args) {
       k.fail(fmt::format("'dst' is {}; the matmul result is float32{}", dt.name,
                          ver >= 4 ? " or bfloat16" : ""));
   }
+  // The result accumulates in one PSUM bank of 2 KiB per partition (NeuronCore-v2 and v3; the
+  // architecture guides, "PSUM"): the tile's bytes within a partition may not cross a bank boundary.
+  if (ver < 4) {
+    const Storage& ps = k.storage(dst);
+    int64_t per_partition = 1;
+    for (size_t d = 1; d < ps.info.shape.size(); ++d) per_partition *= ps.info.shape[d];
+    int64_t first = dst.offset % std::max<int64_t>(1, per_partition), last = first;
+    for (size_t d = 1; d < dst.shape.size(); ++d) last += dst.strides[d] * (dst.shape[d] - 1);
+    const int64_t eb = dt.bytes(), bank = 2048;
+    if (first * eb / bank != ((last + 1) * eb - 1) / bank)
+      k.fail(fmt::format(
+          "'dst' covers bytes {}..{} of each PSUM partition, across the 2 KiB bank boundary at {}: "
+          "a matmul accumulates in one bank",
+          first * eb, (last + 1) * eb - 1, (first * eb / bank + 1) * bank));
+  }
   std::optional<bool> acc;
   if (given(args, "accumulate")) acc = k.number(args, "accumulate") != 0;
   if (transpose)

@@ -118,3 +118,22 @@ def test_names_tilescope_lacks_say_so():
         nl.cos  # noqa: B018
     with pytest.raises(AttributeError, match=r"nki.isa.rand is not modelled by tilescope"):
         nisa.rand  # noqa: B018
+
+
+@nki.jit(platform_target="trn2")
+def matmul_into(a, b, lo):
+    at = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=a)
+    bt = nl.ndarray((128, 512), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=bt, src=b)
+    acc = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc[:, lo:lo + 512], stationary=at, moving=bt)
+
+
+def test_a_matmul_result_stays_in_one_psum_bank():
+    a = np.ones((128, 128), dtype=np.float32)
+    b = np.ones((128, 512), dtype=np.float32)
+    matmul_into(a, b, 512)  # bytes 2048..4095: the second bank
+    with pytest.raises(nki.NkiError, match=r"nki.isa.nc_matmul: 'dst' covers bytes 1024..3071 of each PSUM "
+                                           r"partition, across the 2 KiB bank boundary at 2048"):
+        matmul_into(a, b, 256)
