@@ -1,0 +1,34 @@
+// gen::parse and gen::parse_text: the two passes of passes.h, in order; semantics only run on a document
+// whose structure is valid.
+#include <fmt/format.h>
+
+#include "passes.h"
+
+namespace tilescope::gen {
+
+Parsed parse(const nlohmann::json& doc) {
+  detail::Problems p;
+  Ast ast;
+  detail::read_structure(doc, ast, p);
+  if (p.empty()) detail::check_semantics(doc, ast, p);
+  Parsed out;
+  out.problems = std::move(p.list());
+  if (out.problems.empty()) out.ast = std::move(ast);
+  return out;
+}
+
+Parsed parse_text(std::string_view text) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    Parsed out;
+    // nlohmann's message names the byte offset ("at line 3, column 7" for text with newlines).
+    out.problems.push_back({"", fmt::format("not JSON: {}", e.what()), "a JSON object",
+                            fmt::format("invalid JSON at byte {} of {}", e.byte, text.size())});
+    return out;
+  }
+  return parse(doc);
+}
+
+}  // namespace tilescope::gen
