@@ -13,15 +13,19 @@ namespace tilescope::gen::detail {
 
 class Problems {
  public:
+  explicit Problems(Problem::Kind kind) : kind_(kind) {}
   void add(std::string pointer, std::string message, std::string expected = "", std::string found = "") {
     if (list_.size() < static_cast<size_t>(kMaxProblems))
-      list_.push_back({std::move(pointer), std::move(message), std::move(expected), std::move(found)});
+      list_.push_back({kind_, std::move(pointer), std::move(message), std::move(expected), std::move(found)});
   }
+  /// The pass that adds the next problems.
+  void set_kind(Problem::Kind k) { kind_ = k; }
   bool empty() const { return list_.empty(); }
   bool full() const { return list_.size() >= static_cast<size_t>(kMaxProblems); }
   std::vector<Problem>& list() { return list_; }
 
  private:
+  Problem::Kind kind_;
   std::vector<Problem> list_;
 };
 

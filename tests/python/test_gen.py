@@ -307,3 +307,66 @@ def test_cli_check_and_lower_then_run(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), x + 1)
     missing = subprocess.run([BIN, "gen", "lower", str(tmp_path / "nope.json")], capture_output=True, text=True)
     assert missing.returncode == 2 and "cannot open" in missing.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# Random edits of the fixtures: validation never crashes, agrees with jsonschema on what the schema
+# forbids, and whatever it accepts lowers to TTIR that tilescope reads, verifies and plans.
+
+
+def _names(d):
+    out = [a["name"] for a in d["args"]]
+    for lst in [d["ops"]] + [r["ops"] for r in d.get("regions", [])]:
+        for o in lst:
+            out += [o["result"]] if "result" in o else o.get("results", [])
+    return out
+
+
+def _mutate(d, rng):
+    lists = [d["ops"]] + [r["ops"] for r in d.get("regions", [])]
+    lst = lists[rng.integers(len(lists))]
+    if not lst:
+        return
+    i = int(rng.integers(len(lst)))
+    o = lst[i]
+    names = _names(d)
+    what = rng.integers(6)
+    if what == 0 and o.get("operands"):  # another value as an operand: type and shape confusions
+        o["operands"][int(rng.integers(len(o["operands"])))] = names[int(rng.integers(len(names)))]
+    elif what == 1:  # a field set to something else
+        key = list(o)[int(rng.integers(len(o)))]
+        o[key] = [0, 1, 2, 3, -1, 16, 100, "f16", "i32", "sum", [64], [32, 32], True, names[0]][int(rng.integers(14))]
+    elif what == 2:  # a field dropped
+        o.pop(list(o)[int(rng.integers(len(o)))])
+    elif what == 3:  # an op moved
+        j = int(rng.integers(len(lst)))
+        lst[i], lst[j] = lst[j], lst[i]
+    elif what == 4:  # an op repeated
+        lst.insert(int(rng.integers(len(lst) + 1)), copy.deepcopy(o))
+    else:  # an operand dropped or added
+        if o.get("operands") and rng.integers(2):
+            o["operands"].pop()
+        elif "operands" in o:
+            o["operands"].append(names[int(rng.integers(len(names)))])
+
+
+def test_random_edits(validator):
+    rng = np.random.default_rng(7)
+    accepted = rejected = 0
+    for k in range(400):
+        name = sorted(TASKS)[k % len(TASKS)]
+        d = doc_of(name)
+        for _ in range(int(rng.integers(1, 3))):
+            _mutate(d, rng)
+        p = problems(d)
+        schema_ok = not list(validator.iter_errors(d))
+        assert schema_ok == (not any(q["kind"] == "schema" for q in p)), (name, d, p)
+        if p:
+            rejected += 1
+            assert all(q["pointer"] == "" or q["pointer"].startswith("/") for q in p)
+            continue
+        accepted += 1
+        ttir, _ = _native.gen_lower(json.dumps(d))
+        _native.compile(ttir, f"{name}-edit{k}.ttir")  # raises if tilescope's reader or verifier disagree
+    print(f"{accepted} accepted, {rejected} rejected")
+    assert accepted > 10 and rejected > 100, (accepted, rejected)

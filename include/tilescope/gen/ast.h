@@ -149,15 +149,21 @@ struct Ast {
   std::vector<Region> regions;
 };
 
-/// One problem of a document: where (a JSON pointer into it, "" for the whole document), what, and the
-/// expected and found types or values when the problem is a mismatch.
+/// One problem of a document: which pass found it, where (a JSON pointer into it, "" for the whole
+/// document), what, and the expected and found types or values when the problem is a mismatch.
 struct Problem {
+  /// json: the text is not JSON; schema: the document breaks a rule of schema() (so a grammar-constrained
+  /// decoder cannot produce it); semantics: valid under the schema, wrong as a kernel.
+  enum class Kind : uint8_t { json, schema, semantics };
+  Kind kind = Kind::semantics;
   std::string pointer;
   std::string message;
   std::string expected, found;  // "" when not a mismatch
   /// "/ops/7/operands/1: <message> (expected f32[128], found f32)".
   std::string str() const;
 };
+/// "json", "schema", "semantics".
+const char* problem_kind_name(Problem::Kind k);
 
 struct Parsed {
   std::optional<Ast> ast;         // set exactly when problems is empty
