@@ -108,15 +108,20 @@ def test_fixture_runs_correctly_and_clean(name, size):
     case = task.make(task.sizes[size], rng)
     res, findings = launch(name, case)
     assert findings == [], json.dumps(findings, indent=1)[:4000]
-    rtol, atol = case.tol
     for out, exp in case.expected.items():
+        rtol, atol = case.tol[out] if isinstance(case.tol, dict) else case.tol
         got = case.args[out]
-        assert got.shape == exp.shape
-        if rtol == 0 and atol == 0:
-            np.testing.assert_array_equal(got, exp.astype(got.dtype), err_msg=f"{name} {task.sizes[size]} {out}")
-        else:
-            np.testing.assert_allclose(got.astype(np.float64), exp, rtol=rtol, atol=atol,
-                                       err_msg=f"{name} {task.sizes[size]} {out}")
+        where = f"{name} {task.sizes[size]} {out}"
+        assert got.shape == exp.shape, where
+        if rtol == 0 and np.all(np.asarray(atol) == 0):
+            np.testing.assert_array_equal(got, exp.astype(got.dtype), err_msg=where)
+            continue
+        err = np.abs(got.astype(np.float64) - exp)
+        bad = ~(err <= atol + rtol * np.abs(exp))  # NaN is bad too
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            pytest.fail(f"{where}: {bad.sum()} of {bad.size} elements out of tolerance; first at {i}: got "
+                        f"{got[i]!r}, expected {exp[i]!r} (rtol {rtol}, atol {np.broadcast_to(atol, exp.shape)[i]})")
 
 
 def test_findings_are_reported():
@@ -318,7 +323,8 @@ def _names(d):
     out = [a["name"] for a in d["args"]]
     for lst in [d["ops"]] + [r["ops"] for r in d.get("regions", [])]:
         for o in lst:
-            out += [o["result"]] if "result" in o else o.get("results", [])
+            r = [o["result"]] if "result" in o else o.get("results", [])
+            out += [x for x in (r if isinstance(r, list) else []) if isinstance(x, str)]
     return out
 
 
@@ -331,8 +337,9 @@ def _mutate(d, rng):
     o = lst[i]
     names = _names(d)
     what = rng.integers(6)
-    if what == 0 and o.get("operands"):  # another value as an operand: type and shape confusions
-        o["operands"][int(rng.integers(len(o["operands"])))] = names[int(rng.integers(len(names)))]
+    operands = o.get("operands") if isinstance(o.get("operands"), list) else None
+    if what == 0 and operands:  # another value as an operand: type and shape confusions
+        operands[int(rng.integers(len(operands)))] = names[int(rng.integers(len(names)))]
     elif what == 1:  # a field set to something else
         key = list(o)[int(rng.integers(len(o)))]
         o[key] = [0, 1, 2, 3, -1, 16, 100, "f16", "i32", "sum", [64], [32, 32], True, names[0]][int(rng.integers(14))]
@@ -344,10 +351,10 @@ def _mutate(d, rng):
     elif what == 4:  # an op repeated
         lst.insert(int(rng.integers(len(lst) + 1)), copy.deepcopy(o))
     else:  # an operand dropped or added
-        if o.get("operands") and rng.integers(2):
-            o["operands"].pop()
-        elif "operands" in o:
-            o["operands"].append(names[int(rng.integers(len(names)))])
+        if operands and rng.integers(2):
+            operands.pop()
+        elif operands is not None:
+            operands.append(names[int(rng.integers(len(names)))])
 
 
 def test_random_edits(validator):
