@@ -412,8 +412,11 @@ void bind_nki(nb::module_& m) {
       [](const std::string& text) {
         nlohmann::json a = nlohmann::json::array();
         for (const auto& p : gen::parse_text(text).problems)
-          a.push_back(
-              {{"kind", gen::problem_kind_name(p.kind)}, {"pointer", p.pointer}, {"message", p.message}, {"expected", p.expected}, {"found", p.found}});
+          a.push_back({{"kind", gen::problem_kind_name(p.kind)},
+                       {"pointer", p.pointer},
+                       {"message", p.message},
+                       {"expected", p.expected},
+                       {"found", p.found}});
         return a.dump();
       },
       nb::arg("text"),

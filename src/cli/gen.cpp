@@ -46,8 +46,11 @@ int report(const std::string& file, const gen::Parsed& p, bool json) {
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& q : p.problems)
-      a.push_back(
-          {{"kind", gen::problem_kind_name(q.kind)}, {"pointer", q.pointer}, {"message", q.message}, {"expected", q.expected}, {"found", q.found}});
+      a.push_back({{"kind", gen::problem_kind_name(q.kind)},
+                   {"pointer", q.pointer},
+                   {"message", q.message},
+                   {"expected", q.expected},
+                   {"found", q.found}});
     std::cout << a.dump(2) << "\n";
   } else {
     for (const auto& q : p.problems) std::cerr << file << ":" << q.str() << "\n";

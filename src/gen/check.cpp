@@ -209,11 +209,25 @@ class Checker {
       label = std::to_string(out);
     }
     if (power_of_two && !pow2(out)) {
+      if (j.is_string()) return bad_constexpr(j.get<std::string>(), ptr);
       p_.add(ptr, "block dims must be powers of two (Triton's rule for every tensor dim)", "a power of two",
              label);
       return false;
     }
     return true;
+  }
+
+  // Constexpr `name`, used as a block dim at `ptr`, is not a power of two: one problem at its value (where
+  // it is fixed), however many ops use it. Returns false.
+  bool bad_constexpr(const std::string& name, const std::string& ptr) {
+    if (!bad_constexprs_.insert(name).second) return false;
+    const Val& v = vals_.at(name);
+    p_.add(child(child("/args", static_cast<size_t>(v.arg)), "value"),
+           fmt::format("constexpr '{}' is a block dim (first at {}), and block dims must be powers of two "
+                       "(Triton's rule for every tensor dim)",
+                       name, ptr),
+           "a power of two", std::to_string(v.cval));
+    return false;
   }
 
   bool shape_field(const Op& o, std::vector<int64_t>& out) {
@@ -352,6 +366,9 @@ class Checker {
                 lo) &
             dim(doc_.at(json::json_pointer(child(o.pointer, "end"))), child(o.pointer, "end"), false, hi);
         if (!ok) return false;
+        const json& end = doc_.at(json::json_pointer(child(o.pointer, "end")));
+        if (lo == 0 && end.is_string() && hi > 0 && !pow2(hi))
+          return bad_constexpr(end.get<std::string>(), child(o.pointer, "end"));
         if (hi <= lo || !pow2(hi - lo) || hi - lo > kMaxNumel) {
           p_.add(child(o.pointer, "end"),
                  "a range's length end - start must be a power of two (at most 2^20)",
@@ -906,6 +923,7 @@ class Checker {
   int next_scope_ = 0;
   int depth_ = 0;
   std::vector<std::string> region_users_;
+  std::set<std::string> bad_constexprs_;  // reported once each (bad_constexpr)
   bool effects_ = false;
 };
 

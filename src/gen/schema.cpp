@@ -161,6 +161,16 @@ std::string op_reference() {
     }
     line += s.results == Results::many ? " -> results" : s.results == Results::none ? "" : " -> result";
     line += ": " + std::string(s.doc);
+    // The TTIR of the elementwise ops, by element type.
+    if (*s.int_op || *s.float_op) {
+      auto ttir = [](const char* op, const char* pred) {
+        return *pred ? fmt::format("{} {}", op, pred) : std::string(op);
+      };
+      std::string t;
+      if (*s.int_op) t = "integers " + ttir(s.int_op, s.int_pred);
+      if (*s.float_op) t += fmt::format("{}floats {}", t.empty() ? "" : ", ", ttir(s.float_op, s.float_pred));
+      line += " [" + t + "]";
+    }
     out += line + "\n";
     for (const auto& f : s.fields) {
       std::string t;

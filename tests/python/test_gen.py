@@ -377,3 +377,10 @@ def test_random_edits(validator):
         _native.compile(ttir, f"{name}-edit{k}.ttir")  # raises if tilescope's reader or verifier disagree
     print(f"{accepted} accepted, {rejected} rejected")
     assert accepted > 10 and rejected > 100, (accepted, rejected)
+
+
+def test_format_doc_has_the_current_op_reference():
+    with open(os.path.join(ROOT, "docs", "gen-format.md")) as f:
+        doc = f.read()
+    block = doc.split("<!-- gen ops -->\n```text\n", 1)[1].split("```\n<!-- /gen ops -->", 1)[0]
+    assert block == _native.gen_reference(), "docs/gen-format.md: paste `tilescope gen ops` between its markers"

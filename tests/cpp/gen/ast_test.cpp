@@ -209,8 +209,15 @@ TEST(GenTypes, PointersAndProvenance) {
 }
 
 TEST(GenTypes, BlockShapesArePowersOfTwo) {
-  expect_problem(with_x(R"({"op": "splat", "result": "r", "operands": ["f"], "shape": ["B100"]})"),
-                 "/ops/6/shape/0", "block dims must be powers of two", "a power of two", "B100 = 100");
+  // A constexpr that is not a power of two: one problem, at its value, however many ops use it.
+  auto p = problems(with_x(R"({"op": "splat", "result": "r", "operands": ["f"], "shape": ["B100"]},
+                               {"op": "make_range", "result": "q", "start": 0, "end": "B100"})"));
+  ASSERT_EQ(p.size(), 1u) << p[1].str();
+  EXPECT_EQ(p[0].pointer, "/args/8/value");
+  EXPECT_EQ(p[0].message,
+            "constexpr 'B100' is a block dim (first at /ops/6/shape/0), and block dims must be powers of two "
+            "(Triton's rule for every tensor dim)");
+  EXPECT_EQ(p[0].found, "100");
   expect_problem(with_x(R"({"op": "constant", "result": "r", "dtype": "f32", "value": 1, "shape": [8, 3]})"),
                  "/ops/6/shape/1", "block dims must be powers of two", "a power of two", "3");
   expect_problem(with_x(R"({"op": "make_range", "result": "r", "start": 0, "end": 48})"), "/ops/6/end",
