@@ -361,11 +361,12 @@ class Checker {
       }
       case OpKind::make_range: {
         int64_t lo = 0, hi = 0;
-        const bool ok =
-            dim(doc_.at(json::json_pointer(child(o.pointer, "start"))), child(o.pointer, "start"), false,
-                lo) &
+        // Both dims are checked (each may have its own problem) before either result is used.
+        const bool ok_start =
+            dim(doc_.at(json::json_pointer(child(o.pointer, "start"))), child(o.pointer, "start"), false, lo);
+        const bool ok_end =
             dim(doc_.at(json::json_pointer(child(o.pointer, "end"))), child(o.pointer, "end"), false, hi);
-        if (!ok) return false;
+        if (!ok_start || !ok_end) return false;
         const json& end = doc_.at(json::json_pointer(child(o.pointer, "end")));
         if (lo == 0 && end.is_string() && hi > 0 && !pow2(hi))
           return bad_constexpr(end.get<std::string>(), child(o.pointer, "end"));
@@ -580,16 +581,13 @@ class Checker {
         const Dtype e = a(0).type.elem;
         bool ok_dtype = false;
         std::string allowed;
-        if (o.kind == OpKind::atomic_cas) {
+        if (o.kind == OpKind::atomic_cas || o.rmw == "xchg") {  // 32- and 64-bit words
           ok_dtype = e == Dtype::i32 || e == Dtype::i64 || e == Dtype::f32 || e == Dtype::f64;
           allowed = "i32, i64, f32, f64";
         } else if (o.rmw == "add") {
           ok_dtype =
               e == Dtype::i32 || e == Dtype::i64 || e == Dtype::f16 || e == Dtype::f32 || e == Dtype::f64;
           allowed = "i32, i64, f16, f32, f64";
-        } else if (o.rmw == "xchg") {
-          ok_dtype = e == Dtype::i32 || e == Dtype::i64 || e == Dtype::f32 || e == Dtype::f64;
-          allowed = "i32, i64, f32, f64";
         } else {
           ok_dtype = e == Dtype::i32 || e == Dtype::i64;
           allowed = "i32, i64 (Triton emulates float max / min with integer atomics)";

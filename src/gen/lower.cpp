@@ -99,7 +99,7 @@ class Lowerer {
 
  private:
   void line(const std::string& text, const std::string& ptr) {
-    out_.append(2 * indent_, ' ');
+    out_.append(static_cast<size_t>(2) * indent_, ' ');
     out_ += text;
     out_ += '\n';
     if (lines_) lines_->push_back(ptr);

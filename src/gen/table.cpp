@@ -471,15 +471,6 @@ const FieldSpec* field_of(const OpSpec& s, Field f) {
   return nullptr;
 }
 
-const char* op_name(OpKind k) {
-  static constexpr std::array<const char*, kNumOpKinds> names = {
-#define TILESCOPE_GEN_NAME(id, name) name,
-      TILESCOPE_GEN_OPS(TILESCOPE_GEN_NAME)
-#undef TILESCOPE_GEN_NAME
-  };
-  return names[static_cast<size_t>(k)];
-}
-
 const OpSpec* find_op(std::string_view name) {
   for (const auto& s : op_table())
     if (name == s.name) return &s;

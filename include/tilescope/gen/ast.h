@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -71,11 +72,15 @@ enum class OpKind : uint8_t {
   TILESCOPE_GEN_OPS(TILESCOPE_GEN_ENUM)
 #undef TILESCOPE_GEN_ENUM
 };
-#define TILESCOPE_GEN_COUNT(id, name) +1
-inline constexpr int kNumOpKinds = 0 TILESCOPE_GEN_OPS(TILESCOPE_GEN_COUNT);
-#undef TILESCOPE_GEN_COUNT
+/// The JSON names, index = static_cast<int>(OpKind).
+inline constexpr const char* kOpNames[] = {
+#define TILESCOPE_GEN_NAME(id, name) name,
+    TILESCOPE_GEN_OPS(TILESCOPE_GEN_NAME)
+#undef TILESCOPE_GEN_NAME
+};
+inline constexpr int kNumOpKinds = static_cast<int>(std::size(kOpNames));
 /// The JSON name of an op kind ("add", "for").
-const char* op_name(OpKind k);
+inline const char* op_name(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
 
 /// The type of a value: a scalar (empty shape) or a tensor of `elem`, or pointers to `elem`.
 struct Type {
