@@ -64,10 +64,6 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def f32(x):
-    return np.asarray(x, dtype=np.float32)
-
-
 def _vector_add(s, rng):
     n = s["n"]
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
