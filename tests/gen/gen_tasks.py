@@ -257,13 +257,14 @@ def _dot_variants(s, rng):
     m, n, k = s["m"], s["n"], s["k"]
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     a8, b8 = rng.integers(-8, 9, (m, k)).astype(np.int8), rng.integers(-8, 9, (k, n)).astype(np.int8)
-    ah, bh = (0.5 * rng.standard_normal((m, k))).astype(np.float16), (0.5 * rng.standard_normal((k, n))).astype(np.float16)
+    ah = (0.5 * rng.standard_normal((m, k))).astype(np.float16)
+    bh = (0.5 * rng.standard_normal((k, n))).astype(np.float16)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     args = {"a_ptr": a, "b_ptr": b, "a8_ptr": a8, "b8_ptr": b8, "ah_ptr": ah, "bh_ptr": bh,
             "ieee_ptr": np.zeros((m, n), np.float32), "tf32_ptr": np.zeros((m, n), np.float32),
             "i8_ptr": np.zeros((m, n), np.int32), "h_ptr": np.zeros((m, n), np.float16), "M": m, "N": n, "K": k}
-    exp = {"ieee_ptr": exact, "tf32_ptr": _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64), "i8_ptr": a8.astype(np.int64) @ b8.astype(np.int64),
-           "h_ptr": ah.astype(np.float64) @ bh.astype(np.float64)}
+    exp = {"ieee_ptr": exact, "tf32_ptr": _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64),
+           "i8_ptr": a8.astype(np.int64) @ b8.astype(np.int64), "h_ptr": ah.astype(np.float64) @ bh.astype(np.float64)}
     tol = {"ieee_ptr": F32_REDUCE, "tf32_ptr": F32_REDUCE, "i8_ptr": EXACT, "h_ptr": F16_ACC}
     return Case(args, (1,), exp, tol)
 
