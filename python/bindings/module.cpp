@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tilescope/analysis/uninit.h"
+#include "tilescope/gen/ast.h"
 #include "tilescope/ir/diag.h"
 #include "tilescope/launch/record.h"
 #include "tilescope/launch/runner.h"
@@ -397,6 +398,44 @@ void bind_nki(nb::module_& m) {
            "profile), recorded into the trace file `trace` when it is not empty, with the launch's Python "
            "`stack`. Returns {findings (JSON), programs, statistics, reports, seconds, trace_error}.")
       .def_prop_ro("programs", &nki::Kernel::programs);
+  // The kernel generator's AST (include/tilescope/gen/ast.h, docs/gen-format.md).
+  m.attr("GEN_VERSION") = gen::kVersion;
+  m.def(
+      "gen_schema", [] { return gen::schema().dump(); },
+      "The JSON Schema (draft 2020-12) of the kernel AST, as JSON text, generated from the op table.");
+  m.def("gen_reference", &gen::op_reference,
+        "The op reference of the kernel AST (text, one op and its fields each).");
+  m.def(
+      "gen_check",
+      [](const std::string& text) {
+        nlohmann::json a = nlohmann::json::array();
+        for (const auto& p : gen::parse_text(text).problems)
+          a.push_back({{"kind", gen::problem_kind_name(p.kind)},
+                       {"pointer", p.pointer},
+                       {"message", p.message},
+                       {"expected", p.expected},
+                       {"found", p.found}});
+        return a.dump();
+      },
+      nb::arg("text"),
+      "The problems of a kernel AST (JSON text) as a JSON list of {pointer, message, expected, found}; "
+      "'[]' when it is valid.");
+  m.def(
+      "gen_lower",
+      [](const std::string& text) {
+        gen::Parsed p = gen::parse_text(text);
+        if (!p.ast) {
+          std::string msg = "invalid kernel AST:";
+          for (const auto& q : p.problems) msg += "\n  " + q.str();
+          throw Error(msg);
+        }
+        std::vector<std::string> lines;
+        std::string ttir = gen::lower(*p.ast, &lines);
+        return std::make_pair(ttir, lines);
+      },
+      nb::arg("text"),
+      "(TTIR text, the JSON pointer of the AST op behind each TTIR line) of a valid kernel AST (JSON text); "
+      "TilescopeError listing its problems otherwise.");
   m.def(
       "nki_ops",
       [] {

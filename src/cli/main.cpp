@@ -7,6 +7,7 @@
 //   tilescope sanitize [--trace FILE] -- CMD...   (src/cli/sanitize.h; `tilescope trace -- CMD` records too)
 //   tilescope show FILE                           (a trace's summary; src/cli/trace_cmd.h)
 //   tilescope replay FILE --launch N [--save-inputs DIR]
+//   tilescope gen schema | ops | check FILE.json | lower FILE.json   (src/cli/gen.h: the generator's AST)
 //
 // The launch runs under the sanitizer (analysis/sanitizer.h) and the race detector (analysis/races.h;
 // --no-races: not): findings go to stderr as text, and to
@@ -41,6 +42,7 @@
 #include "assist.h"
 #include "budget.h"
 #include "cache.h"
+#include "gen.h"
 #include "interrupt.h"
 #include "llm.h"
 #include "npy.h"
@@ -375,6 +377,8 @@ int main(int argc, char** argv) {
   auto* cache = tilescope::cli::add_cache(app);
   tilescope::cli::LlmCliOptions llm_opts;
   auto* llm = tilescope::cli::add_llm(app, llm_opts);
+  tilescope::cli::GenOptions gen_opts;
+  auto* gen = tilescope::cli::add_gen(app, gen_opts);
   try {
     if (argc > 1 && (std::string(argv[1]) == "sanitize" || std::string(argv[1]) == "trace"))
       return tilescope::cli::sanitize_main(argc, argv);
@@ -399,6 +403,7 @@ int main(int argc, char** argv) {
     if (*explain || *ask) return tilescope::cli::assist_command(assist_opts);
     if (*replay) return tilescope::cli::replay_command(replay_opts);
     if (*llm) return tilescope::cli::llm_command(*llm, llm_opts);
+    if (*gen) return tilescope::cli::gen_command(*gen, gen_opts);
     if (run_report.profile) tilescope::analysis::find_gpu(run_report.gpu);
     return tilescope::cli::run_command(ttir, kernel, grid, args, saves,
                                        tilescope::exec::parse_threads(threads, "--threads"), max_steps,

@@ -1,0 +1,194 @@
+// tilescope/gen: the kernel AST of the generator, its JSON Schema, its validation and its lowering to TTIR.
+//
+// A kernel AST is a JSON document (format version kVersion, docs/gen-format.md) that describes one Triton
+// kernel at the level of TTIR: its arguments (pointers with an element dtype, scalars, constexpr
+// integers), and a flat list of ops with SSA result names. `for` and `if` bodies are not nested objects:
+// they are named entries of the top-level `regions` list that the op refers to by name (nesting depth at
+// most kMaxDepth). Every op kind, with its fields, their types and its operand arity, is declared once in
+// one table (src/gen/table.cpp); the JSON Schema (draft 2020-12, no recursive $ref, every array and
+// string bounded: a grammar engine can compile it and a small model cannot loop forever inside it), the
+// structural validation and the op reference are all generated from that table.
+//
+// parse() checks a document in two passes: structure (what the schema says, from the same table), then
+// semantics (names defined once and before use, operand types and shapes as TTIR requires them:
+// explicit splat and broadcast, pointers derived from pointer arguments, loop-carried types, dot shapes,
+// power-of-two block sizes). Every problem is located by a JSON pointer (RFC 6901) into the document
+// and says what was expected and what was found. lower() turns a valid AST into TTIR text in the form
+// Triton prints (`tt.func public @name(...)`), which ir::read / ir::verify accept and the engine runs.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilescope::gen {
+
+/// The format version this build reads and writes (the document's "version" field).
+inline constexpr int kVersion = 1;
+
+// Bounds of a document (the schema states each one as maxItems / maxLength / maximum).
+inline constexpr int kMaxOps = 256;            // ops in one list (the kernel's, or one region's)
+inline constexpr int kMaxRegions = 32;         // entries of "regions"
+inline constexpr int kMaxArgs = 24;            // kernel arguments
+inline constexpr int kMaxNameLength = 40;      // an SSA name, argument or region name
+inline constexpr int kMaxKernelName = 64;      // the kernel's name
+inline constexpr int kMaxDims = 4;             // rank of a tensor
+inline constexpr int kMaxCarried = 8;          // values a for loop carries / an if yields
+inline constexpr int kMaxDepth = 4;            // for / if bodies nested inside each other
+inline constexpr int64_t kMaxNumel = 1 << 20;  // elements of one tensor (Triton's TRITON_MAX_TENSOR_NUMEL)
+inline constexpr int kMaxProblems = 32;        // problems one parse() reports before it stops
+
+/// The element types of the format (TTIR is signless: integers are signed in every op the AST has).
+enum class Dtype : uint8_t { i1, i8, i16, i32, i64, f16, bf16, f32, f64 };
+inline constexpr int kNumDtypes = 9;
+/// "i1", "i32", "f16", ... (the JSON spelling, which is also the MLIR one).
+const char* dtype_name(Dtype d);
+bool is_float(Dtype d);
+int dtype_bits(Dtype d);
+
+// The op kinds: id, JSON name. The table (src/gen/table.cpp) has one row per kind, in this order.
+// clang-format off
+#define TILESCOPE_GEN_OPS(X) \
+  X(program_id, "program_id") X(num_programs, "num_programs") X(constant, "constant") \
+  X(make_range, "make_range") \
+  X(splat, "splat") X(broadcast, "broadcast") X(expand_dims, "expand_dims") X(reshape, "reshape") \
+  X(trans, "trans") \
+  X(add, "add") X(sub, "sub") X(mul, "mul") X(div, "div") X(rem, "rem") X(min, "min") X(max, "max") \
+  X(and_, "and") X(or_, "or") X(xor_, "xor") X(shl, "shl") X(shr, "shr") \
+  X(neg, "neg") X(abs, "abs") X(exp, "exp") X(exp2, "exp2") X(log, "log") X(log2, "log2") \
+  X(sqrt, "sqrt") X(rsqrt, "rsqrt") \
+  X(sin, "sin") X(cos, "cos") X(floor, "floor") X(ceil, "ceil") X(erf, "erf") X(tanh, "tanh") X(fma, "fma") \
+  X(eq, "eq") X(ne, "ne") X(lt, "lt") X(le, "le") X(gt, "gt") X(ge, "ge") X(where, "where") X(cast, "cast") \
+  X(addptr, "addptr") X(load, "load") X(store, "store") X(atomic_rmw, "atomic_rmw") X(atomic_cas, "atomic_cas") \
+  X(reduce, "reduce") X(scan, "scan") X(dot, "dot") X(gather, "gather") X(for_, "for") X(if_, "if")
+// clang-format on
+
+enum class OpKind : uint8_t {
+#define TILESCOPE_GEN_ENUM(id, name) id,
+  TILESCOPE_GEN_OPS(TILESCOPE_GEN_ENUM)
+#undef TILESCOPE_GEN_ENUM
+};
+/// The JSON names, index = static_cast<int>(OpKind).
+inline constexpr const char* kOpNames[] = {
+#define TILESCOPE_GEN_NAME(id, name) name,
+    TILESCOPE_GEN_OPS(TILESCOPE_GEN_NAME)
+#undef TILESCOPE_GEN_NAME
+};
+inline constexpr int kNumOpKinds = static_cast<int>(std::size(kOpNames));
+/// The JSON name of an op kind ("add", "for").
+inline const char* op_name(OpKind k) { return kOpNames[static_cast<size_t>(k)]; }
+
+/// The type of a value: a scalar (empty shape) or a tensor of `elem`, or pointers to `elem`.
+struct Type {
+  bool ptr = false;
+  Dtype elem = Dtype::i32;
+  std::vector<int64_t> shape;
+  bool operator==(const Type&) const = default;
+  bool is_tensor() const { return !shape.empty(); }
+  /// "i32", "f32[128]", "f16[32, 64]", "*f32" (a pointer), "*f32[128]" (a tensor of pointers).
+  std::string str() const;
+};
+
+struct Arg {
+  enum class Kind : uint8_t { pointer, scalar, constexpr_ };
+  std::string name;
+  Kind kind = Kind::scalar;
+  Dtype dtype = Dtype::i32;  // pointer: the pointee; scalar: the value's; constexpr: i32
+  int64_t value = 0;         // constexpr: its value
+};
+
+/// A float or integer literal as the document wrote it ("inf", "-inf", "nan" are floats).
+struct Literal {
+  bool is_int = true;
+  int64_t i = 0;
+  double f = 0;
+};
+
+/// One op of a validated AST. Only the fields of its kind (the table's row) are meaningful.
+struct Op {
+  OpKind kind = OpKind::constant;
+  std::string pointer;                // where it is in the document: "/ops/7", "/regions/1/ops/0"
+  std::vector<std::string> results;   // "result" (one name), or "results" of for / if; may be empty
+  std::vector<std::string> operands;  // value names, in the table's operand order
+  std::vector<Type> result_types;     // filled by parse(): one per result
+
+  int64_t axis = 0;             // program_id, num_programs (0..2); expand_dims, reduce, scan, gather
+  Dtype dtype = Dtype::i32;     // constant, cast
+  Literal value;                // constant
+  std::vector<int64_t> shape;   // constant (empty: a scalar), splat, broadcast, reshape (dims resolved)
+  int64_t start = 0, end = 0;   // make_range (resolved)
+  std::vector<int64_t> order;   // trans
+  std::string combine;          // reduce: sum prod max min argmax argmin; scan: sum prod max min
+  bool reverse = false;         // scan
+  std::string precision;        // dot: ieee (default), tf32, tf32x3
+  std::string rmw;              // atomic_rmw: add max min and or xor xchg
+  std::string sem = "acq_rel";  // atomics: relaxed acquire release acq_rel
+  std::string scope = "gpu";    // atomics: gpu cta sys
+  // for: var = lower .. upper by step, carrying `carried` (initialised from `init`) through `body`.
+  std::string var;
+  std::vector<Literal> bound_literals;  // lower, upper, step when written as integers (is_int = false: named)
+  std::vector<std::string> bounds;      // lower, upper, step when named ("" when a literal)
+  std::vector<std::string> init, carried;
+  int body = -1;  // for: index into Ast::regions
+  // if: cond ? then : else
+  std::string cond;
+  int then_region = -1, else_region = -1;  // -1: no else
+};
+
+struct Region {
+  std::string name;
+  std::string pointer;  // "/regions/3"
+  std::vector<Op> ops;
+  std::vector<std::string> yields;
+};
+
+/// A kernel AST that passed parse(): every name resolves and every op's result_types is set.
+struct Ast {
+  std::string name;
+  std::vector<Arg> args;
+  std::vector<Op> ops;
+  std::vector<Region> regions;
+};
+
+/// One problem of a document: which pass found it, where (a JSON pointer into it, "" for the whole
+/// document), what, and the expected and found types or values when the problem is a mismatch.
+struct Problem {
+  /// json: the text is not JSON; schema: the document breaks a rule of schema() (so a grammar-constrained
+  /// decoder cannot produce it); semantics: valid under the schema, wrong as a kernel.
+  enum class Kind : uint8_t { json, schema, semantics };
+  Kind kind = Kind::semantics;
+  std::string pointer;
+  std::string message;
+  std::string expected, found;  // "" when not a mismatch
+  /// "/ops/7/operands/1: <message> (expected f32[128], found f32)".
+  std::string str() const;
+};
+/// "json", "schema", "semantics".
+const char* problem_kind_name(Problem::Kind k);
+
+struct Parsed {
+  std::optional<Ast> ast;         // set exactly when problems is empty
+  std::vector<Problem> problems;  // in document order within each pass; at most kMaxProblems
+};
+
+/// Validate a document (structure, then semantics) and build its AST.
+Parsed parse(const nlohmann::json& doc);
+/// The same from JSON text; a syntax error is one problem at pointer "" that gives the byte offset.
+Parsed parse_text(std::string_view text);
+
+/// The JSON Schema (draft 2020-12) of the format, generated from the op table.
+nlohmann::json schema();
+/// A short text reference of every op (fields, operands, what it lowers to), from the same table: for
+/// docs and for prompts.
+std::string op_reference();
+
+/// The TTIR of a valid AST, one module with one `tt.func public @<name>`. `line_pointers`, when given,
+/// receives for each line of the text (index 0 = line 1) the JSON pointer of the op it came from ("" for
+/// lines of no op: the signature, constants of constexprs, closing braces).
+std::string lower(const Ast& ast, std::vector<std::string>* line_pointers = nullptr);
+
+}  // namespace tilescope::gen
