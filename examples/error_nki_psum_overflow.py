@@ -9,7 +9,7 @@ instruction and stops at the first one that does not fit, listing the tiles and 
 
 Expected error:
     nki.isa.nc_matmul: program 0: 9 tensors live here need 18432 bytes per partition of psum, which holds
-    16384 on trn2: 9 x psum_34 (2048 bytes each, examples/error_nki_psum_overflow.py:34:14)
+    16384 on trn2: 9 x acc (2048 bytes each, examples/error_nki_psum_overflow.py:34:14)
 
 Run: tilescope sanitize -- python examples/error_nki_psum_overflow.py
 """

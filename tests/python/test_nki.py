@@ -648,7 +648,7 @@ def run_bad(body: str, *arrays, programs=1):
      "nl.exp)", 3),
     ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
      "u = t.reshape((64, 16))\n",
-     "cannot reshape the on-chip tensor <nki tensor sbuf_2 float32[128, 8] in sbuf> to (64, 16): the partition "
+     "cannot reshape the on-chip tensor <nki tensor t float32[128, 8] in sbuf> to (64, 16): the partition "
      "dimension (dim 0, 128) must stay as it is", 3),
     ("t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)\n"
      "nisa.tensor_scalar(dst=t, data=t, op0=nl.exp, operand0=0.0)\n",

@@ -17,6 +17,7 @@ import functools
 import inspect
 import itertools
 import os
+import re
 import sys
 import threading
 
@@ -537,7 +538,7 @@ class _Trace:
             raise NkiError(f"{file}:{line}: unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm)")
         n = self.names.get(name or "t", 0)
         self.names[name or "t"] = n + 1
-        label = name or f"{space}_{line}"
+        label = name or _assigned_name(file, line) or f"{space}_{line}"
         tid = native_call(self.native.allocate, self.program, label, space, dt, list(shape), file, line, col)
         strides, acc = [], 1
         for s in reversed(shape):
@@ -644,6 +645,18 @@ class Kernel:
         _state.trace_error(res.get("trace_error"))
         _state.record(res["findings"], self.fn.__name__, stack, res["reports"])
         return _outputs(results, trace, torch_out)
+
+
+_ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
+
+
+def _assigned_name(file, line):
+    """The variable an allocation on `file:line` is assigned to (`t = nl.ndarray(...)` -> "t"), for the
+    messages and findings that name the tile; None when the line is not a single-name assignment."""
+    import linecache
+
+    m = _ASSIGNED.match(linecache.getline(file, line))
+    return m.group(1) if m else None
 
 
 class MemoryRegion:
