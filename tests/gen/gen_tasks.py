@@ -57,7 +57,8 @@ class Task:
 
     @property
     def path(self) -> str:
-        return os.path.join(TASKS_DIR, f"{self.name}.json")
+        p = os.path.join(TASKS_DIR, f"{self.name}.json")
+        return p if os.path.exists(p) else os.path.join(TASKS_DIR, "..", "..", "..", "tasks", f"{self.name}.json")
 
 
 def cdiv(a: int, b: int) -> int:
