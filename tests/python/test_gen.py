@@ -1,13 +1,13 @@
 """The kernel generator's AST end to end, without any model (include/tilescope/gen/ast.h, docs/gen-format.md).
 
-For every hand-written kernel AST of tests/gen/tasks/ (its sizes and numpy / torch references in
-tests/gen/gen_tasks.py):
+For every hand-written kernel AST (tests/gen/fixtures.py: the suite's tasks/<name>.json beside its task file
+tasks/<name>.py, docs/gen-tasks.md, and the op-coverage tasks of tests/gen/coverage/):
 - it is valid under the generated JSON Schema by an independent validator (Python's jsonschema, draft
   2020-12), and tilescope's own validation accepts it;
 - its lowered TTIR is read and verified by tilescope, runs on the engine through the front door's launch
-  path (_native.launch = launch::run_launch) at every size, matches the reference within the task's
-  documented tolerance, and the sanitizer, the race detector and uninitialized-memory tracking report
-  nothing;
+  path (_native.launch = launch::run_launch) at every size of its task, matches the task's PyTorch reference
+  within the task's tolerance, and the sanitizer, the race detector and uninitialized-memory tracking (with
+  `out` buffers undefined until written) report nothing;
 - Triton's own MLIR parser accepts the lowered text and triton.compile takes it to PTX and a cubin for
   sm_90 on this machine, with no GPU (Triton's bundled ptxas).
 The schema itself: a valid draft 2020-12 schema, no recursive $ref, every string and array bounded. And
@@ -17,6 +17,7 @@ work, and problems are located by JSON pointers.
 from __future__ import annotations
 
 import copy
+import glob
 import json
 import os
 import subprocess
@@ -29,23 +30,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "gen"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import gen_tasks  # noqa: E402
+import fixtures  # noqa: E402
 import tsrun  # noqa: E402
 from tilescope import _native  # noqa: E402
 
 BIN = tsrun.tilescope_bin()
-TASKS = {t.name: t for t in gen_tasks.TASKS}
-CASES = [(t.name, i) for t in gen_tasks.TASKS for i in range(len(t.sizes))]
-ANALYSES = json.dumps([["sanitizer", {}], ["races", {}], ["uninit", {}]])
+FIXTURES = {fx.name: fx for fx in fixtures.fixtures()}
+CASES = [(fx.name, i) for fx in FIXTURES.values() for i in range(len(fx.task.sizes))]
+ANALYSES = fixtures.ANALYSES
 
 
 def text_of(name: str) -> str:
-    with open(TASKS[name].path) as f:
-        return f.read()
+    return FIXTURES[name].text()
 
 
 def doc_of(name: str) -> dict:
-    return json.loads(text_of(name))
+    return FIXTURES[name].doc()
 
 
 def problems(doc) -> list:
@@ -69,71 +69,79 @@ def validator(schema):
 
 
 def test_every_fixture_has_a_task():
-    files = sorted(f[:-5] for d in (gen_tasks.TASKS_DIR, os.path.join(ROOT, "tasks")) for f in os.listdir(d)
-                   if f.endswith(".json"))
-    assert files == sorted(TASKS), "tests/gen/tasks/*.json and gen_tasks.TASKS differ"
-    assert len(files) >= 8
-    for t in gen_tasks.TASKS:
-        assert len(t.sizes) >= 3, t.name
+    """Every AST has its task file and every task file its AST, in the suite (tasks/) and in the op-coverage
+    fixtures; every task has at least three sizes; suite and coverage names do not collide."""
+    for d in (fixtures.SUITE_DIR, fixtures.COVERAGE_DIR):
+        asts = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(d, "*.json")))
+        tasks = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(d, "*.py")))
+        assert asts == tasks, f"{d}: ASTs without a task or tasks without an AST"
+    suite = fixtures.fixtures(suite_only=True)
+    assert len(FIXTURES) == len(fixtures.fixtures()) >= len(suite) + 5, "a fixture name in both directories"
+    assert {"vector_add", "row_softmax"} <= {fx.name for fx in suite}
+    for fx in FIXTURES.values():
+        assert os.path.isfile(fx.ast_path), fx.name
+        assert len(fx.task.sizes) >= 3, fx.name
+        assert doc_of(fx.name)["name"] == fx.name, f"{fx.ast_path}: the kernel's name is not the task's"
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_fixture_is_valid(name, validator):
     validator.validate(doc_of(name))
     assert problems(text_of(name)) == []
 
 
-def launch(name: str, case: gen_tasks.Case):
-    ttir, lines = _native.gen_lower(text_of(name))
-    assert len(lines) == ttir.count("\n")
-    kernel = _native.compile(ttir, f"{name}.ttir")  # tilescope's reader and verifier
-    names = [n for n, _ in kernel.args]
-    assert sorted(names) == sorted(case.args), f"the case gives {sorted(case.args)}, the kernel takes {names}"
-    args = []
-    for n in names:
-        v = case.args[n]
-        if isinstance(v, np.ndarray):
-            assert v.flags.c_contiguous
-            args.append(_native.Buffer(n, str(v.dtype), v.ctypes.data, v.nbytes, list(v.shape),
-                                       [s // v.itemsize for s in v.strides]))
-        else:
-            args.append(v)
-    res = _native.launch(kernel, args, list(case.grid), analyses=ANALYSES)
-    return res, json.loads(res["findings"])
-
-
 @pytest.mark.parametrize("name,size", CASES, ids=[f"{n}-{i}" for n, i in CASES])
-def test_fixture_runs_correctly_and_clean(name, size):
-    task = TASKS[name]
-    rng = np.random.default_rng(1000 + size)
-    case = task.make(task.sizes[size], rng)
-    res, findings = launch(name, case)
-    assert findings == [], json.dumps(findings, indent=1)[:4000]
-    for out, exp in case.expected.items():
-        rtol, atol = case.tol[out] if isinstance(case.tol, dict) else case.tol
-        got = case.args[out]
-        where = f"{name} {task.sizes[size]} {out}"
-        assert got.shape == exp.shape, where
-        if rtol == 0 and np.all(np.asarray(atol) == 0):
-            np.testing.assert_array_equal(got, exp.astype(got.dtype), err_msg=where)
+def test_fixture_runs_correctly_and_clean(name, size, tmp_path):
+    fx = FIXTURES[name]
+    run = fixtures.run(fx, size, str(tmp_path))
+    assert run.findings == [], json.dumps(run.findings, indent=1)[:4000]
+    assert [c["name"] for c in run.checks] == [o.name for o in fx.task.outputs]
+    for c in run.checks:
+        assert c["compared"] > 0, f"{name} {fx.task.sizes[size]} {c['name']}: nothing compared"
+        assert c["ok"], (f"{name} {fx.task.sizes[size]} {c['name']}: {c['bad']} of {c['compared']} elements out of "
+                         f"tolerance {fx.task.tolerance[c['name']]}; worst at {c['at']}: got {c['got']!r}, "
+                         f"expected {c['expected']!r}")
+
+
+def launch(name: str, arrays: dict, scalars: dict, grid: list) -> list:
+    """The fixture `name` launched by hand with these numpy arrays and scalars: its findings."""
+    kernel = _native.compile(_native.gen_lower(text_of(name))[0], f"{name}.ttir")
+    args = []
+    for n, _ in kernel.args:
+        if n in scalars:
+            args.append(scalars[n])
             continue
-        err = np.abs(got.astype(np.float64) - exp)
-        bad = ~(err <= atol + rtol * np.abs(exp))  # NaN is bad too
-        if bad.any():
-            i = tuple(np.argwhere(bad)[0])
-            pytest.fail(f"{where}: {bad.sum()} of {bad.size} elements out of tolerance; first at {i}: got "
-                        f"{got[i]!r}, expected {exp[i]!r} (rtol {rtol}, atol {np.broadcast_to(atol, exp.shape)[i]})")
+        v = arrays[n]
+        args.append(_native.Buffer(n, str(v.dtype), v.ctypes.data, v.nbytes, list(v.shape),
+                                   [s // v.itemsize for s in v.strides]))
+    return json.loads(_native.launch(kernel, args, grid, analyses=ANALYSES)["findings"])
 
 
 def test_findings_are_reported():
-    """A negative control: the same run path reports a real bug. vector_add launched with a buffer one
-    element short of n reads and writes out of bounds."""
+    """A negative control: the same launch path reports a real bug. vector_add launched with an output one
+    element short of n writes out of bounds."""
     n = 300
-    x, y = np.ones(n, np.float32), np.ones(n, np.float32)
-    out = np.zeros(n - 1, np.float32)
-    case = gen_tasks.Case({"x_ptr": x, "y_ptr": y, "out_ptr": out, "n": n}, (2,), {}, gen_tasks.EXACT)
-    _, findings = launch("vector_add", case)
+    arrays = {"x_ptr": np.ones(n, np.float32), "y_ptr": np.ones(n, np.float32), "out_ptr": np.zeros(n - 1, np.float32)}
+    findings = launch("vector_add", arrays, {"n": n}, [2, 1, 1])
     assert [f["kind"] for f in findings] == ["out-of-bounds-store"]
+
+
+def test_reading_an_out_buffer_is_reported(tmp_path):
+    """A negative control of the tracking of `out` buffers: vector_add changed to accumulate into out (out +=
+    x + y) reads memory the kernel never wrote, and run() reports an uninitialized-read at that load."""
+    fx = FIXTURES["vector_add"]
+    d = fx.doc()
+    ops = d["ops"]
+    at = next(i for i, o in enumerate(ops) if o["op"] == "store")
+    ops[at:at] = [{"op": "load", "result": "old", "operands": ["out_ptrs", "mask"]},
+                  {"op": "add", "result": "acc", "operands": ["old", "sum"]}]
+    ops[at + 2]["operands"][1] = "acc"
+    assert problems(d) == []
+    run = fixtures.run(fx, 2, str(tmp_path), ast_text=json.dumps(d))
+    kinds = {f["kind"] for f in run.findings}
+    assert "uninitialized-read" in kinds, run.findings
+    # The unchanged kernel at the same size is clean (the finding is the read, not the set-up).
+    assert fixtures.run(fx, 2, str(tmp_path / "clean")).findings == []
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +162,7 @@ def triton_env(tmp_path_factory):
         os.environ["TRITON_CACHE_DIR"] = old
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_triton_parses_and_compiles_to_ptx(name, triton_env, tmp_path):
     """Triton's own MLIR parser and verifier accept the lowered TTIR, and triton.compile takes it through
     its TTGIR, LLVM and PTX stages and the bundled ptxas to a cubin for sm_90, with no GPU."""
@@ -304,10 +312,10 @@ def test_cli_check_and_lower_then_run(tmp_path):
     assert "(expected f32[256], found i32)" in out.stderr
     js = subprocess.run([BIN, "gen", "check", "--json", str(bad)], capture_output=True, text=True)
     assert js.returncode == 1 and json.loads(js.stdout)[0]["pointer"] == "/ops/13/operands/1"
-    ok = subprocess.run([BIN, "gen", "check", TASKS["vector_add"].path], capture_output=True, text=True)
+    ok = subprocess.run([BIN, "gen", "check", FIXTURES["vector_add"].ast_path], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     ttir = tmp_path / "vector_add.ttir"
-    low = subprocess.run([BIN, "gen", "lower", TASKS["vector_add"].path, "-o", str(ttir)], capture_output=True,
+    low = subprocess.run([BIN, "gen", "lower", FIXTURES["vector_add"].ast_path, "-o", str(ttir)], capture_output=True,
                          text=True)
     assert low.returncode == 0, low.stderr
     x = np.arange(300, dtype=np.float32)
@@ -368,7 +376,7 @@ def test_random_edits(validator):
     rng = np.random.default_rng(7)
     accepted = rejected = 0
     for k in range(400):
-        name = sorted(TASKS)[k % len(TASKS)]
+        name = sorted(FIXTURES)[k % len(FIXTURES)]
         d = doc_of(name)
         for _ in range(int(rng.integers(1, 3))):
             _mutate(d, rng)
