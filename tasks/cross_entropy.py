@@ -8,12 +8,12 @@ description = (
     "(V >= 1, any size: loop over the columns in blocks of BLOCK_V); row i starts at element i * stride "
     "(stride >= V). target is i32[M], each value in [0, V). Write loss[i] = log(sum_j exp(logits[i, j])) - "
     "logits[i, target[i]] into the f32 buffer loss[M], i.e. -log(softmax(logits[i])[target[i]]). The logits are "
-    "finite but can be large (|x| up to 100): subtract the row maximum before exp (keep a running maximum and "
+    "finite but can be large (|x| up to about 100): subtract the row maximum before exp (keep a running maximum and "
     "rescale the running sum of exponentials when it grows). Launched with one program per row: grid (M,).")
 signature = ["logits_ptr: *f32", "target_ptr: *i32", "loss_ptr: *f32 out", "V: i32", "stride: i32",
              "BLOCK_V: constexpr"]
 # V = 1 (the loss is 0), V not a multiple of the block, padded rows, one block exactly, large logits.
-sizes = [{"m": 1, "v": 1}, {"m": 7, "v": 1000}, {"m": 3, "v": 3001, "pad": 5}, {"m": 4, "v": 256, "shift": 90.0},
+sizes = [{"m": 1, "v": 1}, {"m": 7, "v": 1000}, {"m": 3, "v": 3001, "pad": 5}, {"m": 4, "v": 256, "shift": 80.0},
          {"m": 2, "v": 17}]
 # tolerance: the default for f32 (the order of the additions of exponentials differs from float64's)
 
