@@ -84,6 +84,16 @@ def test_every_fixture_has_a_task():
         assert doc_of(fx.name)["name"] == fx.name, f"{fx.ast_path}: the kernel's name is not the task's"
 
 
+def test_the_suite_has_40_tasks():
+    """Issue 15: a suite of at least 40 tasks of our own, each with a PyTorch reference, sizes and a correct AST
+    written by us (tasks/<name>.py beside tasks/<name>.json), each checked at several sizes."""
+    suite = fixtures.fixtures(suite_only=True)
+    assert len(suite) >= 40, [fx.name for fx in suite]
+    for fx in suite:
+        assert os.path.dirname(fx.ast_path) == fixtures.SUITE_DIR and os.path.isfile(fx.ast_path), fx.name
+        assert len(fx.task.sizes) >= 3, fx.name
+
+
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_fixture_is_valid(name, validator):
     validator.validate(doc_of(name))
