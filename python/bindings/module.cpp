@@ -322,6 +322,17 @@ nb::dict nki_run(nki::Kernel& k, const std::string& analyses, const std::vector<
   return out;
 }
 
+// The AST of a kernel AST's JSON text; an Error listing its problems when it is not valid.
+gen::Ast valid_ast(const std::string& text) {
+  gen::Parsed p = gen::parse_text(text);
+  if (!p.ast) {
+    std::string msg = "invalid kernel AST:";
+    for (const auto& q : p.problems) msg += "\n  " + q.str();
+    throw Error(msg);
+  }
+  return std::move(*p.ast);
+}
+
 void bind_nki(nb::module_& m) {
   nb::class_<nki::View>(m, "NkiView",
                         "An access pattern: elements of one tensor of an NKI kernel (nki/nki.h).")
@@ -423,19 +434,17 @@ void bind_nki(nb::module_& m) {
   m.def(
       "gen_lower",
       [](const std::string& text) {
-        gen::Parsed p = gen::parse_text(text);
-        if (!p.ast) {
-          std::string msg = "invalid kernel AST:";
-          for (const auto& q : p.problems) msg += "\n  " + q.str();
-          throw Error(msg);
-        }
         std::vector<std::string> lines;
-        std::string ttir = gen::lower(*p.ast, &lines);
+        std::string ttir = gen::lower(valid_ast(text), &lines);
         return std::make_pair(ttir, lines);
       },
       nb::arg("text"),
       "(TTIR text, the JSON pointer of the AST op behind each TTIR line) of a valid kernel AST (JSON text); "
       "TilescopeError listing its problems otherwise.");
+  m.def(
+      "gen_python", [](const std::string& text) { return gen::python(valid_ast(text)); }, nb::arg("text"),
+      "The Triton Python module (the @triton.jit kernel and launch(..., grid)) of a valid kernel AST (JSON "
+      "text); TilescopeError listing its problems otherwise.");
   m.def(
       "nki_ops",
       [] {

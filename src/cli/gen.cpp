@@ -73,6 +73,10 @@ CLI::App* add_gen(CLI::App& app, GenOptions& o) {
   auto* lower = gen->add_subcommand("lower", "Validate a kernel AST and print its TTIR");
   lower->add_option("file", o.file, "kernel AST (JSON)")->required();
   lower->add_option("-o,--output", o.output, "write the TTIR to this file instead of stdout");
+  auto* python = gen->add_subcommand(
+      "python", "Validate a kernel AST and print it as Triton Python: the @triton.jit kernel and a launcher");
+  python->add_option("file", o.file, "kernel AST (JSON)")->required();
+  python->add_option("-o,--output", o.output, "write the Python to this file instead of stdout");
   return gen;
 }
 
@@ -92,7 +96,7 @@ int gen_command(const CLI::App& gen, const GenOptions& o) {
     return rc;
   }
   if (!p.ast) return report(o.file, p, false);
-  write_out(o.output, gen::lower(*p.ast));
+  write_out(o.output, gen.got_subcommand("python") ? gen::python(*p.ast) : gen::lower(*p.ast));
   return 0;
 }
 

@@ -10,12 +10,13 @@
 namespace tilescope::cli {
 
 struct GenOptions {
-  std::string file;    // check, lower: the kernel AST (JSON)
-  std::string output;  // schema, lower: write here instead of stdout
+  std::string file;    // check, lower, python: the kernel AST (JSON)
+  std::string output;  // schema, lower, python: write here instead of stdout
   bool json = false;   // check: the problems as a JSON array
 };
 
-/// Register `gen` (subcommands schema, ops, check, lower) on `app`; run it with gen_command once parsed.
+/// Register `gen` (subcommands schema, ops, check, lower, python) on `app`; run it with gen_command once
+/// parsed.
 CLI::App* add_gen(CLI::App& app, GenOptions& options);
 /// Run the parsed `gen` subcommand. Exit status: 0 success; 1 the AST has problems (printed one per line,
 /// "FILE:POINTER: message (expected ..., found ...)"); 2 a file that cannot be read or written.

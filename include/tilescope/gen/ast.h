@@ -191,4 +191,12 @@ std::string op_reference();
 /// lines of no op: the signature, constants of constexprs, closing braces).
 std::string lower(const Ast& ast, std::vector<std::string>* line_pointers = nullptr);
 
+/// The Triton Python of a valid AST (docs/gen-format.md, "Triton Python"): a module that imports triton and
+/// triton.language as tl, defines the kernel `@triton.jit def <name>(...)` (pointer arguments plain, scalars
+/// annotated with their dtype, constexprs `tl.constexpr` in their declared positions), one statement per op
+/// that assigns its value to the op's AST name, and `launch(<runtime args>, grid)`, which launches the kernel
+/// on `grid` with the AST's constexpr values. Run on tilescope's front door it gives the outputs the AST's
+/// lower() TTIR gives (tests/python/test_gen_python.py checks it bit for bit on every fixture).
+std::string python(const Ast& ast);
+
 }  // namespace tilescope::gen
