@@ -40,7 +40,7 @@ setup-apt:
 BUILD_STAMP := $(BUILD)/.installed
 BUILD_SOURCES := $(shell find src include python examples tests/cpp -type f \( -name '*.cpp' -o -name '*.h' \
   -o -name '*.def' -o -name '*.inc' -o -name '*.py' -o -name '*.pth' -o -name '*.sh' \) 2>/dev/null) \
-  CMakeLists.txt pyproject.toml web/dist/index.html $(wildcard prompts/*.md)
+  CMakeLists.txt pyproject.toml web/dist/index.html $(wildcard prompts/*.md) $(wildcard tasks/*.py tasks/*.json)
 WEB_SOURCES := $(shell find web/src -type f 2>/dev/null) web/index.html web/vite.config.ts web/tsconfig.json \
   web/package-lock.json
 build: $(BUILD_STAMP)

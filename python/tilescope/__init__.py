@@ -14,7 +14,7 @@ from ._state import clear as clear_findings
 from ._state import findings, print_report, report_text
 
 __all__ = ["trace", "profile", "findings", "clear_findings", "report_text", "print_report", "CompileError", "LaunchError",
-           "TilescopeError", "install", "load_trace", "TraceError"]
+           "TilescopeError", "install", "load_trace", "TraceError", "gen", "GenError", "GenResult"]
 
 _CLIENTS = ("sanitizer",)
 
@@ -24,6 +24,10 @@ def __getattr__(name):
         from . import _capture
 
         return getattr(_capture, name)
+    if name in ("gen", "GenError", "GenResult"):
+        from . import _gen
+
+        return getattr(_gen, name)
     if name in ("load_trace", "TraceError"):
         from . import _trace
 

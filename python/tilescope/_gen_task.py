@@ -133,8 +133,9 @@ def _line_of(func) -> str:
         return ""
 
 
-def load(path: str) -> Task:
-    """Import the task file `path` and check its names. Raises TaskError."""
+def load(path: str, description: str | None = None) -> Task:
+    """Import the task file `path` and check its names; `description` (when given) replaces the file's,
+    which may then be absent. Raises TaskError."""
     path = os.path.abspath(path)
     if not os.path.isfile(path):
         raise TaskError(f"{path}: no such task file")
@@ -145,6 +146,8 @@ def load(path: str) -> Task:
         spec.loader.exec_module(module)
     except Exception as e:  # the user's file: any error is theirs, reported with its line
         raise TaskError(f"{path}: cannot import it: {_where_in(e, path)}{type(e).__name__}: {e}") from None
+    if description:
+        module.description = description
     for attr in ("description", "signature", "sizes", "inputs", "reference", "grid"):
         if not hasattr(module, attr):
             raise TaskError(f"{path}: defines no `{attr}` (a task defines description, signature, sizes, inputs, "
@@ -180,9 +183,10 @@ def load(path: str) -> Task:
             pair = given
         try:
             rtol, atol = (float(v) for v in pair)
-            assert rtol >= 0 and atol >= 0
-        except Exception:
-            raise TaskError(f"{path}: tolerance of {a.name}: {pair!r} is not (rtol, atol) of two numbers >= 0") from None
+        except (TypeError, ValueError):
+            rtol = atol = -1.0
+        if not (rtol >= 0 and atol >= 0):
+            raise TaskError(f"{path}: tolerance of {a.name}: {pair!r} is not (rtol, atol) of two numbers >= 0")
         tol[a.name] = (rtol, atol)
     if isinstance(given, dict):
         unknown = set(given) - set(tol)
@@ -265,9 +269,11 @@ def _grid(value, where: str) -> list:
         value = (value,)
     try:
         g = [int(v) for v in value]
-        assert 1 <= len(g) <= 3 and all(isinstance(v, int) or float(v).is_integer() for v in value)
-    except Exception:
-        raise TaskError(f"{where}: grid() must return 1 to 3 integers (found {value!r})") from None
+        ok = 1 <= len(g) <= 3 and all(not isinstance(v, bool) and float(v).is_integer() for v in value)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise TaskError(f"{where}: grid() must return 1 to 3 integers (found {value!r})")
     if any(v < 0 for v in g):
         raise TaskError(f"{where}: grid() returned a negative size {tuple(g)}")
     return g + [1] * (3 - len(g))
@@ -306,17 +312,23 @@ def make_case(task: Task, size: dict, seed: int, meta: dict, out_dir: str) -> di
             d.update(npy=p, shape=list(arr.shape))
             originals[a.name] = v.clone() if isinstance(v, torch.Tensor) else np.array(v, copy=True)
         else:
-            if isinstance(v, (bool, np.bool_)) or a.dtype == "i1":
+            if a.dtype == "i1":
+                if not isinstance(v, (bool, np.bool_, int, np.integer)):
+                    raise TaskError(f"{where}: {a.name} is {v!r}; the signature says an i1 scalar")
                 d["value"] = bool(v)
-            elif a.dtype.startswith("f"):
-                if not isinstance(v, (int, float, np.integer, np.floating)):
+            elif a.dtype.startswith(("f", "bf")):
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
                     raise TaskError(f"{where}: {a.name} is {v!r}; the signature says a {a.dtype} scalar")
-                d["value"] = float(v)
+                # The value the kernel gets: rounded to the argument's format (as Triton's launcher does).
+                d["value"] = float(torch.tensor(float(v), dtype=getattr(torch, TORCH_DTYPES[a.dtype])).item())
             else:
-                if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                bits = int(a.dtype[1:])
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                     raise TaskError(f"{where}: {a.name} is {v!r}; the signature says an {a.dtype} scalar")
+                if not -(1 << (bits - 1)) <= int(v) < (1 << (bits - 1)):
+                    raise TaskError(f"{where}: {a.name} = {v} does not fit an {a.dtype}")
                 d["value"] = int(v)
-            originals[a.name] = v
+            originals[a.name] = d["value"]
         args.append(d)
     expected_given = _call(task, "reference", originals)
     if not isinstance(expected_given, dict):

@@ -3,50 +3,16 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "tilescope/ir/diag.h"
 
 namespace tilescope::assist {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Prompts::Prompts(const fs::path& dir) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".md") continue;
-    std::ifstream f(e.path());
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text_[e.path().stem().string()] = ss.str();
-  }
-  for (const char* need : {"system", "analyze"})
-    if (!text_.count(need))
-      throw Error(fmt::format("the assistant's prompt '{}' is missing from {} (reinstall tilescope)", need,
-                              dir.string()));
-}
-
-const std::string& Prompts::get(const std::string& name) const {
-  auto it = text_.find(name);
-  if (it == text_.end()) {
-    std::string names;
-    for (const auto& [n, t] : text_) names += (names.empty() ? "" : ", ") + n;
-    throw Error(fmt::format("no prompt '{}' (there are: {})", name, names));
-  }
-  return it->second;
-}
-
-std::vector<std::string> Prompts::names() const {
-  std::vector<std::string> out;
-  for (const auto& [n, t] : text_) out.push_back(n);
-  return out;
-}
-
-std::vector<llm::Message> messages(const Prompts& prompts, const nlohmann::ordered_json& context,
+std::vector<llm::Message> messages(const llm::Prompts& prompts, const nlohmann::ordered_json& context,
                                    const std::string& question, const std::vector<llm::Message>& history) {
   std::vector<llm::Message> m;
   m.push_back({"system", prompts.get("system") + "\nThe record of the launch, as JSON:\n" +

@@ -82,7 +82,7 @@ int assist_command(const AssistOptions& o) {
     std::cout << context.dump(2) << "\n";
     return 0;
   }
-  const assist::Prompts prompts(prompts_dir());
+  const llm::Prompts prompts = assist::prompts(prompts_dir());
   const llm::Config config = llm_config(o.llm);
   llm::Client client(config.endpoint);
   llm::ChatRequest req;

@@ -334,7 +334,7 @@ struct WebAssistant::Impl : std::enable_shared_from_this<WebAssistant::Impl> {
     } catch (const Error& e) {
       throw ApiError(400, "bad_parameter", e.what());
     }
-    const assist::Prompts prompts(prompts_dir());
+    const llm::Prompts prompts = assist::prompts(prompts_dir());
     const std::string sent =
         (question.empty() ? prompts.get("analyze") : question) + "\n\n" + selection_note(ctx);
     json selection = {{"launch", ctx["selected"]["launch"]},

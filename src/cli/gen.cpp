@@ -61,9 +61,10 @@ int report(const std::string& file, const gen::Parsed& p, bool json) {
 }  // namespace
 
 CLI::App* add_gen(CLI::App& app, GenOptions& o) {
-  auto* gen =
-      app.add_subcommand("gen", "The kernel generator's AST: its schema, validation and lowering to TTIR");
-  gen->require_subcommand(1);
+  auto* gen = app.add_subcommand(
+      "gen",
+      "Ask an LLM for a kernel, proven on the CPU against a PyTorch reference; the kernel AST's tools");
+  gen->require_subcommand(0, 1);
   auto* schema = gen->add_subcommand("schema", "Print the JSON Schema (draft 2020-12) of the kernel AST");
   schema->add_option("-o,--output", o.output, "write it to this file instead of stdout");
   gen->add_subcommand("ops", "Print the op reference of the kernel AST (fields, operands, TTIR)");
@@ -77,10 +78,13 @@ CLI::App* add_gen(CLI::App& app, GenOptions& o) {
       "python", "Validate a kernel AST and print it as Triton Python: the @triton.jit kernel and a launcher");
   python->add_option("file", o.file, "kernel AST (JSON)")->required();
   python->add_option("-o,--output", o.output, "write the Python to this file instead of stdout");
+  add_gen_run(*gen, o.run);
   return gen;
 }
 
 int gen_command(const CLI::App& gen, const GenOptions& o) {
+  if (gen.get_subcommands().empty()) return gen_run_command(o.run);
+  if (gen.got_subcommand("eval")) return gen_eval_command(o.run);
   if (gen.got_subcommand("schema")) {
     write_out(o.output, gen::schema().dump(2) + "\n");
     return 0;

@@ -7,12 +7,15 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "gen_run.h"
+
 namespace tilescope::cli {
 
 struct GenOptions {
   std::string file;    // check, lower, python: the kernel AST (JSON)
   std::string output;  // schema, lower, python: write here instead of stdout
   bool json = false;   // check: the problems as a JSON array
+  GenRunOptions run;   // generation (no subcommand) and `gen eval`
 };
 
 /// Register `gen` (subcommands schema, ops, check, lower, python) on `app`; run it with gen_command once

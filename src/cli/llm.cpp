@@ -137,7 +137,7 @@ CLI::App* add_llm(CLI::App& app, LlmCliOptions& o) {
 
 int llm_command(const CLI::App& llm, const LlmCliOptions& o) {
   if (llm.got_subcommand("prompt")) {
-    std::cout << assist::Prompts(prompts_dir()).get(o.prompt_name);
+    std::cout << assist::prompts(prompts_dir()).get(o.prompt_name);
     return 0;
   }
   if (llm.got_subcommand("config")) {

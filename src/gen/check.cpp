@@ -474,6 +474,11 @@ class Checker {
         if (a(0).type.ptr)
           return fail(o, 0, "pointer arithmetic is addptr(ptr, offset)", "a number", a(0).type);
         if (!dtype_in(o, 0, a(0), numbers(), "i1 values are masks: cast to i32 for arithmetic")) return false;
+        // Triton's NVIDIA backend cannot lower an f16 / bf16 arith.divf (measured with Triton 3.6: the
+        // ConvertTritonGPUToLLVM pass fails); Triton's own `/` divides in f32.
+        if (o.kind == OpKind::div && (a(0).type.elem == Dtype::f16 || a(0).type.elem == Dtype::bf16))
+          return fail(o, 0, "div of f16 / bf16 does not compile for a GPU: cast to f32, divide, cast back",
+                      "an integer, f32 or f64 value", a(0).type);
         if (!not_ptr(o, 1, a(1)) || !same(o, 1, a(1), a(0).type, "operands must have equal types"))
           return false;
         out = {a(0).type};

@@ -9,8 +9,8 @@
 //   constants are tl.full(shape, value, dtype) (a Python literal would take Triton's scalar typing); a
 //     constexpr used as a value where Triton would keep it a Python int (unary ops, splat, stores, carried
 //     values, ops of constexprs only) is tl.full((), NAME, tl.int32), the i32 the lowering makes of it;
-//   integer div is `//` (Triton's // is arith.divsi, truncating; `/` of ints is f32 division); f16 / bf16
-//     div is tl.fdiv (`/` computes them in f32);
+//   integer div is `//` (Triton's // is arith.divsi, truncating; `/` of ints is f32 division); the format
+//     has no f16 / bf16 div (check.cpp);
 //   reduce max / min of types narrower than 32 bits or bf16 is tl.reduce with a combine function (tl.max
 //     widens them), prod is tl.reduce (there is no tl.prod); scans max / min are tl.associative_scan, and
 //     sum / prod of bf16 too (tl.cumsum / tl.cumprod widen bf16 to f32); the max / min combine functions cast
@@ -434,14 +434,7 @@ class Emitter {
       case OpKind::add: binary("+"); break;
       case OpKind::sub: binary("-"); break;
       case OpKind::mul: binary("*"); break;
-      case OpKind::div:
-        if (!is_float(t(0).elem))
-          binary("//");
-        else if (t(0).elem == Dtype::f16 || t(0).elem == Dtype::bf16)
-          call("tl.fdiv");
-        else
-          binary("/");
-        break;
+      case OpKind::div: binary(is_float(t(0).elem) ? "/" : "//"); break;
       case OpKind::rem:
         if (t(0).elem == Dtype::f16 || t(0).elem == Dtype::bf16) {
           const auto v = elementwise(o);

@@ -4,15 +4,21 @@
 // the only $refs point into $defs and no definition refers to itself or to one that refers back (the op
 // union does not contain regions: a for / if names its region), every string has a maxLength and every
 // array a maxItems, and op names and dtypes are enums. The op union is anyOf (each branch fixes "op" with
-// const, so at most one branch can match; OpenAI's structured outputs accept anyOf, not oneOf).
+// const, so at most one branch can match; OpenAI's structured outputs accept anyOf, not oneOf). A name's
+// bound is in its pattern too: llama.cpp's converter ignores maxLength on a string with a pattern (a
+// 135M model then wrote one name for 1,500 tokens). Keys are in the order a model should write them (a
+// grammar engine keeps the schema's order): version, name, args, ops, regions; in an op "op" first, then
+// its result, operands and fields.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "table.h"
 
 namespace tilescope::gen {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json ref(const char* def) { return {{"$ref", std::string("#/$defs/") + def}}; }
 
@@ -93,9 +99,20 @@ json arg_schema(const char* kind, const char* third, json third_schema) {
       {"additionalProperties", false}};
 }
 
-}  // namespace
+// "^[A-Za-z_][A-Za-z0-9_]{0,N-1}$": an identifier of at most N characters (table.h, is_name).
+std::string bounded_name_pattern(int max_length) {
+  return fmt::format("^[A-Za-z_][A-Za-z0-9_]{{0,{}}}$", max_length - 1);
+}
 
-json schema() {
+json name_schema(int max_length) {
+  return {{"type", "string"},
+          {"pattern", bounded_name_pattern(max_length)},
+          {"minLength", 1},
+          {"maxLength", max_length}};
+}
+
+// The schema of schema() (iface null, the format's bounds) or of schema(iface, bounds).
+json build(const Interface* iface, const Bounds& b) {
   json dtypes = json::array(), pointees = json::array();
   for (int i = 0; i < kNumDtypes; ++i) {
     dtypes.push_back(dtype_name(static_cast<Dtype>(i)));
@@ -104,48 +121,87 @@ json schema() {
   json ops = json::array();
   for (const auto& s : op_table()) ops.push_back(op_schema(s));
   json defs = {
-      {"name",
-       {{"type", "string"}, {"pattern", kNamePattern}, {"minLength", 1}, {"maxLength", kMaxNameLength}}},
+      {"name", name_schema(b.name_length)},
       {"dtype", {{"enum", dtypes}}},
       {"pointee", {{"enum", pointees}, {"description", "i1 data is stored as i8"}}},
       {"literal", {{"anyOf", json::array({{{"type", "number"}}, {{"enum", {"inf", "-inf", "nan"}}}})}}},
-      {"arg",
-       {{"anyOf",
-         json::array({arg_schema("pointer", "dtype", ref("pointee")),
-                      arg_schema("scalar", "dtype", ref("dtype")),
-                      arg_schema("constexpr", "value",
-                                 {{"type", "integer"}, {"minimum", INT32_MIN}, {"maximum", INT32_MAX}})})}}},
       {"op", {{"anyOf", ops}}},
       {"region",
        {{"type", "object"},
         {"description", "the body of a for, or a branch of an if: ops, then the values it yields"},
         {"properties",
          {{"name", ref("name")},
-          {"ops", {{"type", "array"}, {"maxItems", kMaxOps}, {"items", ref("op")}}},
+          {"ops", {{"type", "array"}, {"maxItems", b.region_ops}, {"items", ref("op")}}},
           {"yield", {{"type", "array"}, {"maxItems", kMaxCarried}, {"items", ref("name")}}}}},
         {"required", {"name", "ops"}},
         {"additionalProperties", false}}},
   };
+  json name, args;
+  if (iface) {
+    // The task's interface, fixed: every argument's name, kind and dtype is a const; a constexpr's value
+    // (a block size) is the model's choice among powers of two.
+    json items = json::array();
+    for (const Arg& a : iface->args) {
+      json third;
+      const char* key = a.kind == Arg::Kind::constexpr_ ? "value" : "dtype";
+      if (a.kind == Arg::Kind::constexpr_) {
+        json powers = json::array();
+        for (int64_t v = 1; v <= kMaxConstexprChoice; v *= 2) powers.push_back(v);
+        third = {{"enum", powers}};
+      } else {
+        third = {{"const", dtype_name(a.dtype)}};
+      }
+      const char* kind = a.kind == Arg::Kind::pointer  ? "pointer"
+                         : a.kind == Arg::Kind::scalar ? "scalar"
+                                                       : "constexpr";
+      items.push_back(
+          {{"type", "object"},
+           {"properties", {{"name", {{"const", a.name}}}, {"kind", {{"const", kind}}}, {key, third}}},
+           {"required", {"name", "kind", key}},
+           {"additionalProperties", false}});
+    }
+    name = {{"const", iface->name}};
+    args = {
+        {"type", "array"}, {"prefixItems", items}, {"minItems", items.size()}, {"maxItems", items.size()}};
+  } else {
+    defs["arg"] = {
+        {"anyOf",
+         json::array({arg_schema("pointer", "dtype", ref("pointee")),
+                      arg_schema("scalar", "dtype", ref("dtype")),
+                      arg_schema("constexpr", "value",
+                                 {{"type", "integer"}, {"minimum", INT32_MIN}, {"maximum", INT32_MAX}})})}};
+    name = name_schema(kMaxKernelName);
+    args = {{"type", "array"}, {"maxItems", kMaxArgs}, {"items", ref("arg")}};
+  }
   return {
       {"$schema", "https://json-schema.org/draft/2020-12/schema"},
       {"$id", fmt::format("urn:tilescope:gen:kernel-ast:{}", kVersion)},
       {"title", fmt::format("tilescope kernel AST, version {}", kVersion)},
       {"description",
        "One Triton kernel at the level of TTIR: arguments, then ops in order, each defining SSA names; for / "
-       "if "
-       "bodies are entries of regions, named by the op (docs/gen-format.md)."},
+       "if bodies are entries of regions, named by the op (docs/gen-format.md)."},
       {"type", "object"},
       {"properties",
        {{"version", {{"const", kVersion}}},
-        {"name",
-         {{"type", "string"}, {"pattern", kNamePattern}, {"minLength", 1}, {"maxLength", kMaxKernelName}}},
-        {"args", {{"type", "array"}, {"maxItems", kMaxArgs}, {"items", ref("arg")}}},
-        {"ops", {{"type", "array"}, {"minItems", 1}, {"maxItems", kMaxOps}, {"items", ref("op")}}},
-        {"regions", {{"type", "array"}, {"maxItems", kMaxRegions}, {"items", ref("region")}}}}},
+        {"name", name},
+        {"args", args},
+        {"ops", {{"type", "array"}, {"minItems", 1}, {"maxItems", b.ops}, {"items", ref("op")}}},
+        {"regions", {{"type", "array"}, {"maxItems", b.regions}, {"items", ref("region")}}}}},
       {"required", {"version", "name", "args", "ops"}},
       {"additionalProperties", false},
       {"$defs", defs},
   };
+}
+
+}  // namespace
+
+nlohmann::ordered_json schema() { return build(nullptr, Bounds{}); }
+
+nlohmann::ordered_json schema(const Interface& iface, const Bounds& bounds) {
+  auto clamp = [](int v, int hi) { return std::clamp(v, 1, hi); };
+  Bounds b{clamp(bounds.ops, kMaxOps), std::clamp(bounds.regions, 0, kMaxRegions),
+           clamp(bounds.region_ops, kMaxOps), clamp(bounds.name_length, kMaxNameLength)};
+  return build(&iface, b);
 }
 
 std::string op_reference() {

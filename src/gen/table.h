@@ -96,8 +96,7 @@ const OpSpec* find_op(std::string_view name);
 /// The dtype called `name` ("f32"), or nothing.
 std::optional<Dtype> find_dtype(std::string_view name);
 
-// Names: an identifier of at most kMaxNameLength characters (the schema's pattern).
-inline constexpr const char* kNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
+// Names: an identifier ([A-Za-z_][A-Za-z0-9_]*) of at most kMaxNameLength characters (the schema's pattern).
 bool is_name(std::string_view s, size_t max_length = kMaxNameLength);
 
 }  // namespace tilescope::gen

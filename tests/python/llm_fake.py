@@ -7,6 +7,8 @@ conftest.py, is for everything else): the first path segment of the base URL pic
     error500  a 500 that echoes the Authorization header it was sent, as some servers do
     garbage   a 200 stream of events that are not JSON
     endless   200, then bytes without a line end, for ever
+    script/N  the replies of script N (Fake.script), one per POST, in order; and a refusal (HTTP 400, as a
+              server without that feature answers) of any request that uses a decoding the script refuses
 
 Every POST is recorded: `requests` holds (path, Authorization header), `bodies` the request bodies as
 JSON (what the model would have been told: its messages).
@@ -31,6 +33,16 @@ class Fake(http.server.ThreadingHTTPServer):
         self.bodies = []  # each POST's body, parsed
         self.disconnected = threading.Event()
         self.got_request = threading.Event()
+        self.scripts = {}  # id -> {"replies": [...], "refuse": set of decodings}
+
+    def script(self, replies, refuse=()) -> str:
+        """A base URL whose POSTs get `replies` in order: each the content of a streamed answer that ends
+        with finish_reason "stop", or (content, finish_reason). `refuse`: decodings answered with HTTP 400
+        (not consumed from `replies`): "json_schema" and "json_object" (response_format's type), "grammar"
+        (llama.cpp's json_schema / grammar body fields)."""
+        n = len(self.scripts)
+        self.scripts[n] = {"replies": list(replies), "refuse": set(refuse)}
+        return f"{self.url}/script/{n}/v1"
 
     @property
     def url(self):
@@ -59,6 +71,26 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def scripted(self, n, body):
+        sc = self.server.scripts[n]
+        rf = body.get("response_format") or {}
+        used = {rf.get("type")} | ({"grammar"} if ("json_schema" in body or "grammar" in body) else set())
+        refused = used & sc["refuse"]
+        if refused:
+            msg = f"unsupported parameter: {sorted(refused)[0]} is not supported by this server"
+            self.reply(400, json.dumps({"error": {"message": msg, "type": "invalid_request_error"}}).encode())
+            return
+        if not sc["replies"]:
+            self.reply(500, json.dumps({"error": {"message": "the script has no more replies"}}).encode())
+            return
+        r = sc["replies"].pop(0)
+        content, finish = (r, "stop") if isinstance(r, str) else r
+        usage = {"prompt_tokens": 100, "completion_tokens": max(1, len(content) // 4)}
+        body = chunk(content) + "data: " + json.dumps({"model": "fake", "choices": [{"delta": {}, "finish_reason":
+                                                                                        finish}], "usage": usage}) \
+            + "\n\ndata: [DONE]\n\n"
+        self.reply(200, body.encode(), "text/event-stream")
+
     def wait_for_the_client_to_go(self, seconds=60):
         self.connection.settimeout(0.2)
         deadline = time.time() + seconds
@@ -82,7 +114,9 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             self.server.bodies.append(None)
         self.server.got_request.set()
-        if mode == "hang":
+        if mode == "script":
+            self.scripted(int(self.path.split("/")[2]), self.server.bodies[-1] or {})
+        elif mode == "hang":
             self.wait_for_the_client_to_go()
         elif mode == "slow":
             self.send_response(200)

@@ -9,27 +9,19 @@
 #include <vector>
 
 #include "tilescope/llm/client.h"
+#include "tilescope/llm/prompts.h"
 
 namespace tilescope::assist {
 
-/// The prompt files shipped with tilescope (prompts/<name>.md in the package, readable and editable):
-/// "system" (who the assistant is and how it must cite) and "analyze" (the first-pass bug summary).
-class Prompts {
- public:
-  /// Read every *.md of `dir`; tilescope::Error naming the folder when it or "system" / "analyze" is
-  /// missing.
-  explicit Prompts(const std::filesystem::path& dir);
-  /// Prompt `name`; tilescope::Error listing the names there are.
-  const std::string& get(const std::string& name) const;
-  std::vector<std::string> names() const;
-
- private:
-  std::map<std::string, std::string> text_;
-};
+/// The assistant's prompts (llm/prompts.h): "system" (who the assistant is and how it must cite) and
+/// "analyze" (the first-pass bug summary).
+inline llm::Prompts prompts(const std::filesystem::path& dir) {
+  return llm::Prompts(dir, {"system", "analyze"});
+}
 
 /// The messages for one question about `context` (an empty question: the analysis prompt), after
 /// `history` (earlier user / assistant turns of the same conversation).
-std::vector<llm::Message> messages(const Prompts& prompts, const nlohmann::ordered_json& context,
+std::vector<llm::Message> messages(const llm::Prompts& prompts, const nlohmann::ordered_json& context,
                                    const std::string& question,
                                    const std::vector<llm::Message>& history = {});
 

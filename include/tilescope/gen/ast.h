@@ -48,6 +48,8 @@ inline constexpr int kNumDtypes = 9;
 /// "i1", "i32", "f16", ... (the JSON spelling, which is also the MLIR one).
 const char* dtype_name(Dtype d);
 bool is_float(Dtype d);
+/// The dtype spelled `name` ("f32"), or nothing.
+std::optional<Dtype> dtype_from_name(std::string_view name);
 int dtype_bits(Dtype d);
 
 // The op kinds: id, JSON name. The table (src/gen/table.cpp) has one row per kind, in this order.
@@ -180,8 +182,39 @@ Parsed parse(const nlohmann::json& doc);
 /// The same from JSON text; a syntax error is one problem at pointer "" that gives the byte offset.
 Parsed parse_text(std::string_view text);
 
-/// The JSON Schema (draft 2020-12) of the format, generated from the op table.
-nlohmann::json schema();
+/// The JSON Schema (draft 2020-12) of the format, generated from the op table. Its keys are in the order a
+/// model should write them (a grammar engine keeps the schema's order): "op" first in an op.
+nlohmann::ordered_json schema();
+
+/// What a task asks of a kernel: its name and its arguments in order. A constexpr's Arg::value is not part
+/// of it: the kernel chooses it (a block size).
+struct Interface {
+  std::string name;
+  std::vector<Arg> args;
+};
+
+/// The largest constexpr value a request schema offers (constexprs of a task are block sizes: 1, 2, 4, ...).
+inline constexpr int64_t kMaxConstexprChoice = int64_t{1} << 16;
+
+/// Bounds of a request: the format's own by default; a generator asks for less so that a small model's
+/// answer ends within its token budget (every list it could repeat into is shorter).
+struct Bounds {
+  int ops = kMaxOps;                 // ops in the kernel's list
+  int regions = kMaxRegions;         // entries of "regions" (0: no for / if bodies)
+  int region_ops = kMaxOps;          // ops in one region
+  int name_length = kMaxNameLength;  // characters of a name
+};
+
+/// The schema of a document that implements `iface` within `bounds` (each clamped to the format's), for
+/// constrained decoding: schema() with "name" and every argument fixed by const (a constexpr's value one
+/// of the powers of two 1 .. kMaxConstexprChoice), and the lists bounded by `bounds`. Every document it
+/// accepts is accepted by schema().
+nlohmann::ordered_json schema(const Interface& iface, const Bounds& bounds);
+
+/// Where a valid AST differs from `iface`: its name (at "/name") and its arguments (at "/args/I": a missing,
+/// extra, renamed or retyped argument, in order), as semantics problems with the expected and found
+/// argument. Empty when it implements the interface.
+std::vector<Problem> check_interface(const Ast& ast, const Interface& iface);
 /// A short text reference of every op (fields, operands, what it lowers to), from the same table: for
 /// docs and for prompts.
 std::string op_reference();
