@@ -124,7 +124,7 @@ struct TerminalProgress : generate::Progress {
     std::cerr << fmt::format("stopped after stage '{}'\n", generate::stage_name(a.eval.reached));
     const auto lines = a.eval.feedback(4);
     for (const auto& l : lines) std::cerr << prefix << "  " << l.substr(0, 300) << "\n";
-    if (a.eval.error.size() && lines.empty())
+    if (!a.eval.error.empty() && lines.empty())
       std::cerr << prefix << "  " << a.eval.error.substr(0, 300) << "\n";
   }
 };
@@ -150,15 +150,15 @@ std::vector<std::string> write_answer(const fs::path& dir, const generate::Outco
   if (out.mode == "ast") {
     json doc = json::parse(a.reply, nullptr, false);
     write_text(dir / "kernel.json", doc.is_discarded() ? a.reply : doc.dump(1) + "\n");
-    wrote.push_back("kernel.json");
+    wrote.emplace_back("kernel.json");
   }
   if (!a.eval.ttir.empty()) {
     write_text(dir / "kernel.ttir", a.eval.ttir);
-    wrote.push_back("kernel.ttir");
+    wrote.emplace_back("kernel.ttir");
   }
   if (!a.eval.python.empty()) {
     write_text(dir / "kernel.py", a.eval.python);
-    wrote.push_back("kernel.py");
+    wrote.emplace_back("kernel.py");
   }
   return wrote;
 }
@@ -346,7 +346,9 @@ std::string markdown_table(const json& summary, int k) {
       "compiled | correct | clean | pass@1 | pass@{} | completion tokens | model s | eval s |\n",
       k);
   s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& [mode, t] : summary.items()) {
+  for (const auto& item : summary.items()) {
+    const std::string& mode = item.key();
+    const json& t = item.value();
     auto stage = [&](const char* key) -> std::string {
       if (mode == "python" && (std::string(key) == "json" || std::string(key) == "schema_valid" ||
                                std::string(key) == "valid" || std::string(key) == "verified"))
@@ -446,7 +448,7 @@ int gen_eval_command(const GenRunOptions& o) {
                             llm::kind_name(e.kind)));
   }
   std::vector<std::string> modes = {"ast"};
-  if (o.baseline) modes.push_back("python");
+  if (o.baseline) modes.emplace_back("python");
   std::map<std::string, Tally> tally;
   std::vector<std::string> notes;
   std::map<std::string, std::unique_ptr<generate::Generator>> gens;

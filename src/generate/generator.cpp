@@ -44,7 +44,7 @@ std::string json_in(const std::string& reply) {
     const size_t start = reply.find('\n', at);
     const size_t end = start == std::string::npos ? start : reply.find("```", start);
     if (end == std::string::npos) break;
-    const std::string block = reply.substr(start + 1, end - start - 1);
+    std::string block = reply.substr(start + 1, end - start - 1);
     if (parses(block)) return block;
     at = end;
   }
@@ -61,8 +61,7 @@ std::string python_in(const std::string& reply) {
     if (eol == std::string::npos) break;
     const std::string lang = reply.substr(at + 3, eol - at - 3);
     const size_t end = reply.find("```", eol);
-    const std::string block =
-        reply.substr(eol + 1, end == std::string::npos ? std::string::npos : end - eol - 1);
+    std::string block = reply.substr(eol + 1, end == std::string::npos ? std::string::npos : end - eol - 1);
     if (lang.find("python") != std::string::npos || lang.find("py") == 0) return block;
     if (first.empty()) first = block;
     if (end == std::string::npos) break;

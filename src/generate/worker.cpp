@@ -5,13 +5,13 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -19,8 +19,6 @@
 
 #include "tilescope/generate/generate.h"
 #include "tilescope/ir/diag.h"
-
-extern char** environ;
 
 namespace tilescope::generate {
 
@@ -50,6 +48,7 @@ struct Worker::Impl {
       posix_spawn_file_actions_addopen(&actions, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     std::vector<std::string> argv{python, "-m", "tilescope._gen_worker"};
     std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
     pid_t child = -1;
