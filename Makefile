@@ -11,7 +11,7 @@ APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev lib
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 
-.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo example-traces test bench-view view-png test-cpp test-python test-peers test-tutorials bench bench-analyses bench-nki bench-peers bench-profile clean \
+.PHONY: setup setup-apt setup-pip setup-npm build llm-model demo example-traces test bench-view view-png test-cpp test-python test-peers test-tutorials bench bench-analyses bench-gen bench-nki bench-peers bench-profile clean \
   format format-check tidy tidy-changed test-asan test-tsan fuzz-build fuzz fuzz-long
 
 setup: setup-apt setup-pip setup-npm
@@ -139,6 +139,12 @@ view-png: build
 # (bench/RESULTS.md).
 bench-nki: setup build
 	$(PY) bench/nki.py
+
+# The kernel generator over the whole task suite with the local test model and the Python baseline (bench/GEN.md;
+# bench/gen.py: hours on 2 cores).
+bench-gen: setup build llm-model
+	TILESCOPE_BIN=$(abspath $(BUILD))/tilescope TILESCOPE_LLM_PYTHON=$(abspath $(LLM_VENV))/bin/python \
+	  $(PY) bench/gen.py $(GEN_ARGS)
 
 # The web visualizer on a trace of a million recorded accesses (bench/VIEW.md).
 bench-view: setup build

@@ -40,7 +40,7 @@ class GenResult:
 
 def gen(description: str | None = None, *, reference: str | None = None, task: str | None = None,
         sizes: list | None = None, out: str | None = None, attempts: int = 3, decoding: str = "auto",
-        max_tokens: int = 3072, temperature: float | None = None, max_ops: int = 96, seed: int = 0,
+        max_tokens: int = 4096, temperature: float | None = None, max_ops: int = 96, seed: int = 0,
         base_url: str | None = None, model: str | None = None, timeout: float | None = None,
         progress: bool = True) -> GenResult:
     """Ask a model (any OpenAI-compatible server: the LLM settings, README "LLM settings", or `base_url` and

@@ -72,6 +72,7 @@ generate::GenOptions gen_options(const GenRunOptions& o) {
         fmt::format("--decoding {}: one of auto, json-schema, llama-grammar, json-object, none", o.decoding));
   g.decoding = *d;
   g.max_tokens = o.max_tokens;
+  g.context_tokens = o.context;
   if (o.temperature >= 0) g.temperature = o.temperature;
   g.bounds.ops = o.max_ops;
   g.bounds.region_ops = std::max(o.max_ops / 2, 4);
@@ -182,6 +183,11 @@ CLI::App* add_gen_run(CLI::App& gen, GenRunOptions& o) {
         ->check(CLI::Range(4, 256))
         ->capture_default_str();
     c.add_option("--seed", o.seed, "seed of the cases' inputs")->capture_default_str();
+    c.add_option(
+         "--context", o.context,
+         "the model's context in tokens: repairs leave out the previous reply where it would not leave "
+         "--max-tokens for the answer (default: unknown)")
+        ->check(CLI::Range(int64_t{256}, int64_t{1} << 24));
     c.add_flag("--no-triton", o.no_triton, "skip the stage that compiles the TTIR with Triton");
     c.add_option("--sizes", o.sizes,
                  "sizes to check instead of the task's: NAME=V,NAME=V or a JSON object, each");
@@ -272,11 +278,8 @@ int gen_run_command(const GenRunOptions& o) {
   report["model"] = model;
   report["task_file"] = task.path;
   report["sizes"] = task.sizes;
-  report["options"] = {{"attempts", o.attempts},
-                       {"decoding", o.decoding},
-                       {"max_tokens", o.max_tokens},
-                       {"max_ops", o.max_ops},
-                       {"seed", o.seed}};
+  report["options"] = {{"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
+                       {"context", o.context},   {"max_ops", o.max_ops},   {"seed", o.seed}};
   report["files"] = wrote;
   report["out"] = out_dir.string();
   write_text(out_dir / "report.json", report.dump(1) + "\n");
@@ -491,10 +494,11 @@ int gen_eval_command(const GenRunOptions& o) {
   json summary = json::object();
   for (const auto& mode : modes) summary[mode] = tally[mode].to_json(o.samples);
   const std::string table = markdown_table(summary, o.samples);
-  json doc = {{"model", model},         {"suite", dir.string()},      {"samples", o.samples},
-              {"attempts", o.attempts}, {"decoding", o.decoding},     {"max_tokens", o.max_tokens},
-              {"max_ops", o.max_ops},   {"wall_seconds", now() - t0}, {"summary", summary},
-              {"notes", notes},         {"results", results}};
+  json doc = {{"model", model},         {"suite", dir.string()},  {"samples", o.samples},
+              {"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
+              {"context", o.context},   {"max_ops", o.max_ops},   {"wall_seconds", now() - t0},
+              {"summary", summary},     {"table", table},         {"notes", notes},
+              {"results", results}};
   write_text(out_dir / "eval.json", doc.dump(1) + "\n");
   if (!o.markdown.empty()) write_text(o.markdown, table);
   if (o.json) std::cout << doc.dump(2) << "\n";

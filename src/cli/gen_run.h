@@ -21,9 +21,10 @@ struct GenRunOptions {
   std::string out;                 // -o DIR
   int attempts = 3;
   std::string decoding = "auto";
-  int max_tokens = 3072;
+  int max_tokens = 4096;
   double temperature = -1;  // < 0: the server's default
   int max_ops = 96;
+  int64_t context = 0;  // --context: the model's context in tokens (0: unknown)
   int seed = 0;
   bool no_triton = false;
   bool dry_run = false;  // print the first request and its schema, ask nothing

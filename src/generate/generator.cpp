@@ -159,6 +159,22 @@ Outcome Generator::run(const Task& task, bool python, const std::string& work_di
     at.number = n;
     std::vector<llm::Message> messages = first;
     if (n > 1) {
+      // The previous reply only where it leaves room for a whole answer: a server cuts an answer at the end
+      // of its context ("length"), and says nothing beforehand. Tokens: the first request's, as the server
+      // counted them, the previous reply's, and the feedback's estimated as characters / 3.
+      const Attempt& prev = out.attempts.back();
+      const int64_t need = out.attempts.front().prompt_tokens + prev.completion_tokens +
+                           static_cast<int64_t>(feedback.size() / 3) + 64 + options_.max_tokens;
+      if (options_.context_tokens > 0 && need > options_.context_tokens && with_previous) {
+        with_previous = false;
+        const std::string note = fmt::format(
+            "repairs are sent without the previous reply: with it, about {} tokens would not leave {} for "
+            "the "
+            "answer in the model's context of {}",
+            need - options_.max_tokens, options_.max_tokens, options_.context_tokens);
+        out.notes.push_back(note);
+        if (progress) progress->note(note);
+      }
       if (with_previous) messages.push_back({"assistant", previous});
       messages.push_back({"user", fill(prompts_.get("gen_repair"), {{"feedback", feedback}})});
     }

@@ -148,6 +148,19 @@ def test_a_server_without_json_schema_falls_back(fake_upstream, tmp_path, refuse
     assert "note: the server refused json-schema" in r.stderr
 
 
+def test_a_repair_that_would_not_fit_the_context_leaves_out_the_previous_reply(fake_upstream, tmp_path):
+    right = fixture("vector_add")
+    before = len(fake_upstream.bodies)
+    r = gen(tmp_path, fake_upstream.script([compact(without_masks(right)), compact(right)]), "--context", "3300")
+    assert r.returncode == 0, r.stderr
+    rep = report_of(tmp_path)
+    assert rep["passed"] and len(rep["attempts"]) == 2
+    assert rep["notes"][0].startswith("repairs are sent without the previous reply")
+    msgs = fake_upstream.bodies[before + 1]["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "user"]
+    assert "out-of-bounds-load at /ops/" in msgs[2]["content"]
+
+
 def test_a_reply_cut_at_max_tokens_is_retried(fake_upstream, tmp_path):
     right = compact(fixture("vector_add"))
     before = len(fake_upstream.bodies)
@@ -288,7 +301,9 @@ def test_the_real_model_answers_schema_valid_json(model_server, tmp_path):
     """Every reply of SmolLM2-135M under the request's schema (llama.cpp's json_schema) is complete,
     schema-valid JSON of the task's kernel: finish_reason "stop", past the schema stage. Whether the kernel
     is right is the model's business (it is not: bench/GEN.md)."""
-    r = gen(tmp_path, model_server, "--attempts", "2", "--max-ops", "12", "--max-tokens", "1500",
+    # 8 ops and 2 regions of 4, at the model's worst about 65 tokens an op as it spaces them, end within 2048
+    # tokens; its context (8192) holds the 4500 of the prompt and them, and the repair leaves out the reply.
+    r = gen(tmp_path, model_server, "--attempts", "2", "--max-ops", "8", "--max-tokens", "2048", "--context", "8192",
             "--temperature", "0.7", "--no-triton")
     assert r.returncode in (0, 1), r.stderr
     rep = report_of(tmp_path)

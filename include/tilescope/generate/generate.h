@@ -164,7 +164,11 @@ std::optional<Decoding> decoding_from_name(std::string_view name);
 struct GenOptions {
   int attempts = 3;  // per generation: the first try and the repairs
   Decoding decoding = Decoding::automatic;
-  int max_tokens = 3072;  // per reply
+  int max_tokens = 4096;  // per reply
+  /// The model's context in tokens (0: unknown). A repair request carries the previous reply only where the
+  /// first request's prompt, that reply, the feedback and max_tokens fit in it (else the server would cut
+  /// the answer at the context's end); unknown, it is left out only when the server refuses the request.
+  int64_t context_tokens = 0;
   std::optional<double> temperature;
   /// The request schema's bounds (gen::schema(iface, bounds)): a reply cannot be longer than they allow.
   /// By default 96 ops, and 2 regions of 48, with names of 24 characters: every task's own kernel fits (the
