@@ -8,7 +8,7 @@ names the file and line). Whatever task files or kernels print goes to stderr: s
 
 Requests ("op"):
 - load {path, description?}: import a task file (docs/gen-tasks.md) -> {"task": {name, path, description,
-  grid_source, signature: [{name, kind, dtype?, role?}], sizes, tolerance}}.
+  grid_source, inputs_line, signature: [{name, kind, dtype?, role?}], sizes, tolerance}}.
 - case {path, size, seed, meta, dir}: one case of the task at `size` (_gen_task.make_case) -> {"case"}.
 - compile_ttir {ttir, arch}: Triton's MLIR parser and triton.compile, for CUDA sm_<arch> on this machine
   (no GPU needed) -> {"ptx_bytes", "cubin_bytes"}; "error" when Triton refuses it.
@@ -53,7 +53,8 @@ def op_load(req: dict) -> dict:
     key = os.path.abspath(req["path"])
     _tasks.pop(key, None)  # the file may have changed since
     t = _task(key, req.get("description"))
-    return {"task": dict(t.to_json(), grid_source=_grid_source(t))}
+    code = getattr(t.module.inputs, "__code__", None)
+    return {"task": dict(t.to_json(), grid_source=_grid_source(t), inputs_line=code.co_firstlineno if code else 0)}
 
 
 def op_case(req: dict) -> dict:
@@ -205,8 +206,9 @@ def op_run_python(req: dict) -> dict:
         if a["role"] == "out":
             v = torch.empty(arr.shape, dtype=dt)
             if v.numel():  # undefined until the kernel writes it, as torch.empty's memory on a GPU
-                tracked.append(_native.uninit_track(v.data_ptr(), v.numel() * v.element_size(), "torch.empty",
-                                                    req["module"], 0, v.element_size() == 1))
+                line = getattr(getattr(t.module.inputs, "__code__", None), "co_firstlineno", 0)
+                tracked.append(_native.uninit_track(v.data_ptr(), v.numel() * v.element_size(),
+                                                    "the out buffer of inputs()", t.path, line, v.element_size() == 1))
         elif a["dtype"] == "bf16":
             v = torch.from_numpy(arr.view(np.int16)).view(torch.bfloat16)
         else:

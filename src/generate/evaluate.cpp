@@ -221,7 +221,7 @@ CaseResult run_case(const Task& task, launch::Kernel& kernel, const json& c, con
     }
     if (a.value("role", "in") == "out" && bytes)  // undefined until the kernel writes it (torch.empty)
       tracked.push_back(analysis::Definedness::process().track(
-          buf.data(), bytes, {"out buffer", task.path, 0},
+          buf.data(), bytes, {"the out buffer of inputs()", task.path, task.inputs_line},
           ir::elem_bytes(e) == 1 ? analysis::Sentinel::int_bytes : analysis::Sentinel::float_nan));
     rec.args.push_back(launch::ArgRecord::buffer(name, e, buf.data(), bytes, shape, strides));
   }

@@ -206,6 +206,7 @@ Task Worker::load(const std::string& path, const std::string& description) {
   task.path = t.at("path").get<std::string>();
   task.description = t.at("description").get<std::string>();
   task.grid_source = t.value("grid_source", std::string());
+  task.inputs_line = t.value("inputs_line", 0);
   task.sizes = t.at("sizes");
   task.iface.name = task.name;
   for (const json& a : t.at("signature")) {

@@ -87,8 +87,9 @@ def run(fx: Fixture, size_index: int, tmp_dir: str, ast_text: str | None = None)
         v = np.ascontiguousarray(np.load(a["npy"]).astype(NP_DTYPES[a["dtype"]], copy=False))
         arrays[n] = v
         if a["role"] == "out" and v.nbytes:  # undefined until the kernel writes it
-            tracked.append(_native.uninit_track(v.ctypes.data, v.nbytes, "out buffer", fx.task.path, 0,
-                                                v.itemsize == 1))
+            line = fx.task.module.inputs.__code__.co_firstlineno
+            tracked.append(_native.uninit_track(v.ctypes.data, v.nbytes, "the out buffer of inputs()", fx.task.path,
+                                                line, v.itemsize == 1))
         args.append(_native.Buffer(n, NATIVE_DTYPES[a["dtype"]], v.ctypes.data, v.nbytes, list(v.shape),
                                    [s // v.itemsize for s in v.strides]))
     try:

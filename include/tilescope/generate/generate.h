@@ -49,6 +49,7 @@ struct Task {
   std::string path;         // the task file
   std::string description;  // what to compute, for the model
   std::string grid_source;  // the source text of its grid function, for the model
+  int inputs_line = 0;      // the line of its inputs() function (where out buffers are made)
   gen::Interface iface;     // name and arguments in order (a constexpr's value is the kernel's choice)
   std::vector<Role> roles;  // per argument of iface (scalars and constexprs: Role::in)
   nlohmann::json sizes;     // the sizes to check, an array of objects ({"m": 5, "n": 100})
