@@ -460,9 +460,12 @@ int gen_eval_command(const GenRunOptions& o) {
   std::cerr << fmt::format("tilescope gen eval: {} tasks x {} samples, model {}, up to {} attempts each{}\n",
                            files.size(), o.samples, model, o.attempts,
                            o.baseline ? ", with the Python baseline" : "");
-  for (const auto& f : files) {
-    generate::Task task = worker.load(fs::absolute(f).string());
-    for (const auto& mode : modes) {
+  std::vector<generate::Task> tasks;
+  for (const auto& f : files) tasks.push_back(worker.load(fs::absolute(f).string()));
+  // Mode by mode: requests of one mode share their system prompt, which a server keeps in its prompt cache
+  // from one task to the next (llama.cpp: minutes a task on 2 cores otherwise).
+  for (const auto& mode : modes) {
+    for (const auto& task : tasks) {
       int passed = 0;
       for (int s = 0; s < o.samples; ++s) {
         TerminalProgress progress;
