@@ -185,8 +185,11 @@ class Checker {
   // ---------------------------------------------------------------------------------------------------
   // Dims (a shape's entries, make_range's start and end): integers or constexpr arguments.
 
-  bool dim(const json& j, const std::string& ptr, bool power_of_two, int64_t& out) {
+  // The dim's value into `out`; `name` (when given) receives the constexpr's name, "" for an integer.
+  bool dim(const json& j, const std::string& ptr, bool power_of_two, int64_t& out,
+           std::string* name = nullptr) {
     std::string label;
+    if (name) name->clear();
     if (j.is_string()) {
       const std::string n = j.get<std::string>();
       auto it = vals_.find(n);
@@ -204,6 +207,7 @@ class Checker {
       }
       out = it->second.cval;
       label = fmt::format("{} = {}", n, out);
+      if (name) *name = n;
     } else {
       as_int(j, out);
       label = std::to_string(out);
@@ -230,16 +234,21 @@ class Checker {
     return false;
   }
 
-  bool shape_field(const Op& o, std::vector<int64_t>& out) {
+  // The op's "shape" field into o.shape (the dims' values) and o.shape_names (the constexprs they name).
+  bool shape_field(Op& o) {
     const std::string ptr = child(o.pointer, "shape");
     const json& j = doc_.at(json::json_pointer(ptr));
+    std::vector<int64_t>& out = o.shape;
     out.clear();
+    o.shape_names.clear();
     bool ok = true;
     int64_t numel = 1;
     for (size_t i = 0; i < j.size(); ++i) {
       int64_t d = 1;
-      ok = dim(j[i], child(ptr, i), true, d) && ok;
+      std::string name;
+      ok = dim(j[i], child(ptr, i), true, d, &name) && ok;
       out.push_back(d);
+      o.shape_names.push_back(name);
       numel = std::min<int64_t>(numel * d, kMaxNumel * 2);
     }
     if (ok && numel > kMaxNumel) {
@@ -329,9 +338,10 @@ class Checker {
       case OpKind::program_id:
       case OpKind::num_programs: out = {{false, Dtype::i32, {}}}; return true;
       case OpKind::constant: {
-        std::vector<int64_t> shape;
-        if (doc_.at(json::json_pointer(o.pointer)).contains("shape") && !shape_field(o, shape)) return false;
-        o.shape = shape;
+        o.shape.clear();
+        o.shape_names.clear();
+        if (doc_.at(json::json_pointer(o.pointer)).contains("shape") && !shape_field(o)) return false;
+        const std::vector<int64_t>& shape = o.shape;
         const std::string vptr = child(o.pointer, "value");
         const Literal& v = o.value;
         if (is_int_dtype(o.dtype)) {
@@ -362,10 +372,10 @@ class Checker {
       case OpKind::make_range: {
         int64_t lo = 0, hi = 0;
         // Both dims are checked (each may have its own problem) before either result is used.
-        const bool ok_start =
-            dim(doc_.at(json::json_pointer(child(o.pointer, "start"))), child(o.pointer, "start"), false, lo);
-        const bool ok_end =
-            dim(doc_.at(json::json_pointer(child(o.pointer, "end"))), child(o.pointer, "end"), false, hi);
+        const bool ok_start = dim(doc_.at(json::json_pointer(child(o.pointer, "start"))),
+                                  child(o.pointer, "start"), false, lo, &o.start_name);
+        const bool ok_end = dim(doc_.at(json::json_pointer(child(o.pointer, "end"))), child(o.pointer, "end"),
+                                false, hi, &o.end_name);
         if (!ok_start || !ok_end) return false;
         const json& end = doc_.at(json::json_pointer(child(o.pointer, "end")));
         if (lo == 0 && end.is_string() && hi > 0 && !pow2(hi))
@@ -382,9 +392,8 @@ class Checker {
         return true;
       }
       case OpKind::splat: {
-        std::vector<int64_t> shape;
-        if (!shape_field(o, shape)) return false;
-        o.shape = shape;
+        if (!shape_field(o)) return false;
+        const std::vector<int64_t>& shape = o.shape;
         if (a(0).type.is_tensor())
           return fail(o, 0, "splat takes a scalar (use broadcast to grow a tensor)", "a scalar or pointer",
                       a(0).type);
@@ -393,9 +402,8 @@ class Checker {
         return true;
       }
       case OpKind::broadcast: {
-        std::vector<int64_t> shape;
-        if (!shape_field(o, shape)) return false;
-        o.shape = shape;
+        if (!shape_field(o)) return false;
+        const std::vector<int64_t>& shape = o.shape;
         const auto& src = a(0).type.shape;
         if (!a(0).type.is_tensor())
           return fail(o, 0, "broadcast takes a tensor (use splat for a scalar)", "a tensor", a(0).type);
@@ -427,9 +435,8 @@ class Checker {
         return true;
       }
       case OpKind::reshape: {
-        std::vector<int64_t> shape;
-        if (!shape_field(o, shape)) return false;
-        o.shape = shape;
+        if (!shape_field(o)) return false;
+        const std::vector<int64_t>& shape = o.shape;
         if (!a(0).type.is_tensor()) return fail(o, 0, "reshape takes a tensor", "a tensor", a(0).type);
         int64_t n0 = 1, n1 = 1;
         for (int64_t d : a(0).type.shape) n0 *= d;

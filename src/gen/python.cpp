@@ -25,6 +25,9 @@
 //   argmax / argmin of bf16: tl.argmax widens bf16 to f32 first, which is exact and keeps every comparison;
 //   min / max of bf16: tl.minimum / tl.maximum compute them in f32 (Triton: no bf16 min / max in hardware),
 //     so the result is cast back, exactly: the f32 extremum of two widened bf16 values is one of them.
+// Shapes and ranges name the constexprs the AST names (`tl.arange(0, BLOCK)`, `(BLOCK_M, BLOCK_N)`) and write
+// the integers it writes, so that a launch with another constexpr value changes every tile size that uses it
+// (the TTIR, which has only numbers, is the AST's values').
 // Names: the AST's, except Python keywords and the names the module itself uses (tl, triton, range, ...,
 // Triton's launch options, which a kernel parameter must not shadow): those get a `_` suffix.
 #include <fmt/format.h>
@@ -89,12 +92,20 @@ std::string py_float(double x) {
   return s;
 }
 
+// "()", "(256,)", "(BLOCK_M, 32)": a Python tuple of dims already spelled.
+std::string py_tuple(const std::vector<std::string>& dims) {
+  if (dims.size() == 1) return fmt::format("({},)", dims[0]);
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", dims[i]);
+  return s + ")";
+}
+
 // "()", "(256,)", "(16, 32)".
 std::string py_shape(const std::vector<int64_t>& shape) {
-  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return s + ")";
+  std::vector<std::string> dims;
+  dims.reserve(shape.size());
+  for (int64_t d : shape) dims.push_back(std::to_string(d));
+  return py_tuple(dims);
 }
 
 // `head(item, item, ...)tail` on one line when it fits in 110 columns, else with the items filled into lines
@@ -224,6 +235,19 @@ class Emitter {
   bool is_constexpr(const std::string& name) const { return constexprs_.count(name) > 0; }
   const Type& type(const std::string& name) const { return types_.at(name); }
 
+  // A dim as the document wrote it: the constexpr's (Python) name where it named one, else the number. So a
+  // launch with another value of the constexpr changes every tile size that uses it.
+  std::string dim(int64_t value, const std::string& name) const {
+    return name.empty() ? std::to_string(value) : py(name);
+  }
+  // The op's shape field as a Python tuple of its dims ("(BLOCK_M, BLOCK_N)", "(16,)"; "()" for a scalar).
+  std::string shape(const Op& o) const {
+    std::vector<std::string> dims;
+    for (size_t i = 0; i < o.shape.size(); ++i)
+      dims.push_back(dim(o.shape[i], i < o.shape_names.size() ? o.shape_names[i] : ""));
+    return py_tuple(dims);
+  }
+
   // `name` as a tensor: a constexpr is the i32 scalar the lowering makes of it.
   std::string val(const std::string& name) const {
     return is_constexpr(name) ? fmt::format("tl.full((), {}, tl.int32)", py(name)) : py(name);
@@ -257,9 +281,9 @@ class Emitter {
     line(s);
   }
 
-  // A constant of dtype `d`, `shape` (empty: a scalar); `comment` says why when it is not written plainly.
-  std::string constant(Dtype d, const Literal& v, const std::vector<int64_t>& shape, std::string& comment) {
-    const std::string sh = py_shape(shape);
+  // A constant of dtype `d` and shape `sh` (a Python tuple, "()" for a scalar); `comment` says why when it
+  // is not written plainly.
+  static std::string constant(Dtype d, const Literal& v, const std::string& sh, std::string& comment) {
     if (!is_float(d)) {
       if (d == Dtype::i1) return fmt::format("tl.full({}, {}, tl.int1)", sh, v.i ? "True" : "False");
       return fmt::format("tl.full({}, {}, {})", sh, v.i, tl_dtype(d));
@@ -409,22 +433,22 @@ class Emitter {
       case OpKind::num_programs: assign(o, fmt::format("tl.num_programs({})", o.axis)); break;
       case OpKind::constant: {
         std::string why;
-        const std::string c = constant(o.dtype, o.value, o.shape, why);
+        const std::string c = constant(o.dtype, o.value, shape(o), why);
         assign(o, c, why);
         break;
       }
-      case OpKind::make_range: assign(o, fmt::format("tl.arange({}, {})", o.start, o.end)); break;
+      case OpKind::make_range:
+        assign(o, fmt::format("tl.arange({}, {})", dim(o.start, o.start_name), dim(o.end, o.end_name)));
+        break;
       case OpKind::splat:
         if (is_constexpr(o.operands[0]))
-          assign(o, fmt::format("tl.full({}, {}, tl.int32)", py_shape(o.shape), plain(0)));
+          assign(o, fmt::format("tl.full({}, {}, tl.int32)", shape(o), plain(0)));
         else
-          assign(o, fmt::format("tl.broadcast_to({}, {})", x(0), py_shape(o.shape)));
+          assign(o, fmt::format("tl.broadcast_to({}, {})", x(0), shape(o)));
         break;
-      case OpKind::broadcast:
-        assign(o, fmt::format("tl.broadcast_to({}, {})", x(0), py_shape(o.shape)));
-        break;
+      case OpKind::broadcast: assign(o, fmt::format("tl.broadcast_to({}, {})", x(0), shape(o))); break;
       case OpKind::expand_dims: assign(o, fmt::format("tl.expand_dims({}, {})", x(0), o.axis)); break;
-      case OpKind::reshape: assign(o, fmt::format("tl.reshape({}, {})", x(0), py_shape(o.shape))); break;
+      case OpKind::reshape: assign(o, fmt::format("tl.reshape({}, {})", x(0), shape(o))); break;
       case OpKind::trans:
         if (o.order == std::vector<int64_t>{1, 0})
           assign(o, fmt::format("tl.trans({})", x(0)));

@@ -304,9 +304,27 @@ def test_semantic_problems_are_not_schema_problems(validator):
     assert "'yy' is not defined (did you mean 'y'?)" in p[0]["message"]
 
 
-def test_not_json():
-    p = problems('{"version": 1, "name": "k", "args": [')
-    assert len(p) == 1 and p[0]["pointer"] == "" and "not JSON" in p[0]["message"]
+def test_not_json(tmp_path):
+    """Text that is not JSON: where it stops being valid, as a line and column of the text, in words."""
+    p = problems('{"version": 1, "name": "k",\n "args": [')
+    assert len(p) == 1 and p[0]["kind"] == "json" and p[0]["pointer"] == "", p
+    assert p[0]["message"].startswith("not JSON: the document ends early, at line 2, column 11 ("), p
+    p = problems('{"version": 1,\n "name": "k" "args": []}')
+    assert p[0]["message"].startswith("not JSON: invalid at line 2, column 14 ("), p
+    assert p[0]["found"] == "'\"args\": []}'"
+    # The command line, on a reply cut off at max_tokens (no newline).
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"version": 1, "na')
+    r = subprocess.run([BIN, "gen", "check", str(cut)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"{cut}:(document): not JSON: the document ends early, at line 1, column 19 ("), \
+        r.stderr
+    assert "found the end of the text (18 bytes)" in r.stderr
+    assert "json.exception" not in r.stderr and "at byte" not in r.stderr
+    r = subprocess.run([BIN, "gen", "check", "--json", str(cut)], capture_output=True, text=True)
+    assert r.returncode == 1
+    [q] = json.loads(r.stdout)
+    assert q["kind"] == "json" and q["pointer"] == "" and "ends early" in q["message"]
 
 
 # --------------------------------------------------------------------------------------------------

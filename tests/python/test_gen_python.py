@@ -185,6 +185,46 @@ def test_a_wrong_statement_is_caught(tmp_path):
     assert len(problems) == 1 and "elements differ from the lowered AST's run" in problems[0], problems
 
 
+# A person edits a constexpr's value in the emitted launcher: (fixture, {constexpr: new value}). Each new
+# value is a power of two that still covers the task (the grids follow the constexprs); each would break a
+# module that wrote the AST's values in its shapes: vector_add's programs would write 256 of their 1024
+# elements, row_sum's loop would step 128 columns over 64-column tiles.
+RESIZED = [("vector_add", {"BLOCK": 1024}), ("row_sum", {"BLOCK_M": 4, "BLOCK_N": 128}),
+           ("row_softmax", {"BLOCK": 2048})]
+
+
+@pytest.mark.parametrize("name,values", [r for r in RESIZED if r[0] in FIXTURES],
+                         ids=[r[0] for r in RESIZED if r[0] in FIXTURES])
+def test_a_constexpr_edited_in_launch_resizes_every_tile(name, values, tmp_path):
+    """The module names the AST's constexprs in its shapes and ranges (`tl.arange(0, BLOCK)`, `(BLOCK,)`) as in
+    its loops, so that editing `BLOCK=256` in `launch` gives the kernel at the new block size: at every size of
+    the task, it runs clean and gives, bit for bit, the outputs of the AST with those values lowered and run on
+    the engine (whose agreement with the task's reference is checked too), on the case's grid for those
+    values."""
+    fx = FIXTURES[name]
+    doc = fx.doc()
+    text = _native.gen_python(fx.text())
+    for a in doc["args"]:
+        if a["name"] not in values:
+            continue
+        old = a["value"]
+        assert re.search(rf"\b{old}\b", text.replace(f"{a['name']}={old}", "")) is None, \
+            f"{a['name']}'s value {old} is written in the module besides the launcher's keyword"
+        text, n = re.subn(rf"\b{a['name']}={old}\b", f"{a['name']}={values[a['name']]}", text)
+        assert n == 1, f"launch does not pass {a['name']}={old} once"
+        a["value"] = values[a["name"]]
+    mod = import_kernel(text, tmp_path / f"{name}_resized.py", doc["name"])
+    resized = json.dumps(doc)
+    for size in range(len(fx.task.sizes)):
+        ref = fixtures.run(fx, size, str(tmp_path), ast_text=resized)
+        assert ref.findings == [], json.dumps(ref.findings, indent=1)[:3000]
+        assert all(c["ok"] for c in ref.checks), ref.checks
+        findings, outs = launch_python(mod, ref.case)
+        assert findings == [], json.dumps(findings, indent=1)[:3000]
+        problems = differences(fx, ref, outs)
+        assert not problems, f"{name} with {values}, size {fx.task.sizes[size]}: " + "; ".join(problems)
+
+
 def test_f16_division_is_rejected():
     """dtype_forms with its quotient an f16 `div` instead of a division in f32: rejected at the op, since
     Triton's NVIDIA backend cannot lower arith.divf on f16 (ConvertTritonGPUToLLVM fails), so the kernel would

@@ -130,6 +130,11 @@ struct Op {
   std::string rmw;              // atomic_rmw: add max min and or xor xchg
   std::string sem = "acq_rel";  // atomics: relaxed acquire release acq_rel
   std::string scope = "gpu";    // atomics: gpu cta sys
+  // What the document wrote for shape's dims and make_range's start and end: the name of the constexpr
+  // argument each one used, "" where it wrote an integer (parse() fills them with the numbers). The TTIR has
+  // only the numbers; the Triton Python writes the names, so that a launch with another value stays right.
+  std::vector<std::string> shape_names;  // one per dim of shape
+  std::string start_name, end_name;      // make_range
   // for: var = lower .. upper by step, carrying `carried` (initialised from `init`) through `body`.
   std::string var;
   std::vector<Literal> bound_literals;  // lower, upper, step when written as integers (is_int = false: named)
@@ -179,7 +184,8 @@ struct Parsed {
 
 /// Validate a document (structure, then semantics) and build its AST.
 Parsed parse(const nlohmann::json& doc);
-/// The same from JSON text; a syntax error is one problem at pointer "" that gives the byte offset.
+/// The same from JSON text; text that is not JSON is one problem of kind json at pointer "" that gives the
+/// line and column where it stops being valid ("the document ends early" when that is its end).
 Parsed parse_text(std::string_view text);
 
 /// The JSON Schema (draft 2020-12) of the format, generated from the op table. Its keys are in the order a

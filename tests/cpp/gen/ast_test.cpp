@@ -120,11 +120,66 @@ TEST(GenParse, AValidKernel) {
   EXPECT_EQ(p.ast->ops[3].pointer, "/ops/3");
 }
 
-TEST(GenParse, NotJsonAndStructure) {
-  auto p = problems(R"({"version": 1, "name": "k", "args": [], "ops": [)");
+// Text that is not JSON: one problem of kind json at "" that says where, in lines and columns counted
+// from the text, the JSON stops being valid, in words (not the JSON library's exception text).
+TEST(GenParse, NotJson) {
+  // A reply cut off at max_tokens: 14 bytes, no newline.
+  auto p = problems(R"({"version": 1, "na)");
   ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].kind, Problem::Kind::json);
   EXPECT_EQ(p[0].pointer, "");
-  EXPECT_NE(p[0].message.find("not JSON"), std::string::npos);
+  EXPECT_EQ(p[0].message.rfind("not JSON: the document ends early, at line 1, column 19 (", 0), 0u)
+      << p[0].message;
+  EXPECT_EQ(p[0].expected, "a JSON object");
+  EXPECT_EQ(p[0].found, "the end of the text (18 bytes)");
+  for (const char* lib : {"json.exception", "parse_error", "parse error", "at byte"})
+    EXPECT_EQ(p[0].str().find(lib), std::string::npos) << p[0].str();
+  // Cut after a newline: the place after the text's last character.
+  p = problems("{\"version\": 1,\n  \"name\": \"k\",\n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message.rfind("not JSON: the document ends early, at line 3, column 1 (", 0), 0u)
+      << p[0].message;
+  // Invalid in the middle: the line and column of the first character that makes it invalid (columns count
+  // characters: the two-byte \u00e9 is one), and what is there.
+  p = problems("{\"version\": 1,\n  \"name\": \"\u00e9\", \"args\": [1 2]}");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message.rfind("not JSON: invalid at line 2, column 27 (while parsing array: ", 0), 0u)
+      << p[0].message;
+  EXPECT_EQ(p[0].found, "'2]}'");
+  // A token the grammar does not allow there: at its first character.
+  p = problems("{\"version\": 1 \"name\": \"k\"}");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message.rfind(
+                "not JSON: invalid at line 1, column 15 (while parsing object: unexpected string", 0),
+            0u)
+      << p[0].message;
+  EXPECT_EQ(p[0].found, "'\"name\": \"k\"}'");
+  // A character no token has there: at that character (\"tru\" could still be the start of true).
+  p = problems("{\"version\": tru, \"name\": \"k\"}");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message.rfind("not JSON: invalid at line 1, column 16 (", 0), 0u) << p[0].message;
+  EXPECT_EQ(p[0].found, "', \"name\": \"k\"}'");
+  // After the document: more text.
+  p = problems("{} x");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message.rfind("not JSON: invalid at line 1, column 4 (", 0), 0u) << p[0].message;
+  // No document at all.
+  p = problems(" \n");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].message, "not JSON: the text is empty");
+  EXPECT_EQ(p[0].found, "only white space");
+  // Bytes that are not UTF-8 are shown as \xNN, so that the problem is valid JSON text itself.
+  p = problems("{\"version\": \xff}");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].found, "'\\xff}'");
+  EXPECT_NO_THROW(nlohmann::json(p[0].str()).dump());
+  p = problems("{\"version\": \"\xed\xa0\x80\"}");  // a UTF-16 surrogate, which UTF-8 does not have
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].message.find("\\xed\\xa0"), std::string::npos) << p[0].message;
+  EXPECT_NO_THROW(nlohmann::json(p[0].str()).dump());
+}
+
+TEST(GenParse, Structure) {
   expect_problem(with_x(R"({"op": "store", "operands": ["ys", "x"], "mask": "m"})"), "/ops/6/mask",
                  "unknown field 'mask' of op 'store'");
   expect_problem(with_x(R"({"op": "relu", "result": "r", "operands": ["x"]})"), "/ops/6/op", "unknown op");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tilescope/gen/ast.h"
 
@@ -62,21 +63,21 @@ TEST(GenPython, ModuleKernelLoopAndLauncher) {
   // Constexprs typed in their declared position; scalars annotated with their dtype; a keyword renamed.
   expect_once(py, "def row_sum(x_ptr, BLOCK: tl.constexpr, out_ptr, n: tl.int32, lambda_: tl.int64):\n");
   // One statement per op, named as the AST names it; the carried value assigned before, at the end of the
-  // body and after the loop.
+  // body and after the loop; shapes and ranges name the constexpr where the AST does.
   expect_once(py,
-              "    lanes = tl.arange(0, 16)\n"
-              "    zero = tl.full((16,), 0.0, tl.float32)\n"
+              "    lanes = tl.arange(0, BLOCK)\n"
+              "    zero = tl.full((BLOCK,), 0.0, tl.float32)\n"
               "    acc_in = zero\n"
               "    for k in range(0, n, BLOCK):\n"
-              "        k_v = tl.broadcast_to(k, (16,))\n"
+              "        k_v = tl.broadcast_to(k, (BLOCK,))\n"
               "        offs = k_v + lanes\n"
-              "        x_base = tl.broadcast_to(x_ptr, (16,))\n"
+              "        x_base = tl.broadcast_to(x_ptr, (BLOCK,))\n"
               "        x_ptrs = x_base + offs\n"
               "        x = tl.load(x_ptrs)\n"
               "        acc_out = acc_in + x\n"
               "        acc_in = acc_out\n"
               "    acc = acc_in\n"
-              "    base = tl.broadcast_to(out_ptr, (16,))\n"
+              "    base = tl.broadcast_to(out_ptr, (BLOCK,))\n"
               "    ptrs = base + lanes\n"
               "    tl.store(ptrs, acc)\n");
   // The launcher: runtime arguments in order, by position until the first constexpr; constexprs by keyword.
@@ -131,7 +132,7 @@ TEST(GenPython, ArithmeticKeepsTheAstsTypes) {
   expect_once(py, "    nb = -tl.full((), B, tl.int32)\n");
   expect_once(py, "    bb = tl.full((), B, tl.int32) + B\n");
   expect_once(py, "    ib = nb * B\n");
-  expect_once(py, "    bv = tl.full((256,), B, tl.int32)\n");
+  expect_once(py, "    bv = tl.full((B,), B, tl.int32)\n");
   expect_once(py, "    same = x\n");  // a cast to the operand's own type is the operand
   expect_once(py, "    x16 = x.to(tl.float16)\n");
   expect_once(py, "\nfrom triton.language.extra import libdevice\n");
@@ -153,9 +154,9 @@ TEST(GenPython, ConstantsKeepTheirDtypeAndBits) {
       {"op": "constant", "result": "twice", "dtype": "f16", "value": 1.0004882812509095},
       {"op": "constant", "result": "d", "dtype": "f64", "value": 0.1})"));
   expect_once(py, "    c64 = tl.full((), 7, tl.int64)\n");
-  expect_once(py, "    t = tl.full((256,), True, tl.int1)\n");
+  expect_once(py, "    t = tl.full((B,), True, tl.int1)\n");
   // tl.full turns any zero into +0.0: -0.0 is the bitcast of its bits.
-  expect_once(py, "    negzero = tl.full((256,), -2147483648, tl.int32).to(tl.float32, bitcast=True)  #");
+  expect_once(py, "    negzero = tl.full((B,), -2147483648, tl.int32).to(tl.float32, bitcast=True)  #");
   expect_once(py, "    hzero = tl.full((), -32768, tl.int16).to(tl.bfloat16, bitcast=True)  #");
   expect_once(py, "    inf = tl.full((), float(\"-inf\"), tl.float32)\n");
   expect_once(py, "    one = tl.full((), 1.0, tl.float16)\n");
@@ -203,6 +204,59 @@ TEST(GenPython, ReductionsScansDotAndIf) {
               "    else:\n"
               "        nx = -x\n"
               "        u, v = nx, rx\n");
+}
+
+TEST(GenPython, ShapesAndRangesNameTheirConstexprs) {
+  // Where the AST names a constexpr (a dim of a shape, make_range's start or end), the module names it, so
+  // that launch(..., B=512) changes every tile size that uses B; where it writes an integer, the integer.
+  // The TTIR has the numbers either way.
+  const std::string text = R"({"version": 1, "name": "tiles", "args": [
+      {"name": "o_ptr", "kind": "pointer", "dtype": "f32"},
+      {"name": "BLOCK_M", "kind": "constexpr", "value": 16}, {"name": "BLOCK_N", "kind": "constexpr", "value": 32},
+      {"name": "range", "kind": "constexpr", "value": 8}],
+    "ops": [
+      {"op": "make_range", "result": "rows", "start": 0, "end": "BLOCK_M"},
+      {"op": "make_range", "result": "cols", "start": "BLOCK_N", "end": 64},
+      {"op": "make_range", "result": "few", "start": 0, "end": "range"},
+      {"op": "make_range", "result": "lit", "start": 0, "end": 4},
+      {"op": "expand_dims", "result": "r2", "operands": ["rows"], "axis": 1},
+      {"op": "broadcast", "result": "rb", "operands": ["r2"], "shape": ["BLOCK_M", 32]},
+      {"op": "expand_dims", "result": "c2", "operands": ["cols"], "axis": 0},
+      {"op": "broadcast", "result": "cb", "operands": ["c2"], "shape": [16, "BLOCK_N"]},
+      {"op": "add", "result": "idx", "operands": ["rb", "cb"]},
+      {"op": "reshape", "result": "flat", "operands": ["idx"], "shape": [512]},
+      {"op": "reshape", "result": "back", "operands": ["flat"], "shape": ["BLOCK_N", "BLOCK_M"]},
+      {"op": "constant", "result": "z", "dtype": "f32", "value": 0, "shape": ["BLOCK_M", "BLOCK_N"]},
+      {"op": "splat", "result": "base", "operands": ["o_ptr"], "shape": ["BLOCK_M", "BLOCK_N"]},
+      {"op": "addptr", "result": "ptrs", "operands": ["base", "idx"]},
+      {"op": "store", "operands": ["ptrs", "z"]}]})";
+  const std::string py = python_of(text);
+  expect_once(py, "    rows = tl.arange(0, BLOCK_M)\n");
+  expect_once(py, "    cols = tl.arange(BLOCK_N, 64)\n");
+  expect_once(py, "    few = tl.arange(0, range_)\n");  // the constexpr's Python name
+  expect_once(py, "    lit = tl.arange(0, 4)\n");
+  expect_once(py, "    rb = tl.broadcast_to(r2, (BLOCK_M, 32))\n");
+  expect_once(py, "    cb = tl.broadcast_to(c2, (16, BLOCK_N))\n");
+  expect_once(py, "    flat = tl.reshape(idx, (512,))\n");
+  expect_once(py, "    back = tl.reshape(flat, (BLOCK_N, BLOCK_M))\n");
+  expect_once(py, "    z = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)\n");
+  expect_once(py, "    base = tl.broadcast_to(o_ptr, (BLOCK_M, BLOCK_N))\n");
+  expect_once(py, "    return tiles[grid](o_ptr, BLOCK_M=16, BLOCK_N=32, range_=8)\n");
+  // The parsed AST keeps both: the values, and the names the document wrote ("" for an integer).
+  Parsed p = parse_text(text);
+  ASSERT_TRUE(p.ast);
+  const auto& ops = p.ast->ops;
+  EXPECT_EQ(ops[1].start, 32);
+  EXPECT_EQ(ops[1].start_name, "BLOCK_N");
+  EXPECT_EQ(ops[1].end, 64);
+  EXPECT_EQ(ops[1].end_name, "");
+  EXPECT_EQ(ops[7].shape, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(ops[7].shape_names, (std::vector<std::string>{"", "BLOCK_N"}));
+  EXPECT_EQ(ops[9].shape_names, (std::vector<std::string>{""}));
+  // The TTIR has only numbers.
+  const std::string ttir = lower(*p.ast);
+  EXPECT_NE(ttir.find("tt.make_range {end = 64 : i32, start = 32 : i32}"), std::string::npos) << ttir;
+  EXPECT_NE(ttir.find("tensor<32x16xi32>"), std::string::npos) << ttir;
 }
 
 TEST(GenPython, NamesThatWouldCollide) {
