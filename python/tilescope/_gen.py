@@ -48,34 +48,58 @@ def gen(description: str | None = None, *, reference: str | None = None, task: s
     computes, repaired from tilescope's located feedback up to `attempts` times. `description` replaces the
     task file's. `sizes`: dicts that replace the task's sizes. `progress`: the command's progress lines on
     stderr. Raises GenError when the generation cannot run (not when the model fails: see `passed`)."""
+    import sys
+    import tempfile
+    import threading
+
     from .__main__ import binary
 
     if (reference is None) == (task is None):
         raise GenError("tilescope.gen: give reference= (a task file) or task= (a task of the suite)")
+    if sizes is not None and (not isinstance(sizes, (list, tuple)) or not all(isinstance(x, dict) for x in sizes)):
+        raise GenError(f"tilescope.gen: sizes= is a list of dicts (such as [{{'n': 1000}}]), not {sizes!r}")
     cmd = [binary(), "gen"]
-    if description:
-        cmd.append(description)
-    cmd += ["--reference", os.fspath(reference)] if reference is not None else ["--task", task]
-    for s in sizes or []:
-        cmd += ["--sizes", json.dumps(s)]
+    cmd += ["--reference", os.fspath(reference)] if reference is not None else ["--task", str(task)]
+    for x in sizes or []:
+        cmd += ["--sizes", json.dumps(x)]
     if out:
         cmd += ["-o", os.fspath(out)]
-    cmd += ["--attempts", str(attempts), "--decoding", decoding, "--max-tokens", str(max_tokens),
+    cmd += ["--attempts", str(attempts), "--decoding", str(decoding), "--max-tokens", str(max_tokens),
             "--max-ops", str(max_ops), "--seed", str(seed), "--json"]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]
     for flag, value in (("--base-url", base_url), ("--model", model), ("--timeout", timeout)):
         if value is not None:
             cmd += [flag, str(value)]
-    import sys
-
+    if description:
+        cmd += ["--", str(description)]  # a description that starts with "-" is not an option
     env = dict(os.environ)
     env.setdefault("TILESCOPE_PYTHON", sys.executable)
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True, env=env)
-    if p.returncode not in (0, 1):
-        why = (p.stderr or "").strip() if not progress else f"exit status {p.returncode} (see the messages above)"
+    with tempfile.TemporaryFile("w+") as stdout:
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env)
+        lines = []
+
+        def relay():  # the command's progress, shown as it comes (progress=True) and kept for the error
+            for line in p.stderr:
+                lines.append(line)
+                if progress:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+
+        t = threading.Thread(target=relay, daemon=True)
+        t.start()
+        rc = p.wait()
+        t.join()
+        stdout.seek(0)
+        text = stdout.read()
+    errors = [ln.strip() for ln in lines if ln.startswith("tilescope:") and "error" in ln]
+    if rc not in (0, 1):
+        why = errors[-1] if errors else "".join(lines[-5:]).strip() or f"exit status {rc}"
         raise GenError(f"tilescope gen failed: {why}")
-    report = json.loads(p.stdout)
+    try:
+        report = json.loads(text)
+    except ValueError:
+        raise GenError(f"tilescope gen printed no report (exit status {rc}): {''.join(lines[-5:]).strip()}") from None
     folder = report["out"]
 
     def path(name):

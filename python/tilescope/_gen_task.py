@@ -137,15 +137,24 @@ def load(path: str, description: str | None = None) -> Task:
     """Import the task file `path` and check its names; `description` (when given) replaces the file's,
     which may then be absent. Raises TaskError."""
     path = os.path.abspath(path)
+    if os.path.isdir(path):
+        raise TaskError(f"{path}: a folder, not a task file")
     if not os.path.isfile(path):
         raise TaskError(f"{path}: no such task file")
+    if not path.endswith(".py"):
+        raise TaskError(f"{path}: a task file is a Python file, NAME.py (docs/gen-tasks.md)")
     name = os.path.splitext(os.path.basename(path))[0]
+    if not NAME.match(name) or len(name) > 64:
+        raise TaskError(f"{path}: the file's name is the kernel's: {name!r} must be an identifier of at most 64 "
+                        "characters (letters, digits, _; not a digit first)")
     spec = importlib.util.spec_from_file_location(f"tilescope_task_{name}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except Exception as e:  # the user's file: any error is theirs, reported with its line
-        raise TaskError(f"{path}: cannot import it: {_where_in(e, path)}{type(e).__name__}: {e}") from None
+    except BaseException as e:  # the user's file: any error is theirs (sys.exit too), reported with its line
+        if isinstance(e, GeneratorExit):
+            raise
+        raise TaskError(f"{path}: cannot import it: {_where_in(e, path)}{_what(e)}") from None
     if description:
         module.description = description
     for attr in ("description", "signature", "sizes", "inputs", "reference", "grid"):
@@ -168,11 +177,15 @@ def load(path: str, description: str | None = None) -> Task:
     sizes = module.sizes
     if not isinstance(sizes, (list, tuple)) or not sizes or not all(isinstance(s, dict) for s in sizes):
         raise TaskError(f"{path}: `sizes` must be a non-empty list of dicts (such as [{{'n': 1000}}])")
+    for i, s in enumerate(sizes):
+        check_size(s, f"{path}: sizes[{i}]")
     for f in ("inputs", "reference", "grid"):
         if not callable(getattr(module, f)):
             raise TaskError(f"{path}: `{f}` must be a function")
     tol = {}
     given = getattr(module, "tolerance", None)
+    if given is not None and not isinstance(given, (tuple, list, dict)):
+        raise TaskError(f"{path}: `tolerance` must be (rtol, atol) or {{output name: (rtol, atol)}} (found {given!r})")
     for a in sig:
         if a.role not in ("out", "inout"):
             continue
@@ -206,13 +219,32 @@ def _where_in(e: BaseException, path: str) -> str:
     return f"line {line}: " if line else ""
 
 
+def check_size(size, where: str) -> None:
+    """A size is a dict of names to plain values (numbers, strings, booleans): it goes to the model as JSON."""
+    if not isinstance(size, dict) or not size:
+        raise TaskError(f"{where}: a size is a non-empty dict (such as {{'n': 1000}}), not {size!r}")
+    for k, v in size.items():
+        if not isinstance(k, str) or not isinstance(v, (int, float, str, bool)) or \
+                (isinstance(v, float) and not math.isfinite(v)):
+            raise TaskError(f"{where}: {k!r}: {v!r} is not a number, string or boolean")
+
+
+def _what(e: BaseException) -> str:
+    if isinstance(e, SystemExit):
+        return f"it called sys.exit({e.code!r})"
+    if isinstance(e, KeyboardInterrupt):
+        return "KeyboardInterrupt"
+    return f"{type(e).__name__}: {e}"
+
+
 def _call(task: Task, func: str, *args):
     f = getattr(task.module, func)
     try:
         return f(*args)
-    except Exception as e:
-        raise TaskError(f"{task.path}{_line_of(f)}: {func}() raised {_where_in(e, task.path)}"
-                        f"{type(e).__name__}: {e}") from None
+    except BaseException as e:  # the user's code: sys.exit and KeyboardInterrupt too
+        if isinstance(e, GeneratorExit):
+            raise
+        raise TaskError(f"{task.path}{_line_of(f)}: {func}() raised {_where_in(e, task.path)}{_what(e)}") from None
 
 
 def _as_numpy(value, arg: Arg, where: str):
@@ -244,8 +276,9 @@ def _as_numpy(value, arg: Arg, where: str):
                     f"numpy array")
 
 
-def _expected_numpy(value, where: str):
-    """float64 (floats) or int64 (integers, bools) numpy array of a reference output."""
+def _expected_numpy(value, where: str, as_float: bool | None = None):
+    """A reference output as a numpy array: float64 when `as_float` (the output's dtype is a float), int64
+    when not; None: by the value's own dtype (floats float64, integers and booleans int64)."""
     import numpy as np
 
     try:
@@ -254,14 +287,17 @@ def _expected_numpy(value, where: str):
         torch = None
     if torch is not None and isinstance(value, torch.Tensor):
         v = value.detach().cpu()
-        v = v.to(torch.float64) if (v.is_floating_point() or v.is_complex()) else v.to(torch.int64)
-        return v.contiguous().numpy()
+        if v.is_complex():
+            raise TaskError(f"{where}: a complex tensor is not a reference output")
+        if as_float is None:
+            as_float = v.is_floating_point()
+        return v.to(torch.float64 if as_float else torch.int64).contiguous().numpy()
     a = np.asarray(value)
-    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
-        return a.astype(np.float64)
-    if a.dtype.kind in "iub":
-        return a.astype(np.int64)
-    raise TaskError(f"{where}: a {a.dtype} array is not a reference output (numbers or booleans)")
+    if a.dtype.kind not in "fiub" and a.dtype.name != "bfloat16":
+        raise TaskError(f"{where}: a {a.dtype} array is not a reference output (numbers or booleans)")
+    if as_float is None:
+        as_float = a.dtype.kind == "f" or a.dtype.name == "bfloat16"
+    return a.astype(np.float64 if as_float else np.int64)
 
 
 def _grid(value, where: str) -> list:
@@ -276,18 +312,24 @@ def _grid(value, where: str) -> list:
         raise TaskError(f"{where}: grid() must return 1 to 3 integers (found {value!r})")
     if any(v < 0 for v in g):
         raise TaskError(f"{where}: grid() returned a negative size {tuple(g)}")
-    return g + [1] * (3 - len(g))
+    g += [1] * (3 - len(g))
+    # CUDA's limits, which Triton's launcher checks too: x < 2^31, y and z < 2^16.
+    if g[0] >= 2**31 or g[1] >= 2**16 or g[2] >= 2**16:
+        raise TaskError(f"{where}: grid() returned {tuple(g)}: CUDA allows x up to 2^31 - 1, y and z up to 65535")
+    return g
 
 
-def make_case(task: Task, size: dict, seed: int, meta: dict, out_dir: str) -> dict:
+def make_case(task: Task, size: dict, seed: int, meta: dict | None, out_dir: str) -> dict:
     """Make one case of `task` at `size`: inputs from a torch.Generator seeded with `seed`, the reference
-    outputs, and the grid for the kernel's constexprs `meta`. Writes .npy files into `out_dir` and
-    returns {"size", "grid": [x, y, z], "args": [{"name", "kind", "dtype", "role", "npy" | "value",
-    "shape"}], "expected": [{"name", "npy", "mask" (a path or None), "rtol", "atol"}]}; expected values
-    are float64 or int64. Raises TaskError."""
+    outputs, and the grid for the kernel's constexprs `meta` (None: no grid, only the inputs and references
+    checked). Writes .npy files into `out_dir` and returns {"size", "grid": [x, y, z], "args": [{"name",
+    "kind", "dtype", "role", "npy" | "value", "shape"}], "expected": [{"name", "npy", "mask" (a path or
+    None), "rtol", "atol"}]}; expected values are float64 (float outputs) or int64; a non-finite float
+    scalar's value is the string "inf", "-inf" or "nan" (JSON has no such numbers). Raises TaskError."""
     import numpy as np
     import torch
 
+    check_size(size, f"{task.path}: size {size}")
     os.makedirs(out_dir, exist_ok=True)
     gen = torch.Generator().manual_seed(int(seed))
     where = f"{task.path}: size {size}"
@@ -321,6 +363,11 @@ def make_case(task: Task, size: dict, seed: int, meta: dict, out_dir: str) -> di
                     raise TaskError(f"{where}: {a.name} is {v!r}; the signature says a {a.dtype} scalar")
                 # The value the kernel gets: rounded to the argument's format (as Triton's launcher does).
                 d["value"] = float(torch.tensor(float(v), dtype=getattr(torch, TORCH_DTYPES[a.dtype])).item())
+                originals[a.name] = d["value"]
+                if not math.isfinite(d["value"]):
+                    d["value"] = str(d["value"])  # "inf", "-inf", "nan"
+                args.append(d)
+                continue
             else:
                 bits = int(a.dtype[1:])
                 if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
@@ -344,7 +391,7 @@ def make_case(task: Task, size: dict, seed: int, meta: dict, out_dir: str) -> di
             if len(v) != 2:
                 raise TaskError(f"{where}: reference()[{a.name!r}] is a tuple of {len(v)}; (values, mask) expected")
             v, mask = v
-        e = _expected_numpy(v, f"{where}: reference()[{a.name!r}]")
+        e = _expected_numpy(v, f"{where}: reference()[{a.name!r}]", as_float=a.dtype.startswith(("f", "bf")))
         if list(e.shape) != shapes[a.name]:
             raise TaskError(f"{where}: reference()[{a.name!r}] has shape {tuple(e.shape)}; the buffer {a.name} has "
                             f"{tuple(shapes[a.name])}")
@@ -361,8 +408,16 @@ def make_case(task: Task, size: dict, seed: int, meta: dict, out_dir: str) -> di
     extra = sorted(set(expected_given) - {a.name for a in task.outputs})
     if extra:
         raise TaskError(f"{where}: reference() gives {', '.join(extra)}, which are not outputs of the signature")
+    if meta is None:
+        return {"size": size, "args": args, "expected": expected}
     grid = _grid(_call(task, "grid", dict(size), dict(meta)), where)
     return {"size": size, "grid": grid, "args": args, "expected": expected}
+
+
+def scalar_value(arg: dict):
+    """The Python value of a case's scalar argument (make_case writes non-finite floats as strings)."""
+    v = arg["value"]
+    return float(v) if isinstance(v, str) else v
 
 
 def cdiv(a: int, b: int) -> int:

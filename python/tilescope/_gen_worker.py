@@ -10,15 +10,17 @@ Requests ("op"):
 - load {path, description?}: import a task file (docs/gen-tasks.md) -> {"task": {name, path, description,
   grid_source, inputs_line, signature: [{name, kind, dtype?, role?}], sizes, tolerance}}.
 - case {path, size, seed, meta, dir}: one case of the task at `size` (_gen_task.make_case) -> {"case"}.
+- check {path, sizes, seed}: run inputs() and reference() at every size, as a case would (no grid: it needs
+  the kernel's constexprs), to find a task's errors before a model is asked -> {}.
 - compile_ttir {ttir, arch}: Triton's MLIR parser and triton.compile, for CUDA sm_<arch> on this machine
   (no GPU needed) -> {"ptx_bytes", "cubin_bytes"}; "error" when Triton refuses it.
-- run_python {module, kernel, path, size, seed, meta?, dir, compile?}: import the Triton Python file
+- run_python {module, kernel, path, size, seed, meta?, dir, compile?, max_steps?}: import the Triton Python file
   `module`, take its @triton.jit function `kernel`, make the case with `meta` (else the kernel's constexpr
   defaults), optionally triton.compile it for sm_90 (compile: true), and launch it on tilescope's engine
   under the sanitizer (races and uninitialized memory too) with the case's inputs (out buffers from
-  torch.empty) -> {"case", "meta", "outputs": {name: .npy path}, "changed_inputs": [names of `in` buffers the
-  kernel wrote into], "findings": [the findings JSON],
-  "stage"?, "error"?}. "stage" says where a failure was: import, kernel, compile, launch; such a failure
+  torch.empty) -> {"case", "meta", "outputs": {name: .npy path}, "before": {name: .npy of the output's bytes
+  before the launch}, "changed_inputs": [{name, elements, first}: `in` buffers the kernel wrote into],
+  "findings": [the findings JSON], "stage"?, "error"?}. "stage" says where a failure was: import, kernel, compile, launch; such a failure
   is still "ok": true (it is the candidate's, not the worker's).
 """
 from __future__ import annotations
@@ -60,6 +62,20 @@ def op_load(req: dict) -> dict:
 def op_case(req: dict) -> dict:
     t = _task(req["path"])
     return {"case": _gen_task.make_case(t, req["size"], int(req["seed"]), req.get("meta") or {}, req["dir"])}
+
+
+def op_check(req: dict) -> dict:
+    import shutil
+    import tempfile
+
+    t = _task(req["path"])
+    tmp = tempfile.mkdtemp(prefix="tilescope-gen-check-")
+    try:
+        for i, size in enumerate(req["sizes"]):
+            _gen_task.make_case(t, size, int(req["seed"]) + i, None, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {}
 
 
 def _target(arch: int):
@@ -172,7 +188,9 @@ def op_run_python(req: dict) -> dict:
     out = {}
     try:
         module = _import_module(req["module"])
-    except Exception as e:
+    except BaseException as e:  # the candidate's code: sys.exit too
+        if isinstance(e, GeneratorExit):
+            raise
         return {"stage": "import", "error": _where(e, req["module"])}
     fn = getattr(module, req["kernel"], None)
     if fn is None or not hasattr(fn, "params") or not hasattr(fn, "run"):
@@ -199,7 +217,7 @@ def op_run_python(req: dict) -> dict:
     args, tensors, tracked = [], {}, []
     for a in case["args"]:
         if "npy" not in a:
-            args.append(a["value"])
+            args.append(_gen_task.scalar_value(a))
             continue
         arr = np.load(a["npy"])
         dt = getattr(torch, _gen_task.TORCH_DTYPES[a["dtype"]])
@@ -215,17 +233,36 @@ def op_run_python(req: dict) -> dict:
             v = torch.from_numpy(arr)
         tensors[a["name"]] = v
         args.append(v)
+    if req.get("max_steps"):  # ops one program may run (the front door reads it at each launch)
+        os.environ["TILESCOPE_MAX_STEPS"] = str(int(req["max_steps"]))
     tilescope.trace("sanitizer")(fn)
     tilescope.clear_findings()
+    before = {}  # the outputs' bytes before the launch: what the kernel must leave alone, or never wrote
+    for a in t.outputs:
+        before[a.name] = os.path.join(req["dir"], f"before_{a.name}.npy")
+        np.save(before[a.name], np.frombuffer(_bytes(tensors[a.name]), np.uint8))
     try:
         fn[tuple(case["grid"])](*args, **meta)
-    except Exception as e:
+    except BaseException as e:  # the candidate's kernel: sys.exit too
+        if isinstance(e, GeneratorExit):
+            raise
         return dict(out, stage="launch", error=_where(e, req["module"]))
     finally:
         for i in tracked:
             _native.uninit_forget(i)
-    changed = [a["name"] for a in case["args"] if a.get("role") == "in" and "npy" in a
-               and _bytes(tensors[a["name"]]) != np.load(a["npy"]).tobytes()]
+    changed = []  # the inputs the kernel wrote into: how many elements, the first one's index
+    for a in case["args"]:
+        if a.get("role") != "in" or "npy" not in a:
+            continue
+        was = np.load(a["npy"])
+        if not was.size:
+            continue
+        rows = (was.size, was.itemsize)
+        diff = (np.frombuffer(_bytes(tensors[a["name"]]), np.uint8).reshape(rows)
+                != np.ascontiguousarray(was).reshape(-1).view(np.uint8).reshape(rows)).any(axis=1)
+        if diff.any():
+            first = np.unravel_index(int(np.argmax(diff)), was.shape)
+            changed.append({"name": a["name"], "elements": int(diff.sum()), "first": [int(i) for i in first]})
     outputs = {}
     for a in t.outputs:
         v = tensors[a.name].contiguous()
@@ -233,7 +270,7 @@ def op_run_python(req: dict) -> dict:
         p = os.path.join(req["dir"], f"got_{a.name}.npy")
         np.save(p, arr)
         outputs[a.name] = p
-    return dict(out, outputs=outputs, changed_inputs=changed, findings=tilescope.findings())
+    return dict(out, outputs=outputs, before=before, changed_inputs=changed, findings=tilescope.findings())
 
 
 def _bytes(t) -> bytes:
@@ -255,10 +292,16 @@ def _where(e: BaseException, path: str) -> str:
     return (f"line {line}: " if line else "") + _short(e)
 
 
-OPS = {"load": op_load, "case": op_case, "compile_ttir": op_compile_ttir, "run_python": op_run_python}
+OPS = {"load": op_load, "case": op_case, "check": op_check, "compile_ttir": op_compile_ttir,
+       "run_python": op_run_python}
 
 
 def main() -> int:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the command that started this worker handles it (it stops
+    # asking), and this process ends when its stdin closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # prints of task files and kernels go to stderr
     sys.stdout = sys.stderr
@@ -278,7 +321,11 @@ def main() -> int:
         except Exception as e:  # our own bug: say so, keep serving
             resp = {"ok": False, "error": f"internal error of tilescope's Python worker: {_short(e)}\n"
                                           f"{traceback.format_exc(limit=6)}"}
-        proto.write(json.dumps(resp, default=str) + "\n")
+        try:
+            line = json.dumps(resp, default=str, allow_nan=False)
+        except ValueError as e:  # a NaN or infinity somewhere: our bug, said as such, not a broken protocol
+            line = json.dumps({"ok": False, "error": f"internal error of tilescope's Python worker: {e}"})
+        proto.write(line + "\n")
         proto.flush()
     return 0
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -83,8 +84,13 @@ CLI::App* add_gen(CLI::App& app, GenOptions& o) {
 }
 
 int gen_command(const CLI::App& gen, const GenOptions& o) {
-  if (gen.get_subcommands().empty()) return gen_run_command(o.run);
-  if (gen.got_subcommand("eval")) return gen_eval_command(o.run);
+  if (gen.get_subcommands().empty() || gen.got_subcommand("eval")) {
+    try {
+      return gen.get_subcommands().empty() ? gen_run_command(o.run) : gen_eval_command(o.run);
+    } catch (const std::filesystem::filesystem_error& e) {  // a folder it cannot make or write: the user's
+      throw Error(fmt::format("{}: {}", e.path1().string(), e.code().message()));
+    }
+  }
   if (gen.got_subcommand("schema")) {
     write_out(o.output, gen::schema().dump(2) + "\n");
     return 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "interrupt.h"
 #include "output_file.h"
@@ -78,8 +80,22 @@ generate::GenOptions gen_options(const GenRunOptions& o) {
   g.bounds.region_ops = std::max(o.max_ops / 2, 4);
   g.eval.seed = o.seed;
   g.eval.triton = !o.no_triton;
+  g.eval.max_steps = o.max_steps;
   g.eval.cancel = &interrupted();
   return g;
+}
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// A folder for the command's files; a path that cannot be one is the user's error, not tilescope's.
+void make_dir(const fs::path& p) {
+  std::error_code ec;
+  fs::create_directories(p, ec);
+  if (ec || !fs::is_directory(p))
+    throw Error(
+        fmt::format("{}: cannot make this folder ({})", p.string(), ec ? ec.message() : "a file is there"));
 }
 
 // What people see while a generation runs (stderr).
@@ -93,6 +109,7 @@ struct TerminalProgress : generate::Progress {
   }
   void attempt_begin(int number, int of, const std::string& decoding) override {
     end_line();
+    if (!tty) return;  // off a terminal, one line per attempt, when it ends
     std::cerr << fmt::format("{}attempt {}/{} ({})", prefix, number, of, decoding) << std::flush;
     live = true;
   }
@@ -105,7 +122,7 @@ struct TerminalProgress : generate::Progress {
     std::cerr << prefix << "  note: " << line << "\n";
   }
   void attempt_end(const generate::Attempt& a) override {
-    if (tty) std::cerr << "\r\033[K";
+    if (tty && live) std::cerr << "\r\033[K";
     live = false;
     std::cerr << fmt::format("{}attempt {} ({}): ", prefix, a.number, a.decoding);
     if (!a.llm_error.empty()) {
@@ -114,7 +131,8 @@ struct TerminalProgress : generate::Progress {
     }
     std::cerr << fmt::format("{} tokens in {:.1f} s; ", a.completion_tokens, a.model_seconds);
     if (a.eval.passed()) {
-      std::cerr << fmt::format("correct and clean at {} sizes", a.eval.cases.size());
+      std::cerr << fmt::format("correct and clean at {}",
+                               plural(static_cast<int64_t>(a.eval.cases.size()), "size", "sizes"));
       if (a.eval.round_trip)
         std::cerr << (*a.eval.round_trip ? "; the Triton Python gives the same outputs" : "");
       std::cerr << "\n";
@@ -135,10 +153,10 @@ void write_text(const fs::path& p, const std::string& text) { write_file_atomica
 // The answer's files: kernel.json (pretty when it parses), kernel.ttir and kernel.py when it got that far.
 std::vector<std::string> write_answer(const fs::path& dir, const generate::Outcome& out) {
   std::vector<std::string> wrote;
-  fs::create_directories(dir);
+  make_dir(dir);
   for (const auto& a : out.attempts) {
     const fs::path ad = dir / "attempts" / fmt::format("attempt{}", a.number);
-    fs::create_directories(ad);
+    make_dir(ad);
     write_text(ad / (out.mode == "python" ? "reply.md" : "reply.txt"), a.reply);
     write_text(ad / "feedback.txt", [&] {
       std::string s;
@@ -148,10 +166,12 @@ std::vector<std::string> write_answer(const fs::path& dir, const generate::Outco
   }
   if (out.best < 0) return wrote;
   const auto& a = out.attempts[static_cast<size_t>(out.best)];
-  if (out.mode == "ast") {
-    json doc = json::parse(a.reply, nullptr, false);
-    write_text(dir / "kernel.json", doc.is_discarded() ? a.reply : doc.dump(1) + "\n");
-    wrote.emplace_back("kernel.json");
+  if (out.mode == "ast" && a.eval.reached >= generate::Stage::json) {  // JSON, at least: else only the reply
+    json doc = json::parse(a.eval.json_text, nullptr, false);
+    if (!doc.is_discarded()) {
+      write_text(dir / "kernel.json", doc.dump(1) + "\n");
+      wrote.emplace_back("kernel.json");
+    }
   }
   if (!a.eval.ttir.empty()) {
     write_text(dir / "kernel.ttir", a.eval.ttir);
@@ -189,6 +209,10 @@ CLI::App* add_gen_run(CLI::App& gen, GenRunOptions& o) {
          "--max-tokens for the answer (default: unknown)")
         ->check(CLI::Range(int64_t{256}, int64_t{1} << 24));
     c.add_flag("--no-triton", o.no_triton, "skip the stage that compiles the TTIR with Triton");
+    c.add_option("--max-steps", o.max_steps,
+                 "ops one program of a candidate may run before its launch fails (a loop that never ends)")
+        ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40))
+        ->capture_default_str();
     c.add_option("--sizes", o.sizes,
                  "sizes to check instead of the task's: NAME=V,NAME=V or a JSON object, each");
     add_llm_settings(c, o.llm, false, false);
@@ -211,33 +235,72 @@ CLI::App* add_gen_run(CLI::App& gen, GenRunOptions& o) {
       ->capture_default_str();
   ev->add_flag("--baseline", o.baseline,
                "also ask the model for Triton Python (no schema), judged the same way");
-  ev->add_flag("--fixtures", o.fixtures,
-               "evaluate the suite's own ASTs (NAME.json beside each task), no model");
+  auto* fixtures = ev->add_flag("--fixtures", o.fixtures,
+                                "evaluate the suite's own ASTs (NAME.json beside each task), no model");
+  auto* list =
+      ev->add_flag("--list", o.list, "list the suite's tasks (name and description) and ask nothing");
   ev->add_option("-o,--out", o.out, "where attempts and eval.json go (default: ./tilescope-gen/eval)");
-  ev->add_option("--markdown", o.markdown, "write the summary table (Markdown) to this file");
+  auto* markdown =
+      ev->add_option("--markdown", o.markdown, "write the summary table (Markdown) to this file");
   ev->add_flag("--json", o.json, "print the summary as JSON on stdout");
   common(*ev);
+  // Without a model, the model's options mean nothing: an error, not silence.
+  for (const char* name :
+       {"--baseline", "--samples", "--attempts", "--decoding", "--max-tokens", "--temperature", "--max-ops",
+        "--context", "--base-url", "--model", "--timeout", "--debug-log"}) {
+    fixtures->excludes(ev->get_option(name));
+    list->excludes(ev->get_option(name));
+  }
+  fixtures->excludes(markdown);
+  list->excludes(fixtures);
   return ev;
 }
+
+namespace {
+
+// The sizes to check: --sizes, else the task's; each run through inputs() and reference() now (the worker's
+// "check"), so that a task's mistake is said before a model is asked, and named as --sizes' when it is
+// theirs.
+void choose_sizes(generate::Task& task, const std::vector<std::string>& given, int seed,
+                  generate::Worker& worker) {
+  if (!given.empty()) {
+    task.sizes = json::array();
+    for (const auto& s : given) task.sizes.push_back(parse_size(s));
+  }
+  try {
+    worker.call({{"op", "check"}, {"path", task.path}, {"sizes", task.sizes}, {"seed", seed}});
+  } catch (const Error& e) {
+    if (given.empty()) throw;
+    throw Error(fmt::format("--sizes: {}", e.what()));
+  }
+}
+
+// A task name of the suite: an identifier (not a path).
+void check_task_name(const std::string& name) {
+  bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (!ok) throw Error(fmt::format("--task {}: a task's name (tilescope gen eval --list), not a path", name));
+}
+
+}  // namespace
 
 int gen_run_command(const GenRunOptions& o) {
   if (o.reference.empty() == o.task.empty())
     throw Error("gen: give a task file with --reference FILE, or a task of the suite with --task NAME");
+  if (!o.task.empty()) check_task_name(o.task);
   const fs::path task_file = o.task.empty() ? fs::path(o.reference) : suite_dir("") / (o.task + ".py");
   if (!o.task.empty() && !fs::exists(task_file))
-    throw Error(fmt::format("gen: no task '{}' in {} (tilescope gen eval --fixtures lists them)", o.task,
+    throw Error(fmt::format("gen: no task '{}' in {} (tilescope gen eval --list lists them)", o.task,
                             suite_dir("").string()));
   std::optional<CancelOnSigint> on_sigint;
   on_sigint.emplace();
   const llm::Prompts prompts(prompts_dir(), {"gen_system", "gen_task", "gen_repair"});
   const fs::path out_dir = o.out.empty() ? fs::path("tilescope-gen") / task_file.stem() : fs::path(o.out);
-  fs::create_directories(out_dir);
-  generate::Worker worker(python_exe(), (out_dir / "worker.log").string());
+  // A dry run writes nothing: its worker's messages go to stderr.
+  if (!o.dry_run) make_dir(out_dir);
+  generate::Worker worker(python_exe(), o.dry_run ? "" : (out_dir / "worker.log").string());
   generate::Task task = worker.load(fs::absolute(task_file).string(), o.description);
-  if (!o.sizes.empty()) {
-    task.sizes = json::array();
-    for (const auto& s : o.sizes) task.sizes.push_back(parse_size(s));
-  }
+  choose_sizes(task, o.sizes, o.seed, worker);
   const llm::Config config = llm_config(o.llm);
   llm::Client client(config.endpoint);
   generate::Generator g(client, prompts, worker, gen_options(o));
@@ -257,17 +320,13 @@ int gen_run_command(const GenRunOptions& o) {
     throw Error(fmt::format("gen: the model server at {}: {} ({})", config.endpoint.base_url, e.what(),
                             llm::kind_name(e.kind)));
   }
-  std::cerr << fmt::format("tilescope gen: {} ({}), model {}, up to {} attempts\n", task.name, task.path,
-                           model, o.attempts);
+  std::cerr << fmt::format("tilescope gen: {} ({}), model {}, up to {}\n", task.name, task.path, model,
+                           plural(o.attempts, "attempt", "attempts"));
   generate::Outcome out;
   try {
     out = g.generate(task, (out_dir / "attempts").string(), &progress);
   } catch (const llm::LlmError& e) {
-    if (e.kind == llm::LlmError::Kind::cancelled) {
-      std::cerr << "\ntilescope: interrupted (SIGINT)\n";
-      return 130;
-    }
-    throw;
+    if (e.kind != llm::LlmError::Kind::cancelled) throw;
   }
   if (interrupted()) {
     std::cerr << "\ntilescope: interrupted (SIGINT)\n";
@@ -278,8 +337,9 @@ int gen_run_command(const GenRunOptions& o) {
   report["model"] = model;
   report["task_file"] = task.path;
   report["sizes"] = task.sizes;
-  report["options"] = {{"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
-                       {"context", o.context},   {"max_ops", o.max_ops},   {"seed", o.seed}};
+  report["options"] = {{"attempts", o.attempts},  {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
+                       {"context", o.context},    {"max_ops", o.max_ops},   {"seed", o.seed},
+                       {"max_steps", o.max_steps}};
   report["files"] = wrote;
   report["out"] = out_dir.string();
   write_text(out_dir / "report.json", report.dump(1) + "\n");
@@ -377,48 +437,92 @@ int gen_eval_command(const GenRunOptions& o) {
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".py") files.push_back(e.path());
-  if (ec || files.empty()) throw Error(fmt::format("gen eval: no task files (*.py) in {}", dir.string()));
+    if (e.path().extension() == ".py" && e.path().filename().string().front() != '_')
+      files.push_back(e.path());
+  if (ec || files.empty())
+    throw Error(fmt::format("gen eval: no task files (NAME.py; _*.py are not tasks) in {}", dir.string()));
   std::sort(files.begin(), files.end());
   if (!o.tasks.empty()) {
     std::vector<fs::path> chosen;
     for (const auto& name : o.tasks) {
       const fs::path p = dir / (name + ".py");
       if (std::find(files.begin(), files.end(), p) == files.end())
-        throw Error(fmt::format("gen eval: no task '{}' in {}", name, dir.string()));
+        throw Error(
+            fmt::format("gen eval: no task '{}' in {} (tilescope gen eval --list)", name, dir.string()));
       chosen.push_back(p);
     }
     files = chosen;
   }
   std::optional<CancelOnSigint> on_sigint;
   on_sigint.emplace();
+  auto interrupted_exit = [] {
+    std::cerr << "\ntilescope: interrupted (SIGINT)\n";
+    return 130;
+  };
   const fs::path out_dir = o.out.empty() ? fs::path("tilescope-gen") / "eval" : fs::path(o.out);
-  fs::create_directories(out_dir);
-  generate::Worker worker(python_exe(), (out_dir / "worker.log").string());
+  if (!o.list) make_dir(out_dir);
+  generate::Worker worker(python_exe(), o.list ? "" : (out_dir / "worker.log").string());
   const double t0 = now();
+  // Every task file, loaded and its sizes checked; one that cannot be used is said, and the others still run.
+  std::vector<generate::Task> tasks;
+  std::vector<std::pair<std::string, std::string>> broken;  // file, why
+  for (const auto& f : files) {
+    try {
+      generate::Task t = worker.load(fs::absolute(f).string());
+      choose_sizes(t, o.sizes, o.seed, worker);
+      tasks.push_back(std::move(t));
+    } catch (const Error& e) {
+      if (interrupted()) return interrupted_exit();
+      broken.emplace_back(f.string(), e.what());
+      std::cerr << "tilescope: error: " << e.what() << "\n";
+    }
+  }
+  if (o.list) {
+    for (const auto& t : tasks) {
+      std::string d = t.description;
+      if (d.size() > 100) d = d.substr(0, 97) + "...";
+      std::cout << fmt::format("{:<22} {}\n", t.name, d);
+    }
+    return broken.empty() ? 0 : 2;
+  }
   json results = json::array();
+  json broken_j = json::array();
+  for (const auto& [f, why] : broken) broken_j.push_back({{"file", f}, {"error", why}});
   if (o.fixtures) {
     // The suite's own ASTs through the same evaluation, no model: every one must pass.
     int failed = 0;
-    for (const auto& f : files) {
-      generate::Task task = worker.load(fs::absolute(f).string());
-      fs::path ast = f;
+    for (const auto& task : tasks) {
+      fs::path ast = task.path;
       ast.replace_extension(".json");
       std::ifstream in(ast, std::ios::binary);
-      if (!in) throw Error(fmt::format("gen eval --fixtures: {} has no AST ({})", f.string(), ast.string()));
+      if (!in) {
+        broken_j.push_back({{"file", task.path}, {"error", "no AST beside it (" + ast.string() + ")"}});
+        std::cerr << fmt::format("tilescope: error: {} has no AST beside it ({})\n", task.path, ast.string());
+        continue;
+      }
       std::stringstream ss;
       ss << in.rdbuf();
       generate::EvalOptions eo;
       eo.work_dir = (out_dir / task.name).string();
       eo.seed = o.seed;
       eo.triton = !o.no_triton;
+      eo.max_steps = o.max_steps;
       eo.cancel = &interrupted();
-      const generate::Evaluation ev = generate::evaluate(task, ss.str(), worker, eo);
-      if (interrupted()) return 130;
+      generate::Evaluation ev;
+      try {
+        ev = generate::evaluate(task, ss.str(), worker, eo);
+      } catch (const Error& e) {
+        if (interrupted()) return interrupted_exit();
+        broken_j.push_back({{"file", task.path}, {"error", e.what()}});
+        std::cerr << "tilescope: error: " << e.what() << "\n";
+        continue;
+      }
+      if (interrupted()) return interrupted_exit();
       const bool ok = ev.passed() && ev.round_trip.value_or(false);
       failed += !ok;
       std::cerr << fmt::format(
-          "{:<24} {} ({} sizes{}){}\n", task.name, ok ? "passed" : "FAILED", ev.cases.size(),
+          "{:<24} {} ({}{}){}\n", task.name, ok ? "passed" : "FAILED",
+          plural(static_cast<int64_t>(ev.cases.size()), "size", "sizes"),
           ev.round_trip ? (*ev.round_trip ? ", round trip identical" : ", round trip differs") : "",
           ok ? "" : ": stopped after stage '" + std::string(generate::stage_name(ev.reached)) + "'");
       if (!ok)
@@ -428,15 +532,18 @@ int gen_eval_command(const GenRunOptions& o) {
       r["task"] = task.name;
       results.push_back(r);
     }
-    json summary = {{"fixtures", static_cast<int>(files.size())},
+    const int ran = static_cast<int>(results.size());
+    json summary = {{"fixtures", ran},
                     {"failed", failed},
+                    {"errors", broken_j},
                     {"seconds", now() - t0},
                     {"results", results}};
     write_text(out_dir / "eval.json", summary.dump(1) + "\n");
     if (o.json) std::cout << summary.dump(2) << "\n";
-    std::cerr << fmt::format("{} of {} fixtures pass every stage (in {:.0f} s)\n", files.size() - failed,
-                             files.size(), now() - t0);
-    return failed ? 1 : 0;
+    std::cerr << fmt::format("{} of {} fixtures pass every stage (in {:.0f} s){}\n", ran - failed, ran,
+                             now() - t0,
+                             broken_j.empty() ? "" : fmt::format("; {} could not be used", broken_j.size()));
+    return !broken_j.empty() ? 2 : failed ? 1 : 0;
   }
   const llm::Prompts prompts(
       prompts_dir(), {"gen_system", "gen_task", "gen_repair", "gen_python_system", "gen_python_task"});
@@ -446,7 +553,7 @@ int gen_eval_command(const GenRunOptions& o) {
   try {
     model = client.model(&interrupted());
   } catch (const llm::LlmError& e) {
-    if (e.kind == llm::LlmError::Kind::cancelled) return 130;
+    if (e.kind == llm::LlmError::Kind::cancelled) return interrupted_exit();
     throw Error(fmt::format("gen eval: the model server at {}: {} ({})", config.endpoint.base_url, e.what(),
                             llm::kind_name(e.kind)));
   }
@@ -457,11 +564,10 @@ int gen_eval_command(const GenRunOptions& o) {
   std::map<std::string, std::unique_ptr<generate::Generator>> gens;
   for (const auto& mode : modes)
     gens[mode] = std::make_unique<generate::Generator>(client, prompts, worker, gen_options(o));
-  std::cerr << fmt::format("tilescope gen eval: {} tasks x {} samples, model {}, up to {} attempts each{}\n",
-                           files.size(), o.samples, model, o.attempts,
-                           o.baseline ? ", with the Python baseline" : "");
-  std::vector<generate::Task> tasks;
-  for (const auto& f : files) tasks.push_back(worker.load(fs::absolute(f).string()));
+  std::cerr << fmt::format(
+      "tilescope gen eval: {} x {}, model {}, up to {} each{}\n",
+      plural(static_cast<int64_t>(tasks.size()), "task", "tasks"), plural(o.samples, "sample", "samples"),
+      model, plural(o.attempts, "attempt", "attempts"), o.baseline ? ", with the Python baseline" : "");
   // Mode by mode: requests of one mode share their system prompt, which a server keeps in its prompt cache
   // from one task to the next (llama.cpp: minutes a task on 2 cores otherwise).
   for (const auto& mode : modes) {
@@ -477,10 +583,10 @@ int gen_eval_command(const GenRunOptions& o) {
                     ? gens[mode]->generate(task, (sample_dir / "attempts").string(), &progress)
                     : gens[mode]->generate_python(task, (sample_dir / "attempts").string(), &progress);
         } catch (const llm::LlmError& e) {
-          if (e.kind == llm::LlmError::Kind::cancelled) return 130;
+          if (e.kind == llm::LlmError::Kind::cancelled) return interrupted_exit();
           throw;
         }
-        if (interrupted()) return 130;
+        if (interrupted()) return interrupted_exit();
         passed += out.passed();
         tally[mode].add(out);
         for (const auto& n : out.notes) notes.push_back(n);
@@ -501,12 +607,12 @@ int gen_eval_command(const GenRunOptions& o) {
               {"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
               {"context", o.context},   {"max_ops", o.max_ops},   {"wall_seconds", now() - t0},
               {"summary", summary},     {"table", table},         {"notes", notes},
-              {"results", results}};
+              {"errors", broken_j},     {"results", results}};
   write_text(out_dir / "eval.json", doc.dump(1) + "\n");
   if (!o.markdown.empty()) write_text(o.markdown, table);
   if (o.json) std::cout << doc.dump(2) << "\n";
   std::cerr << "\n" << table;
-  return 0;
+  return broken_j.empty() ? 0 : 2;
 }
 
 }  // namespace tilescope::cli

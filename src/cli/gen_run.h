@@ -24,7 +24,8 @@ struct GenRunOptions {
   int max_tokens = 4096;
   double temperature = -1;  // < 0: the server's default
   int max_ops = 96;
-  int64_t context = 0;  // --context: the model's context in tokens (0: unknown)
+  int64_t context = 0;            // --context: the model's context in tokens (0: unknown)
+  int64_t max_steps = 1'000'000;  // --max-steps: ops one program may run
   int seed = 0;
   bool no_triton = false;
   bool dry_run = false;  // print the first request and its schema, ask nothing
@@ -35,6 +36,7 @@ struct GenRunOptions {
   int samples = 1;  // -k
   bool baseline = false;
   bool fixtures = false;
+  bool list = false;     // --list: the suite's tasks
   std::string markdown;  // --markdown FILE: the summary table
   LlmCliOptions llm;
 };
@@ -46,7 +48,8 @@ CLI::App* add_gen_run(CLI::App& gen, GenRunOptions& options);
 /// none after every attempt; 2 a bad task file, bad options, or no answer from the server; 130 Ctrl-C.
 int gen_run_command(const GenRunOptions& options);
 /// `tilescope gen eval`. Exit status: 0 done (whatever the score; with --fixtures: every fixture passes);
-/// 1 with --fixtures, a fixture that fails; 2 bad options or task files; 130 Ctrl-C.
+/// 1 with --fixtures, a fixture that fails; 2 bad options, or a task file that cannot be used (the others
+/// still run); 130 Ctrl-C.
 int gen_eval_command(const GenRunOptions& options);
 
 }  // namespace tilescope::cli

@@ -26,6 +26,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 // The data of a .npy file the worker wrote (numpy.save: format 1.0, or 2.0 / 3.0 for long headers), which
 // must hold `bytes` bytes; its dtype and shape are the case's (the worker wrote both from the same array).
 std::vector<std::byte> npy_data(const std::string& path, uint64_t bytes) {
@@ -88,8 +95,9 @@ std::vector<int64_t> unravel(int64_t i, const json& shape) {
   return at;
 }
 
-// `got` (the buffer after the launch, of `dtype`) against the case's expected entry.
-OutputCheck compare(const json& expected, const json& arg, const std::byte* got) {
+// `got` (the buffer after the launch, of `dtype`) against the case's expected entry; `before` (its bytes
+// before the launch, or null) tells which elements the kernel changed.
+OutputCheck compare(const json& expected, const json& arg, const std::byte* got, const std::byte* before) {
   OutputCheck c;
   c.name = expected.at("name").get<std::string>();
   c.rtol = expected.at("rtol").get<double>();
@@ -102,11 +110,22 @@ OutputCheck compare(const json& expected, const json& arg, const std::byte* got)
     mask = npy_data(expected["mask"].get<std::string>(), static_cast<uint64_t>(n));
   // The reference is float64 for float outputs, int64 for integer ones (_gen_task.make_case).
   const bool exact = !ir::is_float(e);
+  const bool out_role = arg.value("role", "in") == "out";
+  const size_t w = static_cast<size_t>(ir::elem_bytes(e));
+  auto changed = [&](int64_t i) {
+    return before &&
+           std::memcmp(got + static_cast<size_t>(i) * w, before + static_cast<size_t>(i) * w, w) != 0;
+  };
   double worst = -1;
   int64_t worst_i = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (!mask.empty() && mask[static_cast<size_t>(i)] == std::byte{0}) continue;
+    if (!mask.empty() && mask[static_cast<size_t>(i)] == std::byte{0}) {
+      if (changed(i) && c.touched++ == 0) c.first_touched = unravel(i, arg.at("shape"));
+      continue;
+    }
     ++c.compared;
+    if (out_role && before && !changed(i) && c.unwritten++ == 0)
+      c.first_unwritten = unravel(i, arg.at("shape"));
     double x = 0;
     int64_t xi = 0;
     if (exact) {
@@ -165,10 +184,28 @@ std::string pointer_of_line(const std::vector<std::string>& lines, int line) {
   return lines[static_cast<size_t>(line) - 1];
 }
 
+// The elements of input `a` that differ between `was` and `now` (its bytes before and after the launch).
+CaseResult::ChangedInput changed_input(const std::string& name, const json& a, const std::byte* was,
+                                       const std::byte* now_bytes) {
+  CaseResult::ChangedInput ci;
+  ci.name = name;
+  const size_t w = static_cast<size_t>(ir::elem_bytes(elem_of(a.at("dtype").get<std::string>())));
+  const int64_t n = numel_of(a.at("shape"));
+  for (int64_t i = 0; i < n; ++i)
+    if (std::memcmp(was + static_cast<size_t>(i) * w, now_bytes + static_cast<size_t>(i) * w, w) != 0 &&
+        ci.elements++ == 0)
+      ci.first = unravel(i, a.at("shape"));
+  return ci;
+}
+
 // A located error of the lowered TTIR, with the JSON pointer of the op at its line first.
 std::string located(const Error& e, const std::vector<std::string>& lines) {
   const std::string ptr = pointer_of_line(lines, e.diagnostic().ttir.line);
-  return ptr.empty() ? std::string(e.what()) : fmt::format("at {}: {}", ptr, e.what());
+  // The model never sees the TTIR: where there is an op, its pointer replaces the TTIR position.
+  if (ptr.empty()) return e.what();
+  const Diagnostic& d = e.diagnostic();
+  return d.op.empty() ? fmt::format("at {}: {}", ptr, d.message)
+                      : fmt::format("at {} ({}): {}", ptr, d.op, d.message);
 }
 
 // A case of `task` at sizes[i] made by the worker with the kernel's constexprs `meta`.
@@ -195,7 +232,7 @@ CaseResult run_case(const Task& task, launch::Kernel& kernel, const json& c, con
   launch::LaunchRecord rec;
   rec.kernel = task.name;
   rec.grid = r.grid;
-  std::map<std::string, std::vector<std::byte>> data;
+  std::map<std::string, std::vector<std::byte>> data, before;
   std::vector<uint64_t> tracked;
   for (const json& a : c.at("args")) {
     const std::string name = a.at("name").get<std::string>();
@@ -203,7 +240,8 @@ CaseResult run_case(const Task& task, launch::Kernel& kernel, const json& c, con
       const json& v = a.at("value");
       launch::Scalar s = v.is_boolean()          ? launch::Scalar{v.get<bool>()}
                          : v.is_number_integer() ? launch::Scalar{v.get<int64_t>()}
-                                                 : launch::Scalar{v.get<double>()};
+                         : v.is_string() ? launch::Scalar{std::strtod(v.get<std::string>().c_str(), nullptr)}
+                                         : launch::Scalar{v.get<double>()};
       rec.args.push_back(launch::ArgRecord::scalar(name, s));
       continue;
     }
@@ -223,12 +261,14 @@ CaseResult run_case(const Task& task, launch::Kernel& kernel, const json& c, con
       tracked.push_back(analysis::Definedness::process().track(
           buf.data(), bytes, {"the out buffer of inputs()", task.path, task.inputs_line},
           ir::elem_bytes(e) == 1 ? analysis::Sentinel::int_bytes : analysis::Sentinel::float_nan));
+    if (a.value("role", "in") != "in") before[name] = buf;  // what the kernel must leave, or never wrote
     rec.args.push_back(launch::ArgRecord::buffer(name, e, buf.data(), bytes, shape, strides));
   }
   launch::RunOptions ro;
   ro.analyses = {{"sanitizer", nullptr}, {"races", nullptr}, {"uninit", nullptr}};
   ro.threads = o.threads;
   ro.cancel = o.cancel;
+  ro.max_steps = o.max_steps;
   const double t0 = now();
   try {
     launch::RunResult res = launch::run_launch(kernel, rec, ro);
@@ -244,13 +284,14 @@ CaseResult run_case(const Task& task, launch::Kernel& kernel, const json& c, con
     if (!a.contains("npy") || a.value("role", "in") != "in") continue;
     const std::string name = a.at("name").get<std::string>();
     const auto& now_bytes = data.at(name);
-    if (npy_data(a.at("npy").get<std::string>(), now_bytes.size()) != now_bytes)
-      r.changed_inputs.push_back(name);
+    const auto was = npy_data(a.at("npy").get<std::string>(), now_bytes.size());
+    if (was != now_bytes) r.changed_inputs.push_back(changed_input(name, a, was.data(), now_bytes.data()));
   }
   for (const json& exp : c.at("expected")) {
     const std::string name = exp.at("name").get<std::string>();
     for (const json& a : c.at("args"))
-      if (a.at("name") == name) r.outputs.push_back(compare(exp, a, data.at(name).data()));
+      if (a.at("name") == name)
+        r.outputs.push_back(compare(exp, a, data.at(name).data(), before.at(name).data()));
   }
   if (keep) *keep = std::move(data);
   return r;
@@ -296,6 +337,7 @@ const char* stage_name(Stage s) {
 Evaluation evaluate(const Task& task, std::string_view text, Worker& worker, const EvalOptions& o) {
   const double t0 = now();
   Evaluation ev;
+  ev.json_text = std::string(text);
   fs::create_directories(o.work_dir);
   gen::Parsed p = gen::parse_text(text);
   if (!p.problems.empty()) {
@@ -314,6 +356,8 @@ Evaluation evaluate(const Task& task, std::string_view text, Worker& worker, con
     return ev;
   }
   ev.reached = Stage::interface;
+  for (const auto& a : p.ast->args)
+    if (a.kind == gen::Arg::Kind::pointer) ev.writers[a.name] = gen::writers(*p.ast, a.name);
   ev.ttir = gen::lower(*p.ast, &ev.line_pointers);
   ev.python = gen::python(*p.ast);
   const std::string ttir_file = task.name + ".ttir";
@@ -344,8 +388,10 @@ Evaluation evaluate(const Task& task, std::string_view text, Worker& worker, con
   for (const auto& a : p.ast->args)
     if (a.kind == gen::Arg::Kind::constexpr_) meta[a.name] = a.value;
   std::map<std::string, std::vector<std::byte>> first_outputs;
+  json first_case;
   for (size_t i = 0; i < task.sizes.size(); ++i) {
     const json c = make_case(task, i, meta, worker, o);
+    if (i == 0) first_case = c;
     ev.cases.push_back(run_case(task, *kernel, c, o, ev.line_pointers, i == 0 ? &first_outputs : nullptr));
     if (o.cancel && o.cancel->load()) break;
   }
@@ -366,7 +412,22 @@ Evaluation evaluate(const Task& task, std::string_view text, Worker& worker, con
                           {"size", task.sizes[0]},
                           {"seed", o.seed},
                           {"meta", meta},
-                          {"dir", dir.string()}});
+                          {"dir", dir.string()},
+                          {"max_steps", o.max_steps}});
+    // The same seed must give the same inputs, or the two runs cannot be compared: the task's fault.
+    if (r.contains("case")) {
+      for (size_t k = 0; k < first_case.at("args").size(); ++k) {
+        const json& mine = first_case["args"][k];
+        const json& theirs = r["case"].at("args").at(k);
+        if (!mine.contains("npy") || mine.value("role", "in") == "out")
+          continue;  // out: whatever memory held
+        if (file_text(mine["npy"].get<std::string>()) != file_text(theirs.at("npy").get<std::string>()))
+          throw Error(
+              fmt::format("{}:{}: inputs() gave {} other values for the same seed: draw random values from "
+                          "its `gen` argument (a seeded torch.Generator)",
+                          task.path, task.inputs_line, mine.at("name").get<std::string>()));
+      }
+    }
     if (r.contains("error")) {
       ev.round_trip = false;
       ev.round_trip_note = fmt::format("the emitted Python failed ({}): {}", r.value("stage", ""),
@@ -409,7 +470,8 @@ Evaluation evaluate_python(const Task& task, std::string_view source, Worker& wo
                           {"size", task.sizes[i]},
                           {"seed", o.seed + static_cast<int>(i)},
                           {"dir", dir.string()},
-                          {"compile", i == 0 && o.triton}});
+                          {"compile", i == 0 && o.triton},
+                          {"max_steps", o.max_steps}});
     const std::string stage = r.value("stage", "");
     if (stage == "import" || stage == "kernel" || stage == "compile") {
       ev.reached = stage == "compile" ? Stage::interface : Stage::none;
@@ -426,17 +488,23 @@ Evaluation evaluate_python(const Task& task, std::string_view source, Worker& wo
       cr.error = r.at("error").get<std::string>();
     } else {
       cr.findings = report::from_json(r.at("findings"));
-      for (const json& n : r.value("changed_inputs", json::array()))
-        cr.changed_inputs.push_back(n.get<std::string>());
+      for (const json& ch : r.value("changed_inputs", json::array())) {
+        CaseResult::ChangedInput ci;
+        ci.name = ch.at("name").get<std::string>();
+        ci.elements = ch.at("elements").get<int64_t>();
+        ci.first = ch.at("first").get<std::vector<int64_t>>();
+        cr.changed_inputs.push_back(std::move(ci));
+      }
       for (const json& exp : c.at("expected")) {
         const std::string name = exp.at("name").get<std::string>();
         for (const json& a : c.at("args")) {
           if (a.at("name") != name) continue;
           const ir::Elem e = elem_of(a.at("dtype").get<std::string>());
-          const auto got = npy_data(
-              r.at("outputs").at(name).get<std::string>(),
-              static_cast<uint64_t>(numel_of(a.at("shape"))) * static_cast<uint64_t>(ir::elem_bytes(e)));
-          cr.outputs.push_back(compare(exp, a, got.data()));
+          const uint64_t bytes =
+              static_cast<uint64_t>(numel_of(a.at("shape"))) * static_cast<uint64_t>(ir::elem_bytes(e));
+          const auto got = npy_data(r.at("outputs").at(name).get<std::string>(), bytes);
+          const auto was = npy_data(r.at("before").at(name).get<std::string>(), bytes);
+          cr.outputs.push_back(compare(exp, a, got.data(), was.data()));
         }
       }
     }
@@ -468,15 +536,32 @@ std::vector<std::string> Evaluation::feedback(size_t max_lines) const {
       continue;
     }
     for (const auto& o : c.outputs) {
-      if (o.ok()) continue;
-      add(fmt::format(
-          "size {}, grid ({}, {}, {}): {}: {} of {} compared elements are wrong; the largest error is {} at "
-          "{}: got {}, expected {}",
-          size, c.grid[0], c.grid[1], c.grid[2], o.name, o.bad, o.compared, number(o.max_error),
-          shape_text(o.at), number(o.got), number(o.expected)));
+      if (o.bad)
+        add(fmt::format(
+            "size {}, grid ({}, {}, {}): {}: {} of {} compared elements are wrong; the largest error is {} "
+            "at "
+            "{}: got {}, expected {}{}",
+            size, c.grid[0], c.grid[1], c.grid[2], o.name, o.bad, o.compared, number(o.max_error),
+            shape_text(o.at), number(o.got), number(o.expected),
+            o.unwritten ? fmt::format(" ({} of the compared elements were never written, the first at {})",
+                                      o.unwritten, shape_text(o.first_unwritten))
+                        : ""));
+      if (o.touched)
+        add(fmt::format(
+            "size {}, grid ({}, {}, {}): {}: {} elements that the task does not check were written, the "
+            "first at {}: the kernel must leave them as they were",
+            size, c.grid[0], c.grid[1], c.grid[2], o.name, o.touched, shape_text(o.first_touched)));
     }
-    for (const auto& name : c.changed_inputs)
-      add(fmt::format("size {}: the kernel wrote into {}, an input: it must only read it", size, name));
+    for (const auto& ci : c.changed_inputs) {
+      std::string ops;
+      if (auto it = writers.find(ci.name); it != writers.end())
+        for (const auto& p : it->second) ops += (ops.empty() ? "" : ", ") + p;
+      add(fmt::format(
+          "size {}: the kernel wrote into {}, an input, at {} elements, the first at {}: it must only read "
+          "it{}",
+          size, ci.name, ci.elements, shape_text(ci.first),
+          ops.empty() ? "" : fmt::format(" (the stores and atomics into {}: {})", ci.name, ops)));
+    }
     for (const auto& f : c.findings) {
       const std::string ptr = pointer_of_line(line_pointers, f.site.ttir_line);
       add(fmt::format("size {}: {} at {}{}: {}", size, analysis::kind_name(f.kind),

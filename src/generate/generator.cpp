@@ -70,16 +70,17 @@ std::string python_in(const std::string& reply) {
   return first.empty() ? reply : first;
 }
 
-// Whether a refused request was refused for its decoding field (a server without json_schema support
-// answers 400 / 422 / 500 naming the field, or an unknown parameter).
+// Whether a refused request was refused for its decoding field: a server without it answers 400, 422 or 500
+// naming the field (response_format, json_schema, grammar, json_object). Anything else (a 501 of a server
+// that is not an LLM server, a 404) is an error of its own, not a reason to ask otherwise.
 bool refused_decoding(const llm::LlmError& e) {
   using K = llm::LlmError::Kind;
-  if (e.kind != K::bad_request && e.kind != K::server) return false;
+  if ((e.kind != K::bad_request && e.kind != K::server) ||
+      (e.status != 400 && e.status != 422 && e.status != 500))
+    return false;
   std::string m = e.what();
   for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* word :
-       {"response_format", "json_schema", "schema", "grammar", "json_object", "unsupported", "not supported",
-        "unknown parameter", "extra fields", "unrecognized"})
+  for (const char* word : {"response_format", "json_schema", "schema", "grammar", "json_object"})
     if (m.find(word) != std::string::npos) return true;
   return false;
 }
@@ -266,9 +267,8 @@ Outcome Generator::run(const Task& task, bool python, const std::string& work_di
     for (const auto& l : lines) feedback += "- " + l + "\n";
     out.attempts.push_back(std::move(at));
     if (passed) break;
-    if (!out.attempts.back().llm_error.empty() &&
-        out.attempts.back().llm_error.rfind("connection", 0) == 0)  // the server is gone: no use repeating
-      break;
+    // No answer (the client has retried what a retry can fix): asking again would fail the same way.
+    if (!out.attempts.back().llm_error.empty()) break;
   }
   for (size_t i = 0; i < out.attempts.size(); ++i) {
     const Attempt& a = out.attempts[i];
@@ -310,7 +310,14 @@ json Evaluation::to_json() const {
            {"got", std::isfinite(o.got) ? json(o.got) : json(fmt::format("{}", o.got))},
            {"expected", std::isfinite(o.expected) ? json(o.expected) : json(fmt::format("{}", o.expected))},
            {"rtol", o.rtol},
-           {"atol", o.atol}});
+           {"atol", o.atol},
+           {"unwritten", o.unwritten},
+           {"first_unwritten", o.first_unwritten},
+           {"touched", o.touched},
+           {"first_touched", o.first_touched}});
+    json changed = json::array();
+    for (const auto& ci : c.changed_inputs)
+      changed.push_back({{"name", ci.name}, {"elements", ci.elements}, {"first", ci.first}});
     json findings = json::array();
     for (const auto& f : c.findings)
       findings.push_back(
@@ -322,7 +329,7 @@ json Evaluation::to_json() const {
                            : ""},
            {"summary", f.summary}});
     cases_j.push_back({{"size", c.size},
-                       {"changed_inputs", c.changed_inputs},
+                       {"changed_inputs", changed},
                        {"grid", c.grid},
                        {"ok", c.ok()},
                        {"error", c.error},

@@ -71,19 +71,19 @@ struct Worker::Impl {
   }
 
   // The process is gone or unusable: reap it and say why (its exit status and the end of its log).
-  std::string stop(bool kill_it) {
+  std::string stop(bool kill_now) {
     if (to_child >= 0) close(to_child);
     if (from_child >= 0) close(from_child);
     to_child = from_child = -1;
     std::string why;
     if (pid > 0) {
       int status = 0;
-      // It exits on EOF of its stdin; give it a moment, then kill it.
-      for (int i = 0; i < 40 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
-        if (kill_it) kill(pid, SIGKILL);
+      pid_t r = 0;
+      if (kill_now) kill(pid, SIGKILL);
+      // It exits on EOF of its stdin (or has exited by itself): a moment, then it is killed.
+      for (int i = 0; i < 40 && (r = waitpid(pid, &status, WNOHANG)) == 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (waitpid(pid, &status, WNOHANG) == 0) {
+      if (r == 0) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
       }
@@ -104,11 +104,13 @@ struct Worker::Impl {
     return s.empty() ? "" : "; its last output:\n" + s;
   }
 
-  [[noreturn]] void died(const std::string& what) {
-    const std::string status = stop(true);
-    throw Error(
-        fmt::format("the Python worker {}{}{}", what, status.empty() ? "" : " (" + status + ")", log_tail()));
+  [[noreturn]] void died(const std::string& what, bool kill_now) {
+    const std::string status = stop(kill_now);
+    throw Error(fmt::format("the Python worker {}{} {}{}", what, status.empty() ? "" : " (" + status + ")",
+                            doing, log_tail()));
   }
+
+  std::string doing;  // what the request in flight does, for messages: "while loading x.py"
 
   void write_all(const std::string& s) {
     // A worker that died makes the write fail with EPIPE: SIGPIPE is blocked meanwhile, and a pending
@@ -133,7 +135,7 @@ struct Worker::Impl {
       sigtimedwait(&pipe_set, nullptr, &zero);
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (err) died(fmt::format("stopped reading requests ({})", std::strerror(err)));
+    if (err) died(fmt::format("stopped reading requests ({})", std::strerror(err)), false);
   }
 
   std::string read_line() {
@@ -146,7 +148,7 @@ struct Worker::Impl {
       char chunk[1 << 16];
       const ssize_t n = read(from_child, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) died("ended");
+      if (n <= 0) died("ended", false);
       buffered.append(chunk, static_cast<size_t>(n));
     }
   }
@@ -160,6 +162,14 @@ Worker::Worker(std::string python, std::string log_path) : impl_(std::make_uniqu
 Worker::~Worker() { impl_->stop(false); }
 
 json Worker::call(const json& request) {
+  const std::string op = request.value("op", "");
+  const std::string path = request.value("path", "");
+  impl_->doing = op == "load"           ? "while loading " + path
+                 : op == "case"         ? "while making a case of " + path + " (its inputs() and reference())"
+                 : op == "check"        ? "while checking the sizes of " + path
+                 : op == "compile_ttir" ? std::string("while Triton compiled the TTIR")
+                 : op == "run_python"   ? "while running the Python kernel " + request.value("module", "")
+                                        : std::string();
   if (impl_->pid < 0) impl_->start();
   impl_->write_all(request.dump() + "\n");
   const std::string line = impl_->read_line();
@@ -167,9 +177,9 @@ json Worker::call(const json& request) {
   try {
     response = json::parse(line);
   } catch (const json::parse_error&) {
-    impl_->died(fmt::format("answered something that is not JSON: {}", line.substr(0, 200)));
+    impl_->died(fmt::format("answered something that is not JSON: {}", line.substr(0, 200)), true);
   }
-  if (!response.is_object()) impl_->died("answered something that is not a JSON object");
+  if (!response.is_object()) impl_->died("answered something that is not a JSON object", true);
   if (!response.value("ok", false))
     throw Error(response.value("error", std::string("the Python worker failed")));
   return response;

@@ -202,12 +202,13 @@ def test_bad_task_files_are_located_errors(tmp_path):
     line = src[:at].count("\n") + 2
     (suite / "vector_add.py").write_text(src[:at] + "def inputs(size, gen):\n    return 1 / 0\n\n\ndef unused():\n" +
                                          src[at + len("def inputs(size, gen):\n"):])
-    r = tilescope(["gen", "eval", "--fixtures", "--suite", str(suite)], tmp_path)
-    assert r.returncode == 2 and "has no AST" in r.stderr and str(suite / "vector_add.py") in r.stderr
-    (suite / "vector_add.json").write_text(compact(fixture("vector_add")))
+    # Its sizes are run through inputs() and reference() when it is loaded, before any model or AST.
     r = tilescope(["gen", "eval", "--fixtures", "--suite", str(suite), "--no-triton"], tmp_path)
     assert r.returncode == 2, r.stderr
     assert f"{suite / 'vector_add.py'}:{line - 1}: inputs() raised line {line}: ZeroDivisionError" in r.stderr, r.stderr
+    (suite / "vector_add.py").write_text(src)
+    r = tilescope(["gen", "eval", "--fixtures", "--suite", str(suite)], tmp_path)
+    assert r.returncode == 2 and "has no AST beside it" in r.stderr and str(suite / "vector_add.py") in r.stderr
     syntax = tmp_path / "syntax.py"
     syntax.write_text("description = 'x'\nsignature = [\n")
     r = tilescope(["gen", "--reference", str(syntax), "--dry-run"], tmp_path)
@@ -328,3 +329,180 @@ def test_the_request_schema_admits_every_tasks_own_kernel(tmp_path):
         bad = fixture(name)
         bad["args"] = bad["args"][1:]
         assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad)), name
+
+
+# --------------------------------------------------------------------------------------------------
+# A careless or unlucky user (found by a new user: each of these once crashed, hung, or blamed the kernel)
+
+
+def suite_with(tmp_path, task_src: str, ast: dict, name: str = "vector_add"):
+    suite = tmp_path / "suite"
+    suite.mkdir(exist_ok=True)
+    (suite / f"{name}.py").write_text(task_src)
+    (suite / f"{name}.json").write_text(json.dumps(ast))
+    return suite
+
+
+def vector_add_src() -> str:
+    return open(os.path.join(TASKS, "vector_add.py")).read()
+
+
+def fixtures_eval(tmp_path, suite, *extra):
+    return tilescope(["gen", "eval", "--fixtures", "--suite", str(suite), "-o", str(tmp_path / "ev"), "--no-triton",
+                      *extra], tmp_path)
+
+
+def test_a_kernel_that_never_ends_fails_at_the_step_limit(tmp_path):
+    doc = fixture("row_sum")
+    for op in doc["ops"]:
+        if op["op"] == "for":
+            op.update(upper=2147483647, step=1)
+    suite = suite_with(tmp_path, open(os.path.join(TASKS, "row_sum.py")).read(), doc, "row_sum")
+    r = fixtures_eval(tmp_path, suite, "--max-steps", "100000")
+    assert r.returncode == 1, r.stderr
+    assert "the launch failed" in r.stderr and "step" in r.stderr, r.stderr
+
+
+def test_padding_written_and_elements_never_written(tmp_path):
+    """row_softmax with `le` for `lt` in its mask writes one element past each row: into the padding, which the
+    task's mask leaves unchecked; with a program for every other row, the other rows are never written."""
+    doc = fixture("row_softmax")
+    for op in doc["ops"]:
+        if op["op"] == "lt":
+            op["op"] = "le"
+    r = fixtures_eval(tmp_path, suite_with(tmp_path, open(os.path.join(TASKS, "row_softmax.py")).read(), doc,
+                                           "row_softmax"), "--sizes", "m=4,n=781,pad=3")
+    assert r.returncode == 1
+    assert "y_ptr: 4 elements that the task does not check were written, the first at [0, 781]" in r.stderr, r.stderr
+    src = open(os.path.join(TASKS, "row_softmax.py")).read().replace('return (size["m"],)',
+                                                                      'return ((size["m"] + 1) // 2,)')
+    r = fixtures_eval(tmp_path, suite_with(tmp_path, src, fixture("row_softmax"), "row_softmax"), "--sizes",
+                      "m=5,n=100")
+    assert r.returncode == 1
+    assert "200 of the compared elements were never written, the first at [3, 0]" in r.stderr, r.stderr
+
+
+def test_a_write_into_an_input_is_located(tmp_path):
+    doc = fixture("vector_add")
+    loads = [i for i, op in enumerate(doc["ops"]) if op["op"] == "load"]
+    x_ptrs, x = doc["ops"][loads[0]]["operands"][0], doc["ops"][loads[0]]["result"]
+    doc["ops"].append({"op": "store", "operands": [x_ptrs, x, "mask"]})
+    doc["ops"][-1]["operands"][1] = doc["ops"][loads[1]]["result"]  # x := y
+    r = fixtures_eval(tmp_path, suite_with(tmp_path, vector_add_src(), doc))
+    assert r.returncode == 1
+    assert "the kernel wrote into x_ptr, an input, at " in r.stderr, r.stderr
+    assert f"(the stores and atomics into x_ptr: /ops/{len(doc['ops']) - 1})" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda s: s.replace('"n": n}', '"n": n, "eps": float("inf")}').replace('"n: i32"', '"n: i32", "eps: f32"'),
+     None),  # an infinite scalar is a value like any other
+    (lambda s: s.replace("def inputs(size, gen):", "def inputs(size, gen):\n    import sys\n    sys.exit(3)"),
+     "it called sys.exit(3)"),
+    (lambda s: s.replace('torch.randn(n, generator=gen), "y_ptr"', 'torch.randn(n), "y_ptr"'),
+     "inputs() gave x_ptr other values for the same seed"),
+    (lambda s: s.replace('return {"out_ptr": (args["x_ptr"].double() + args["y_ptr"].double()).float()}',
+                         'return {"out_ptr": (args["x_ptr"] + args["y_ptr"]).round().long()}'), "compared"),
+    (lambda s: s.replace("tolerance = (0.0, 0.0)", "tolerance = 1e-3"), "`tolerance` must be (rtol, atol)"),
+    (lambda s: s.replace('return ((size["n"]', 'return (2**31 + 0 * (size["n"]'),
+     "CUDA allows x up to 2^31 - 1"),
+])
+def test_task_file_mistakes(tmp_path, edit, message):
+    src = edit(vector_add_src())
+    doc = fixture("vector_add")
+    if "eps: f32" in src:
+        doc["args"].insert(4, {"name": "eps", "kind": "scalar", "dtype": "f32"})
+    r = fixtures_eval(tmp_path, suite_with(tmp_path, src, doc))
+    if message is None:
+        assert r.returncode == 0, r.stderr
+    elif message == "compared":  # an integer reference of a float output is compared by value
+        assert r.returncode == 1 and "got" in r.stderr and "e-32" not in r.stderr, r.stderr
+    else:
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_files_and_folders_that_cannot_be(tmp_path):
+    (tmp_path / "afile").write_text("")
+    r = tilescope(["gen", "eval", "--fixtures", "--tasks", "vector_add", "-o", str(tmp_path / "afile")], tmp_path)
+    assert r.returncode == 2 and "cannot make this folder" in r.stderr, r.stderr
+    r = tilescope(["gen", "--reference", os.path.join(TASKS, "vector_add.json"), "--dry-run"], tmp_path)
+    assert r.returncode == 2 and "a task file is a Python file" in r.stderr and "Traceback" not in r.stderr
+    bad = tmp_path / "my-task.py"
+    bad.write_text(vector_add_src())
+    r = tilescope(["gen", "--reference", str(bad), "--dry-run"], tmp_path)
+    assert r.returncode == 2 and "must be an identifier" in r.stderr, r.stderr
+    r = tilescope(["gen", "--task", "../tasks/vector_add", "--dry-run"], tmp_path)
+    assert r.returncode == 2 and "not a path" in r.stderr
+    r = tilescope(["gen", "--task", "vector_add", "--dry-run", "-o", str(tmp_path / "dry")], tmp_path)
+    assert r.returncode == 0 and not (tmp_path / "dry").exists()  # a dry run writes nothing
+    r = tilescope(["gen", "--task", "vector_add", "--sizes", "m=3", "--dry-run"], tmp_path)
+    assert r.returncode == 2 and r.stderr.count("--sizes: ") == 1 and "KeyError: 'n'" in r.stderr, r.stderr
+    r = tilescope(["gen", "eval", "--fixtures", "--baseline"], tmp_path)
+    assert r.returncode == 2 and "excludes" in r.stderr
+
+
+def test_one_broken_task_does_not_stop_the_others(tmp_path):
+    suite = suite_with(tmp_path, vector_add_src(), fixture("vector_add"))
+    (suite / "broken.py").write_text("description = 'x'\n")
+    (suite / "_helpers.py").write_text("x = 1\n")  # not a task
+    r = fixtures_eval(tmp_path, suite, "--json")
+    assert r.returncode == 2, r.stderr
+    out = json.loads(r.stdout)
+    assert [x["task"] for x in out["results"]] == ["vector_add"] and out["failed"] == 0
+    assert len(out["errors"]) == 1 and "broken.py: defines no `signature`" in out["errors"][0]["error"]
+    r = tilescope(["gen", "eval", "--list", "--suite", str(suite)], tmp_path)
+    assert r.returncode == 2 and r.stdout.startswith("vector_add ") and "broken.py" in r.stderr
+
+
+def test_a_server_that_is_not_an_llm_server(tmp_path):
+    """An HTTP server that answers POST with 501 is not a server that refuses json_schema: one error, no
+    fallbacks, exit 2."""
+    import http.server
+    import threading
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_GET(self):
+            body = json.dumps({"data": [{"id": "m"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = gen(tmp_path, f"http://127.0.0.1:{srv.server_address[1]}/v1")
+    finally:
+        srv.shutdown()
+    assert r.returncode == 2, r.stderr
+    rep = report_of(tmp_path)
+    assert rep["notes"] == [] and len(rep["attempts"]) == 1 and rep["attempts"][0]["llm_error"]
+
+
+def test_progress_off_a_terminal_and_the_answer_files(fake_upstream, tmp_path):
+    r = gen(tmp_path, fake_upstream.script(["I cannot do that.", "still no"]), "--attempts", "2")
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert lines[0].endswith("up to 2 attempts")
+    assert lines[1].startswith("attempt 1 (json-schema): ") and "stopped after stage 'none'" in lines[1]
+    assert any(l.startswith("attempt 2 (json-schema): ") for l in lines)
+    assert not (tmp_path / "out" / "kernel.json").exists()  # no attempt was JSON
+    assert (tmp_path / "out" / "attempts" / "attempt1" / "reply.txt").read_text() == "I cannot do that."
+
+
+def test_python_api_errors(fake_upstream, tmp_path):
+    import tilescope
+
+    with pytest.raises(tilescope.GenError, match="no task 'nope'"):
+        tilescope.gen(task="nope", base_url="http://127.0.0.1:9/v1")  # progress on: the reason is kept too
+    with pytest.raises(tilescope.GenError, match="sizes= is a list of dicts"):
+        tilescope.gen(task="vector_add", sizes={"n": 3})
+    url = fake_upstream.script([compact(fixture("vector_add"))])
+    res = tilescope.gen("-x plus y, elementwise", task="vector_add", base_url=url, out=str(tmp_path / "o"),
+                        progress=False)
+    assert res.passed
+    assert fake_upstream.bodies[-1]["messages"][1]["content"].count("-x plus y, elementwise") == 1

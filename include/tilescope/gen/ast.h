@@ -221,6 +221,11 @@ nlohmann::ordered_json schema(const Interface& iface, const Bounds& bounds);
 /// extra, renamed or retyped argument, in order), as semantics problems with the expected and found
 /// argument. Empty when it implements the interface.
 std::vector<Problem> check_interface(const Ast& ast, const Interface& iface);
+
+/// The JSON pointers of the store and atomic ops of a valid AST whose pointer operand is derived from
+/// pointer argument `arg` (through splat, broadcast, expand_dims, reshape, trans, addptr, where, loop-carried
+/// values and if results), in program order (a region's ops where its for / if is).
+std::vector<std::string> writers(const Ast& ast, const std::string& arg);
 /// A short text reference of every op (fields, operands, what it lowers to), from the same table: for
 /// docs and for prompts.
 std::string op_reference();

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -91,12 +92,21 @@ struct OutputCheck {
   std::string name;
   int64_t compared = 0;  // elements compared (the reference's mask)
   int64_t bad = 0;       // of which out of tolerance
-  double max_error =
-      0;  // the largest |got - expected| among the compared (inf: a NaN where a number was expected)
-  std::vector<int64_t> at;  // its index
+  /// The largest |got - expected| among the compared (inf: a NaN where a number was expected), its index,
+  /// and both values there.
+  double max_error = 0;
+  std::vector<int64_t> at;
   double got = 0, expected = 0;
   double rtol = 0, atol = 0;
-  bool ok() const { return bad == 0; }
+  /// An `out` buffer's compared elements the kernel never wrote (still the bytes it started with), and the
+  /// first one's index.
+  int64_t unwritten = 0;
+  std::vector<int64_t> first_unwritten;
+  /// Elements outside the reference's mask that the kernel changed (it must leave them as they were: the
+  /// padding between rows, say), and the first one's index.
+  int64_t touched = 0;
+  std::vector<int64_t> first_touched;
+  bool ok() const { return bad == 0 && touched == 0; }
 };
 
 /// One size of the task, run.
@@ -106,7 +116,13 @@ struct CaseResult {
   std::array<int64_t, 3> grid{1, 1, 1};
   std::string error;  // the launch failed (a located tilescope error, or the Python kernel's exception)
   std::vector<OutputCheck> outputs;
-  std::vector<std::string> changed_inputs;  // `in` buffers the kernel wrote into
+  /// `in` buffers the kernel wrote into: name, elements changed and the first one's index.
+  struct ChangedInput {
+    std::string name;
+    int64_t elements = 0;
+    std::vector<int64_t> first;
+  };
+  std::vector<ChangedInput> changed_inputs;
   std::vector<analysis::Finding> findings;
   double seconds = 0;
   bool ok() const;
@@ -115,11 +131,15 @@ struct CaseResult {
 /// What happened to one candidate (an AST reply, or Python for the baseline).
 struct Evaluation {
   Stage reached = Stage::none;
-  std::vector<gen::Problem> problems;      // json, schema, semantics and interface problems
-  std::string error;                       // the stage after `reached` failed with this message
-  std::string ttir;                        // the lowered TTIR (AST candidates that reached `interface`)
+  std::vector<gen::Problem> problems;  // json, schema, semantics and interface problems
+  std::string error;                   // the stage after `reached` failed with this message
+  std::string json_text;               // an AST candidate's document (the reply, or the JSON taken from it)
+  std::string ttir;                    // the lowered TTIR (AST candidates that reached `interface`)
   std::vector<std::string> line_pointers;  // per TTIR line, the JSON pointer of its op (gen::lower)
   std::string python;                      // the Triton Python emitted from the AST, or the baseline's code
+  /// Per buffer argument, the JSON pointers of the AST's store and atomic ops whose pointer comes from it
+  /// (gen::writers), to locate writes into an input.
+  std::map<std::string, std::vector<std::string>> writers;
   std::vector<CaseResult> cases;
   /// The emitted Triton Python, run under tilescope's front door on the first case, gave the same outputs
   /// bit for bit as the engine's run of the lowered TTIR (unset: not checked).
@@ -140,6 +160,9 @@ struct EvalOptions {
   bool triton = true;      // the `compiled` stage (off: it is passed without asking Triton)
   bool round_trip = true;  // run the emitted Python (AST candidates that pass)
   int threads = 0;         // engine threads per launch (0: all cores)
+  /// Ops one program may run before its launch fails (a loop that never ends, or runs 2^31 times): the
+  /// suite's kernels run at most thousands.
+  int64_t max_steps = 1'000'000;
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -81,6 +81,32 @@ TEST(GenerateInterface, MatchesAndMismatches) {
   EXPECT_EQ(probs[2].found, "nothing");
 }
 
+TEST(GenerateInterface, WritersFollowPointersThroughLoopsAndWhere) {
+  // y's pointers are splat, advanced in a loop (a carried tensor of pointers) and stored through; x is only
+  // read; the atomic goes through a where of z's and y's pointer tiles.
+  gen::Parsed p = gen::parse_text(R"({"version": 1, "name": "k", "args": [
+    {"name": "x", "kind": "pointer", "dtype": "f32"}, {"name": "y", "kind": "pointer", "dtype": "f32"},
+    {"name": "z", "kind": "pointer", "dtype": "f32"}, {"name": "n", "kind": "scalar", "dtype": "i32"}],
+   "ops": [{"op": "make_range", "result": "r", "start": 0, "end": 16},
+           {"op": "splat", "result": "xs", "operands": ["x"], "shape": [16]},
+           {"op": "splat", "result": "ys", "operands": ["y"], "shape": [16]},
+           {"op": "splat", "result": "zs", "operands": ["z"], "shape": [16]},
+           {"op": "for", "results": ["yend"], "var": "i", "lower": 0, "upper": "n", "step": 1, "init": ["ys"],
+            "carried": ["yp"], "body": "loop"},
+           {"op": "lt", "result": "m", "operands": ["r", "r"]},
+           {"op": "where", "result": "w", "operands": ["m", "zs", "yend"]},
+           {"op": "load", "result": "v0", "operands": ["xs"]},
+           {"op": "atomic_rmw", "operands": ["w", "v0"], "kind": "add"}],
+   "regions": [{"name": "loop", "ops": [{"op": "load", "result": "v", "operands": ["xs"]},
+                                         {"op": "store", "operands": ["yp", "v"]},
+                                         {"op": "addptr", "result": "yn", "operands": ["yp", "r"]}],
+                "yield": ["yn"]}]})");
+  ASSERT_TRUE(p.ast) << p.problems[0].str();
+  EXPECT_TRUE(gen::writers(*p.ast, "x").empty());
+  EXPECT_EQ(gen::writers(*p.ast, "y"), (std::vector<std::string>{"/regions/0/ops/1", "/ops/8"}));
+  EXPECT_EQ(gen::writers(*p.ast, "z"), (std::vector<std::string>{"/ops/8"}));
+}
+
 TEST(GenerateSchema, TheRequestFixesTheInterfaceAndTheBounds) {
   const json s = gen::schema(vector_add(), gen::Bounds{20, 2, 10, 16});
   EXPECT_EQ(s["properties"]["name"], json({{"const", "vector_add"}}));
@@ -134,16 +160,33 @@ TEST(GenerateFeedback, LocatedLines) {
   f.site.ttir_line = 4;
   f.summary = "out-of-bounds load from 'x_ptr' (100 elements): element offsets 100..127";
   c.findings.push_back(f);
-  c.changed_inputs = {"x_ptr"};
+  c.changed_inputs = {{"x_ptr", 4, {9}}};
+  c.outputs[0].unwritten = 2;
+  c.outputs[0].first_unwritten = {98};
+  OutputCheck padding;
+  padding.name = "pad_ptr";
+  padding.compared = 10;
+  padding.touched = 1;
+  padding.first_touched = {10};
+  c.outputs.push_back(padding);
+  ev.writers["x_ptr"] = {"/ops/12", "/regions/0/ops/4"};
   ev.cases.push_back(c);
   const auto lines = ev.feedback();
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0],
             "size n=100, grid (2, 1, 1): out_ptr: 3 of 100 compared elements are wrong; the largest error is "
-            "0.5 at [7]: "
-            "got 1.5, expected 1");
-  EXPECT_EQ(lines[1], "size n=100: the kernel wrote into x_ptr, an input: it must only read it");
-  EXPECT_EQ(lines[2], "size n=100: out-of-bounds-load at /regions/0/ops/2 (tt.load): " + f.summary);
+            "0.5 at "
+            "[7]: got 1.5, expected 1 (2 of the compared elements were never written, the first at [98])");
+  EXPECT_EQ(lines[1],
+            "size n=100, grid (2, 1, 1): pad_ptr: 1 elements that the task does not check were written, the "
+            "first at "
+            "[10]: the kernel must leave them as they were");
+  EXPECT_EQ(lines[2],
+            "size n=100: the kernel wrote into x_ptr, an input, at 4 elements, the first at [9]: it must "
+            "only read it "
+            "(the stores and atomics into x_ptr: /ops/12, /regions/0/ops/4)");
+  EXPECT_EQ(lines[3], "size n=100: out-of-bounds-load at /regions/0/ops/2 (tt.load): " + f.summary);
+  EXPECT_FALSE(ev.cases[0].outputs[1].ok());
   EXPECT_FALSE(ev.cases[0].ok());
   EXPECT_EQ(ev.feedback(1).size(), 1u);
 }
