@@ -59,6 +59,10 @@ def render(doc: dict, extra: dict) -> str:
         "",
         doc.get("table") or "",
     ]
+    if not doc.get("complete", True):
+        done = {(r["mode"], r["task"]) for r in doc["results"]}
+        lines += ["", f"**This run was stopped before its end**: {len(done)} (mode, task) pairs were measured; the "
+                  "table counts only those."]
     ast_attempts = [a for r in doc["results"] if r["mode"] == "ast" for a in r["attempts"]]
     complete = [a for a in ast_attempts if a["finish_reason"] == "stop" and not a["llm_error"]]
     valid = [a for a in complete if STAGES.index(a["evaluation"]["reached"]) >= STAGES.index("schema")]

@@ -568,6 +568,24 @@ int gen_eval_command(const GenRunOptions& o) {
       "tilescope gen eval: {} x {}, model {}, up to {} each{}\n",
       plural(static_cast<int64_t>(tasks.size()), "task", "tasks"), plural(o.samples, "sample", "samples"),
       model, plural(o.attempts, "attempt", "attempts"), o.baseline ? ", with the Python baseline" : "");
+  // eval.json as it stands: rewritten after every task ("complete": false until the last), so that a run
+  // that is stopped (Ctrl-C, a machine taken away) keeps what it measured.
+  auto record = [&](bool complete) {
+    json summary = json::object();
+    for (const auto& mode : modes) summary[mode] = tally[mode].to_json(o.samples);
+    const std::string table = markdown_table(summary, o.samples);
+    json doc = {{"model", model},         {"suite", dir.string()},  {"samples", o.samples},
+                {"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
+                {"context", o.context},   {"max_ops", o.max_ops},   {"wall_seconds", now() - t0},
+                {"complete", complete},   {"summary", summary},     {"table", table},
+                {"notes", notes},         {"errors", broken_j},     {"results", results}};
+    write_text(out_dir / "eval.json", doc.dump(1) + "\n");
+    return std::pair{doc, table};
+  };
+  auto stopped = [&] {
+    record(false);
+    return interrupted_exit();
+  };
   // Mode by mode: requests of one mode share their system prompt, which a server keeps in its prompt cache
   // from one task to the next (llama.cpp: minutes a task on 2 cores otherwise).
   for (const auto& mode : modes) {
@@ -583,10 +601,10 @@ int gen_eval_command(const GenRunOptions& o) {
                     ? gens[mode]->generate(task, (sample_dir / "attempts").string(), &progress)
                     : gens[mode]->generate_python(task, (sample_dir / "attempts").string(), &progress);
         } catch (const llm::LlmError& e) {
-          if (e.kind == llm::LlmError::Kind::cancelled) return interrupted_exit();
+          if (e.kind == llm::LlmError::Kind::cancelled) return stopped();
           throw;
         }
-        if (interrupted()) return interrupted_exit();
+        if (interrupted()) return stopped();
         passed += out.passed();
         tally[mode].add(out);
         for (const auto& n : out.notes) notes.push_back(n);
@@ -598,17 +616,10 @@ int gen_eval_command(const GenRunOptions& o) {
       tally[mode].tasks += 1;
       tally[mode].pass1 += generate::pass_at_k(o.samples, passed, 1);
       tally[mode].passk += generate::pass_at_k(o.samples, passed, o.samples);
+      record(false);
     }
   }
-  json summary = json::object();
-  for (const auto& mode : modes) summary[mode] = tally[mode].to_json(o.samples);
-  const std::string table = markdown_table(summary, o.samples);
-  json doc = {{"model", model},         {"suite", dir.string()},  {"samples", o.samples},
-              {"attempts", o.attempts}, {"decoding", o.decoding}, {"max_tokens", o.max_tokens},
-              {"context", o.context},   {"max_ops", o.max_ops},   {"wall_seconds", now() - t0},
-              {"summary", summary},     {"table", table},         {"notes", notes},
-              {"errors", broken_j},     {"results", results}};
-  write_text(out_dir / "eval.json", doc.dump(1) + "\n");
+  const auto [doc, table] = record(true);
   if (!o.markdown.empty()) write_text(o.markdown, table);
   if (o.json) std::cout << doc.dump(2) << "\n";
   std::cerr << "\n" << table;

@@ -37,7 +37,8 @@ class Fake(http.server.ThreadingHTTPServer):
 
     def script(self, replies, refuse=()) -> str:
         """A base URL whose POSTs get `replies` in order: each the content of a streamed answer that ends
-        with finish_reason "stop", or (content, finish_reason). `refuse`: decodings answered with HTTP 400
+        with finish_reason "stop", or (content, finish_reason), or None: no answer until the client goes
+        away (as `hang`). `refuse`: decodings answered with HTTP 400
         (not consumed from `replies`): "json_schema" and "json_object" (response_format's type), "grammar"
         (llama.cpp's json_schema / grammar body fields)."""
         n = len(self.scripts)
@@ -84,6 +85,9 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             self.reply(500, json.dumps({"error": {"message": "the script has no more replies"}}).encode())
             return
         r = sc["replies"].pop(0)
+        if r is None:
+            self.wait_for_the_client_to_go()
+            return
         content, finish = (r, "stop") if isinstance(r, str) else r
         usage = {"prompt_tokens": 100, "completion_tokens": max(1, len(content) // 4)}
         body = chunk(content) + "data: " + json.dumps({"model": "fake", "choices": [{"delta": {}, "finish_reason":

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -270,6 +271,31 @@ def test_eval_with_the_python_baseline(fake_upstream, tmp_path):
     assert any("out-of-bounds-load" in f for f in first_py["feedback"]), first_py["feedback"]
     table = (tmp_path / "table.md").read_text()
     assert table.startswith("| mode |") and "| python |" in table and "| n/a |" in table
+
+
+def test_a_stopped_eval_keeps_what_it_measured(fake_upstream, tmp_path):
+    """eval.json is rewritten after every task: Ctrl-C during the second task leaves the first one's result,
+    marked "complete": false."""
+    import signal
+
+    url = fake_upstream.script([compact(fixture("vector_add")), None])
+    asked = lambda: len([x for x in fake_upstream.requests if x[0].startswith(f"/script/{url.split('/')[-2]}/")])  # noqa: E731
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("TILESCOPE_LLM_", "OPENAI_"))}
+    e["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    e.setdefault("TILESCOPE_PYTHON", sys.executable)
+    p = subprocess.Popen([BIN, "gen", "eval", "--tasks", "vector_add", "row_softmax", "--attempts", "1",
+                          "--base-url", url, "-o", str(tmp_path / "ev")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=e, cwd=tmp_path)
+    deadline = time.time() + 300
+    while asked() < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    doc = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert doc["complete"] is False
+    assert [r["task"] for r in doc["results"]] == ["vector_add"]
+    assert doc["summary"]["ast"]["tasks"] == 1 and doc["summary"]["ast"]["pass@1"] == 1.0
 
 
 def test_pass_at_k_estimator(fake_upstream, tmp_path):
