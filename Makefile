@@ -7,7 +7,7 @@ PY ?= python3
 # clang, clang-tidy, libclang-rt-14-dev: the fuzzer (libFuzzer runtime) and `make tidy` (Debian's 14);
 # llvm-14-tools: FileCheck for the text tests (tests/lit).
 APT_PACKAGES := g++ cmake ninja-build ccache libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libeigen3-dev \
-  libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev pkg-config chromium \
+  libsqlite3-dev libcpp-httplib-dev libtomlplusplus-dev libsleef-dev pkg-config chromium \
   clang-format clang clang-tidy libclang-rt-14-dev llvm-14-tools
 JOBS ?= $(shell nproc)
 

@@ -38,6 +38,16 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}"
 
 
+def suite_note(doc: dict) -> str:
+    """"the 42 tasks of `tasks/`", or which of them a run took (--tasks)."""
+    suite = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "tasks")) if f.endswith(".py") and f[0] != "_")
+    ran = sorted({r["task"] for r in doc["results"] if r["mode"] == "ast"})
+    if len(ran) >= len(suite):
+        return f"the {len(suite)} tasks of `tasks/`"
+    every = " (every third task of the suite in alphabetical order)" if ran == suite[::3] else ""
+    return f"{len(ran)} of the {len(suite)} tasks of `tasks/`{every}: {', '.join(ran)}"
+
+
 def render(doc: dict, extra: dict) -> str:
     k = doc["samples"]
     lines = [
@@ -51,7 +61,7 @@ def render(doc: dict, extra: dict) -> str:
         f"- `tilescope gen eval -k {k} --attempts {doc['attempts']} --max-ops {doc['max_ops']} --max-tokens "
         f"{doc['max_tokens']} --context {doc.get('context', 0)} --temperature {extra.get('temperature', '?')} "
         f"--baseline`, decoding `{doc['decoding']}` "
-        f"over the {doc['summary']['ast']['tasks']} tasks of `tasks/`; wall time {doc['wall_seconds'] / 3600:.1f} h.",
+        f"over {suite_note(doc)}; wall time {doc['wall_seconds'] / 3600:.1f} h.",
         "- `ast`: the model answers with the kernel AST under the request's JSON Schema (the task's interface fixed, "
         "the lists bounded); `python`: the same model asked for Triton Python with no schema (the baseline), judged "
         "the same way. Each column counts attempts that passed that stage (README, \"The kernel generator\"); "

@@ -19,10 +19,12 @@
 // * minnumf/maxnumf are IEEE minNum/maxNum (a NaN operand is ignored); minimumf/maximumf propagate
 //   NaN. Both order -0 below +0.
 // * remf is LLVM NVPTX's frem expansion fma(-trunc(x / y), y, x), x when |y| is inf (see RemF; not C
-//   fmod). math.fma is fused (one rounding). divf and math.* are IEEE / libm here where
-//   the GPU uses approximations (div.full, ex2.approx): a few ulp of difference is expected (§2.2).
+//   fmod). math.fma is fused (one rounding). divf is IEEE and the transcendental math.* are SLEEF's
+//   1-ulp routines (vmath.h) or libm here, where the GPU uses approximations (div.full, ex2.approx): a
+//   few ulp of difference is expected (§2.2).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cmath>
@@ -36,6 +38,7 @@
 #include "elementwise.h"
 #include "ops.h"
 #include "tilescope/exec/value.h"
+#include "vmath.h"
 
 namespace tilescope::ops {
 
@@ -360,53 +363,81 @@ KernelFn float_binary_kernel(Elem e) {
 // ------------------------------------------------------------------------------------------------
 // Float unaries (arith.negf, math.*, tt.precise_sqrt)
 
+// The ops with a vectorised routine (OpT::vec, vmath.h: SLEEF, 1 ulp) run it over the whole array; f16 /
+// bf16 / fp8 lanes go through it in float, a chunk at a time, and are rounded back once as before.
 template <class T, class OpT>
 void float_unary(Program& p, const exec::Step& s) {
   using S = typename T::S;
+  using C = typename T::C;
   const S* a = p.at<S>(s.in[0]);
   S* o = p.at<S>(s.out[0]);
   const int64_t n = s.n;
+  if constexpr (OpT::vec != vmath::Fn::none) {
+    static const auto map = [] {
+      if constexpr (std::is_same_v<C, float>)
+        return vmath::f32(OpT::vec);
+      else
+        return vmath::f64(OpT::vec);
+    }();
+    if constexpr (std::is_same_v<S, C>) {
+      map(a, o, n);
+    } else {
+      constexpr int64_t kChunk = 256;
+      C buf[kChunk];
+      for (int64_t i = 0; i < n; i += kChunk) {
+        const int64_t m = std::min(kChunk, n - i);
+        for (int64_t j = 0; j < m; ++j) buf[j] = T::load(a[i + j]);
+        map(buf, buf, m);
+        for (int64_t j = 0; j < m; ++j) o[i + j] = T::store(buf[j]);
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) o[i] = T::store(OpT::f(T::load(a[i])));
 }
 
-#define TS_UNARY(Name, expr) \
-  struct Name {              \
-    template <class C>       \
-    static C f(C x) {        \
-      return expr;           \
-    }                        \
+// Name, the scalar definition (the reference semantics; ops without a routine run it), the vmath routine.
+#define TS_UNARY_V(Name, expr, routine)                  \
+  struct Name {                                          \
+    static constexpr vmath::Fn vec = vmath::Fn::routine; \
+    template <class C>                                   \
+    static C f(C x) {                                    \
+      return expr;                                       \
+    }                                                    \
   };
+#define TS_UNARY(Name, expr) TS_UNARY_V(Name, expr, none)
 TS_UNARY(NegF, -x)
-TS_UNARY(Exp, std::exp(x))
-TS_UNARY(Exp2, std::exp2(x))
-TS_UNARY(Log, std::log(x))
-TS_UNARY(Log2, std::log2(x))
+TS_UNARY_V(Exp, std::exp(x), exp)
+TS_UNARY_V(Exp2, std::exp2(x), exp2)
+TS_UNARY_V(Log, std::log(x), log)
+TS_UNARY_V(Log2, std::log2(x), log2)
 TS_UNARY(Sqrt, std::sqrt(x))
 TS_UNARY(Rsqrt, C(1) / std::sqrt(x))
 TS_UNARY(AbsF, std::fabs(x))
 TS_UNARY(Floor, std::floor(x))
 TS_UNARY(Ceil, std::ceil(x))
-TS_UNARY(Erf, std::erf(x))
-TS_UNARY(Sin, std::sin(x))
-TS_UNARY(Cos, std::cos(x))
-TS_UNARY(Tan, std::tan(x))
-TS_UNARY(Tanh, std::tanh(x))
-TS_UNARY(Expm1, std::expm1(x))
-TS_UNARY(Log1p, std::log1p(x))
-TS_UNARY(Log10, std::log10(x))
-TS_UNARY(Cbrt, std::cbrt(x))
+TS_UNARY_V(Erf, std::erf(x), erf)
+TS_UNARY_V(Sin, std::sin(x), sin)
+TS_UNARY_V(Cos, std::cos(x), cos)
+TS_UNARY_V(Tan, std::tan(x), tan)
+TS_UNARY_V(Tanh, std::tanh(x), tanh)
+TS_UNARY_V(Expm1, std::expm1(x), expm1)
+TS_UNARY_V(Log1p, std::log1p(x), log1p)
+TS_UNARY_V(Log10, std::log10(x), log10)
+TS_UNARY_V(Cbrt, std::cbrt(x), cbrt)
 TS_UNARY(Trunc, std::trunc(x))
 TS_UNARY(Round, std::round(x))          // half away from zero (math.round)
 TS_UNARY(RoundEven, std::nearbyint(x))  // default rounding mode: to nearest, ties to even
-TS_UNARY(Sinh, std::sinh(x))
-TS_UNARY(Cosh, std::cosh(x))
-TS_UNARY(Asin, std::asin(x))
-TS_UNARY(Acos, std::acos(x))
-TS_UNARY(Atan, std::atan(x))
-TS_UNARY(Asinh, std::asinh(x))
-TS_UNARY(Acosh, std::acosh(x))
-TS_UNARY(Atanh, std::atanh(x))
+TS_UNARY_V(Sinh, std::sinh(x), sinh)
+TS_UNARY_V(Cosh, std::cosh(x), cosh)
+TS_UNARY_V(Asin, std::asin(x), asin)
+TS_UNARY_V(Acos, std::acos(x), acos)
+TS_UNARY_V(Atan, std::atan(x), atan)
+TS_UNARY_V(Asinh, std::asinh(x), asinh)
+TS_UNARY_V(Acosh, std::acosh(x), acosh)
+TS_UNARY_V(Atanh, std::atanh(x), atanh)
 #undef TS_UNARY
+#undef TS_UNARY_V
 
 template <class OpT>
 KernelFn float_unary_kernel(Elem e) {
