@@ -131,9 +131,12 @@ def _finding_summary(tool, state):
     return []
 
 
-def child(tool: str, idx: int, quick: bool, out_dir: str) -> None:
-    """Runs in the forked child: one measurement of case idx by tool; writes result.json (+ outputs)."""
+def child(tool: str, idx: int, quick: bool, out_dir: str, cache_dir: str = "") -> None:
+    """Runs in the forked child: one measurement of case idx by tool; writes result.json (+ outputs).
+    cache_dir: tilescope's on-disk TTIR cache for this process (default: off), as a second run of the
+    same program has it."""
     res = {"tool": tool, "idx": idx}
+    os.environ["TILESCOPE_CACHE_DIR"] = cache_dir
     log = open(os.path.join(out_dir, "log.txt"), "w")
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -231,13 +234,13 @@ def child(tool: str, idx: int, quick: bool, out_dir: str) -> None:
     os._exit(0)  # no atexit hooks (tilescope prints its report at exit)
 
 
-def measure(tool: str, idx: int, quick: bool, cap: float, work: str) -> dict:
+def measure(tool: str, idx: int, quick: bool, cap: float, work: str, cache_dir: str = "") -> dict:
     """Fork one child for one measurement; kill it after cap seconds."""
     import multiprocessing as mp
 
     out_dir = tempfile.mkdtemp(prefix=f"{tool}-{idx}-", dir=work)
     ctx = mp.get_context("fork")
-    p = ctx.Process(target=child, args=(tool, idx, quick, out_dir))
+    p = ctx.Process(target=child, args=(tool, idx, quick, out_dir, cache_dir))
     t0 = time.perf_counter()
     p.start()
     p.join(cap)
@@ -332,7 +335,21 @@ def run_suite(reps=3, cap=60.0, budget=25.0, only=None, quick=False, log=print):
                 spent[tool] += res["wall"]
                 if res.get("capped") or "error" in res or spent[tool] >= budget:
                     stopped[tool] = True
+        # A second run of the same program: tilescope's disk cache holds the kernel's TTIR (filled by
+        # one untimed run first), so the first launch of the process skips Triton's front end.
+        cache_dir = os.path.join(work, f"ttir-cache-{idx}")
+        cached = []
+        if not stopped["tilescope"] or runs["tilescope"]:
+            measure("tilescope", idx, quick, cap, work, cache_dir)
+            cached = [measure("tilescope", idx, quick, cap, work, cache_dir) for _ in range(len(runs["tilescope"]))]
         row = summarize(case, runs, cap)
+        # Only runs that did hit the cache: their front end (the cache key and the read) is a fraction of
+        # the cold one.
+        cold_fe = row["tools"]["tilescope"].get("frontend")
+        hits = [r for r in cached if "cold" in r and cold_fe and r.get("frontend", cold_fe) < 0.5 * cold_fe]
+        if hits:
+            row["tools"]["tilescope"].update(cached=statistics.median(r["cold"] for r in hits), cached_n=len(hits),
+                                             cached_frontend=statistics.median(r["frontend"] for r in hits))
         rows.append(row)
         log(format_row(row))
     import shutil
@@ -576,6 +593,33 @@ def markdown(result, args_line: str) -> str:
         "",
         _total_line(totals(rows, "median"), "median", "first launch"),
         _total_line(totals(rows, "warm"), "warm", "again"),
+        "",
+        "The aims (README, \"Speed\"), case by case: **again**, at least 200x the interpreter and 5x triton-viz "
+        "while computing the outputs; **first, cold** (empty TTIR cache: Triton's front end included), faster "
+        "than triton-viz; **first, cache warm** (a second run of the same program: tilescope's disk cache holds "
+        "the TTIR, so the front end is the cache key and the read; triton-viz's first launch for comparison), at "
+        "least 5x triton-viz. A ratio below its aim is marked *missed*.",
+        "",
+        "| kernel | size | again: interp / ts | again: viz / ts | first, cold: viz / ts | first, cache warm: "
+        "tilescope (of which front end) | first, cache warm: viz / ts |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+
+    def aim(r, goal):
+        v, lower = r
+        if v is None:
+            return "n/a"
+        return fmt_ratio(r) + ("" if v >= goal else " *missed*")
+
+    for row in rows:
+        t = row["tools"]["tilescope"]
+        viz, _ = _time_for_ratio(row["tools"]["triton-viz"], "median")
+        cached = (viz / t["cached"], False) if "cached" in t and viz else (None, False)
+        cell = f"{fmt_s(t['cached'])} ({fmt_s(t['cached_frontend'])})" if "cached" in t else "-"
+        lines.append(f"| {row['kernel']} | {row['size']} | {aim(ratio(row, 'interpreter', 'warm'), 200)} "
+                     f"| {aim(ratio(row, 'triton-viz', 'warm'), 5)} | {aim(ratio(row, 'triton-viz'), 1.0)} "
+                     f"| {cell} | {aim(cached, 5)} |")
+    lines += [
         "",
         "Findings (first run of each case; the planted bug is the off-by-one row mask (`<=`) of "
         "`gemm_oob_kernel`'s A load, which reads one row past the end of A):",

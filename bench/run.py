@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """tilescope against Triton's interpreter (TRITON_INTERPRET=1) on five workloads; run by `make bench`.
 
-    TILESCOPE_BIN=build/tilescope python3 bench/run.py [--quick] [--reps N] [--budget SECONDS]
+    TILESCOPE_BIN=build/tilescope python3 bench/run.py [--reps N] [--budget SECONDS]
 
 Workloads (issue 2 item 8), each with the same kernel source (tests/ttir/kernels.py) and the same inputs
 on both sides:
   vector_add     16M fp32 elements, BLOCK 1024
   softmax        4096 x 4096 fp32, one row per program
+  layer_norm     4096 x 4096 fp16 in and out, fp32 statistics, one row per program
   matmul         1024^3, 64x64x32 tiles, fp16 inputs, fp32 accumulation
   loop_heavy     64 programs x 16 lanes x 1000 iterations of a few tiny ops (dispatch cost)
   reduce_heavy   4096 x 4096 fp32, 16-row programs, 3 reductions per 16x256 tile
@@ -17,6 +18,11 @@ not included). Interpreter: the @triton.jit kernel launched on CPU torch tensors
 timed around the launch. Each side is repeated (median reported); the interpreter is repeated only
 while its per-workload time budget lasts (default 60 s), so the whole run stays near 10 minutes even on
 a small machine. Outputs of both sides are compared (allclose) so the timings are of correct runs.
+
+The plain engine against PyTorch CPU eager doing the same math on the same inputs (torch.add, softmax,
+native_layer_norm, mm of the fp16 inputs made fp32, the three row reductions; all cores, median of 5 after
+one warm-up), and the streaming kernel (vector_add: 3 x 64 MB moved) against the machine's memory
+bandwidth, measured as a torch copy of 64 MB (all cores, median).
 
 Scheduler workloads (issue 8 item 11), tilescope alone (Triton's interpreter runs programs one after
 another, so a program waiting for a later one never finishes there), kernels in bench/sched_kernels.py:
@@ -51,6 +57,12 @@ WORKLOADS = {
                     args=[("x_ptr", "in", "f32", [4096, 4096]), ("y_ptr", "out", "f32", [4096, 4096]),
                           ("n_cols", "i32", 4096), ("stride", "i32", 4096)],
                     work=4096 * 4096, unit="elements"),
+    "layer_norm": dict(kernel="layernorm_kernel", const={"BLOCK": 4096}, grid=[4096],
+                       args=[("x_ptr", "in", "f16", [4096, 4096]), ("w_ptr", "in", "f32", [4096]),
+                             ("b_ptr", "in", "f32", [4096]), ("y_ptr", "out", "f16", [4096, 4096]),
+                             ("mean_ptr", "out", "f32", [4096]), ("rstd_ptr", "out", "f32", [4096]),
+                             ("N", "i32", 4096), ("eps", "f32", 1e-5)],
+                       work=4096 * 4096, unit="elements"),
     "matmul": dict(kernel="matmul_kernel", const={"BM": 64, "BN": 64, "BK": 32}, grid=[16, 16],
                    args=[("a_ptr", "in", "f16", [M, M]), ("b_ptr", "in", "f16", [M, M]), ("c_ptr", "out", "f32", [M, M]),
                          ("M", "i32", M), ("N", "i32", M), ("K", "i32", M), ("sam", "i32", M), ("sak", "i32", 1),
@@ -189,6 +201,43 @@ def run_interpreter(kernels, w, arrs, budget, max_reps):
     return times, {k: v.numpy() for k, v in tens.items() if any(a[0] == k and a[1] == "out" for a in w["args"])}
 
 
+def _eager(name, arrs):
+    """The same math in PyTorch CPU eager on the same inputs: a function of no arguments."""
+    import torch
+    t = {k: torch.from_numpy(v) for k, v in arrs.items()}
+    if name == "vector_add":
+        return lambda: torch.add(t["x_ptr"], t["y_ptr"], out=t["out_ptr"])
+    if name == "softmax":
+        return lambda: torch.softmax(t["x_ptr"], dim=1)
+    if name == "layer_norm":
+        n = t["x_ptr"].shape[1]
+        return lambda: torch.native_layer_norm(t["x_ptr"].float(), [n], t["w_ptr"], t["b_ptr"], 1e-5)[0].half()
+    if name == "matmul":
+        return lambda: torch.mm(t["a_ptr"].float(), t["b_ptr"].float())
+    if name == "reduce_heavy":
+        x = t["x_ptr"]
+        return lambda: (x.sum(1), x.amax(1), (x * x).sum(1))
+    return None
+
+
+def _median_time(fn, reps=5):
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def memory_bandwidth() -> float:
+    """Bytes per second of a 64 MB torch copy on all cores (read + write), median of 5."""
+    import torch
+    x = torch.ones(1 << 24)
+    y = torch.empty_like(x)
+    return 2 * x.numel() * 4 / _median_time(lambda: y.copy_(x))
+
+
 def _patch_interpreter_for_numpy_2_4():
     """numpy >= 2.4 refuses int() of a 1-element 1-D array; Triton 3.6's interpreter relies on it for
     tensor.__index__ (a loop bound such as `range(0, K, BK)` with a runtime K). Re-define that one
@@ -259,14 +308,17 @@ def main(argv=None) -> int:
         ok = all(np.allclose(ts_out[k], it_out[k], rtol=2e-3, atol=2e-3) for k in ts_out)
         t_med, i_med = statistics.median(ts), statistics.median(it)
         ok = ok and all(np.array_equal(ts_out[k], sz_out[k]) for k in ts_out)
+        eager = _eager(name, arrs)
         row = dict(name=name, work=w["work"], unit=w["unit"], ts=t_med, ts_wall=statistics.median(walls), it=i_med,
+                   eager=_median_time(eager) if eager else None,
                    ts_reps=len(ts), it_reps=len(it), ratio=i_med / t_med, ok=ok, sz=statistics.median(sz),
                    sz_min=min(sz), sz_max=max(sz), ts_min=min(ts), ts_max=max(ts))
         rows.append(row)
         print(f"{name:13s} tilescope {t_med * 1e3:9.2f} ms ({fmt_rate(w['work'] / t_med)}{w['unit']}/s)   "
               f"interpreter {i_med * 1e3:10.1f} ms ({fmt_rate(w['work'] / i_med)}{w['unit']}/s)   "
               f"ratio {row['ratio']:7.1f}x   sanitizer {row['sz'] * 1e3:9.2f} ms ({row['sz'] / t_med:.2f}x)   "
-              f"outputs agree: {ok}", flush=True)
+              f"outputs agree: {ok}" + (f"   PyTorch eager {row['eager'] * 1e3:.2f} ms" if row["eager"] else ""),
+              flush=True)
     sched = []
     for name, w in SCHED_WORKLOADS.items():
         if args.only and name not in args.only:
@@ -283,15 +335,16 @@ def main(argv=None) -> int:
         sched.append(row)
         print(f"{name:13s} tilescope {row['ts'] * 1e3:9.2f} ms ({fmt_rate(programs / row['ts'])}programs/s)   "
               f"outputs right: {ok}", flush=True)
+    bandwidth = memory_bandwidth()
     total = time.time() - t_start
     mach = machine()
     print(f"machine: {mach}; total {total:.0f} s")
     if not args.no_results and not args.only:
-        write_results(rows, sched, mach, total, args)
+        write_results(rows, sched, mach, total, args, bandwidth)
     return 0 if all(r["ok"] for r in rows + sched) else 1
 
 
-def write_results(rows, sched, mach, total, args):
+def write_results(rows, sched, mach, total, args, bandwidth):
     import triton
     lines = [
         "# Benchmark: tilescope against TRITON_INTERPRET=1",
@@ -309,7 +362,8 @@ def write_results(rows, sched, mach, total, args):
         "| workload | size | tilescope | rate | TRITON_INTERPRET=1 | rate | speed-up | outputs agree |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    sizes = {"vector_add": "16M fp32", "softmax": "4096x4096 fp32", "matmul": "1024^3, 64x64x32 tiles, fp16 -> fp32",
+    sizes = {"vector_add": "16M fp32", "softmax": "4096x4096 fp32", "layer_norm": "4096x4096 fp16, fp32 stats",
+             "matmul": "1024^3, 64x64x32 tiles, fp16 -> fp32",
              "loop_heavy": "64 progs x 16 lanes x 1000 iters", "reduce_heavy": "4096x4096 fp32, 3 reductions"}
     for r in rows:
         lines.append(f"| {r['name']} | {sizes[r['name']]} | {r['ts'] * 1e3:.2f} ms | {fmt_rate(r['work'] / r['ts'])}{r['unit']}/s "
@@ -323,6 +377,24 @@ def write_results(rows, sched, mach, total, args):
     for r in rows:
         lines.append(f"| {r['name']} | {r['ts'] * 1e3:.2f} ms ({r['ts_min'] * 1e3:.2f}-{r['ts_max'] * 1e3:.2f}) "
                      f"| {r['sz'] * 1e3:.2f} ms ({r['sz_min'] * 1e3:.2f}-{r['sz_max'] * 1e3:.2f}) | **{r['sz'] / r['ts']:.2f}x** |")
+    lines += ["", "## The plain engine against PyTorch CPU eager and the memory bandwidth", "",
+              "The same math in PyTorch CPU eager on the same inputs (all cores, median of 5 after a warm-up; "
+              "`torch.add`, `torch.softmax`, `torch.native_layer_norm` of the fp16 input made fp32 and the result "
+              "made fp16, `torch.mm` of the fp16 inputs made fp32, the three row reductions). Aim: the plain engine "
+              "within 3x of eager.", "",
+              "| workload | plain engine | PyTorch eager | engine / eager |", "| --- | ---: | ---: | ---: |"]
+    for r in rows:
+        if r.get("eager"):
+            q = r["ts"] / r["eager"]
+            lines.append(f"| {r['name']} | {r['ts'] * 1e3:.2f} ms | {r['eager'] * 1e3:.2f} ms "
+                         f"| **{q:.2f}x**{'' if q <= 3 else ' *missed*'} |")
+    va = next((r for r in rows if r["name"] == "vector_add"), None)
+    if va:
+        eff = 3 * va["work"] * 4 / va["ts"]
+        lines += ["", f"Memory bandwidth (a 64 MB torch copy, read + write, all cores): {bandwidth / 1e9:.1f} GB/s. "
+                  f"vector_add moves 3 x 64 MB in {va['ts'] * 1e3:.2f} ms: {eff / 1e9:.1f} GB/s, "
+                  f"**{bandwidth / eff:.2f}x** below the machine's bandwidth (aim: within 2x"
+                  f"{'' if bandwidth / eff <= 2 else '; *missed*'})."]
     lines += ["", "## Scheduler: programs that wait on each other", "",
               "tilescope alone (Triton's interpreter runs programs one after another: a program waiting for a later "
               "one never finishes there); kernels in `bench/sched_kernels.py`, outputs checked against the counts "

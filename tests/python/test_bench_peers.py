@@ -91,3 +91,12 @@ def test_triton_viz_does_not_compute_outputs(result):
     viz = result["gemm"]["tools"]["triton-viz"]
     assert viz["findings"] == []
     assert viz["outputs_match"] is False
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_second_run_of_the_program_reads_the_ttir_from_the_disk_cache(result, kernel):
+    # The "first, cache warm" column: each of those runs skipped Triton's front end (only the cache key
+    # and the read are left of it), so it measures what a second run of the same program waits for.
+    ts = result[kernel]["tools"]["tilescope"]
+    assert ts["cached_n"] >= 1
+    assert ts["cached_frontend"] < 0.5 * ts["frontend"]
