@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tilescope against Triton's interpreter (TRITON_INTERPRET=1) on five workloads; run by `make bench`.
+"""tilescope against Triton's interpreter (TRITON_INTERPRET=1) on six workloads; run by `make bench`.
 
     TILESCOPE_BIN=build/tilescope python3 bench/run.py [--reps N] [--budget SECONDS]
 
@@ -22,7 +22,8 @@ a small machine. Outputs of both sides are compared (allclose) so the timings ar
 The plain engine against PyTorch CPU eager doing the same math on the same inputs (torch.add, softmax,
 native_layer_norm, mm of the fp16 inputs made fp32, the three row reductions; all cores, median of 5 after
 one warm-up), and the streaming kernel (vector_add: 3 x 64 MB moved) against the machine's memory
-bandwidth, measured as a torch copy of 64 MB (all cores, median).
+bandwidth, measured as a torch copy of 64 MB (all cores, median). And the start-up that `tilescope sanitize
+--` adds to a program that imports torch and Triton.
 
 Scheduler workloads (issue 8 item 11), tilescope alone (Triton's interpreter runs programs one after
 another, so a program waiting for a later one never finishes there), kernels in bench/sched_kernels.py:
@@ -230,6 +231,20 @@ def _median_time(fn, reps=5):
     return statistics.median(times)
 
 
+def startup_overhead(binary, reps=5):
+    """(plain, sanitized): medians of the wall time of a Python program that imports torch and Triton and
+    returns, run as is and under `tilescope sanitize --` (runs interleaved)."""
+    prog = [sys.executable, "-c", "import torch, triton, triton.language"]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    plain, sanitized = [], []
+    for _ in range(reps):
+        for cmd, out in ((prog, plain), ([binary, "sanitize", "--", *prog], sanitized)):
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
+            out.append(time.perf_counter() - t0)
+    return statistics.median(plain), statistics.median(sanitized)
+
+
 def memory_bandwidth() -> float:
     """Bytes per second of a 64 MB torch copy on all cores (read + write), median of 5."""
     import torch
@@ -336,15 +351,18 @@ def main(argv=None) -> int:
         print(f"{name:13s} tilescope {row['ts'] * 1e3:9.2f} ms ({fmt_rate(programs / row['ts'])}programs/s)   "
               f"outputs right: {ok}", flush=True)
     bandwidth = memory_bandwidth()
+    startup = startup_overhead(binary)
+    print(f"start-up of a program importing torch and triton: {startup[0]:.2f} s, under tilescope sanitize "
+          f"{startup[1]:.2f} s", flush=True)
     total = time.time() - t_start
     mach = machine()
     print(f"machine: {mach}; total {total:.0f} s")
     if not args.no_results and not args.only:
-        write_results(rows, sched, mach, total, args, bandwidth)
+        write_results(rows, sched, mach, total, args, bandwidth, startup)
     return 0 if all(r["ok"] for r in rows + sched) else 1
 
 
-def write_results(rows, sched, mach, total, args, bandwidth):
+def write_results(rows, sched, mach, total, args, bandwidth, startup):
     import triton
     lines = [
         "# Benchmark: tilescope against TRITON_INTERPRET=1",
@@ -395,6 +413,9 @@ def write_results(rows, sched, mach, total, args, bandwidth):
                   f"vector_add moves 3 x 64 MB in {va['ts'] * 1e3:.2f} ms: {eff / 1e9:.1f} GB/s, "
                   f"**{bandwidth / eff:.2f}x** below the machine's bandwidth (aim: within 2x"
                   f"{'' if bandwidth / eff <= 2 else '; *missed*'})."]
+    lines += ["", f"Start-up: a Python program that imports torch and Triton takes {startup[0]:.2f} s, and "
+              f"{startup[1]:.2f} s under `tilescope sanitize --` (median of 5, interleaved): "
+              f"**{startup[1] - startup[0]:+.2f} s** (aim: at most +0.3 s)."]
     lines += ["", "## Scheduler: programs that wait on each other", "",
               "tilescope alone (Triton's interpreter runs programs one after another: a program waiting for a later "
               "one never finishes there); kernels in `bench/sched_kernels.py`, outputs checked against the counts "
