@@ -403,12 +403,15 @@ struct Tally {
 };
 
 std::string markdown_table(const json& summary, int k) {
-  std::string s = fmt::format(
+  // pass@k is a column of its own only where k > 1 (pass@1 otherwise).
+  const std::string passk = k > 1 ? fmt::format(" pass@{} |", k) : "";
+  std::string s =
       "| mode | tasks | samples | attempts | cut at max_tokens | JSON | schema-valid | valid | interface | "
       "verified | "
-      "compiled | correct | clean | pass@1 | pass@{} | completion tokens | model s | eval s |\n",
-      k);
-  s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "compiled | correct | clean | pass@1 |" +
+      passk + " completion tokens | model s | eval s |\n";
+  s += std::string("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|") + (k > 1 ? "---|" : "") +
+       "---|---|---|\n";
   for (const auto& item : summary.items()) {
     const std::string& mode = item.key();
     const json& t = item.value();
@@ -418,14 +421,14 @@ std::string markdown_table(const json& summary, int k) {
         return "n/a";
       return t[key].dump();
     };
-    s += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {} | {:.0f} | "
-        "{:.0f} |\n",
-        mode, t["tasks"].dump(), t["samples"].dump(), t["attempts"].dump(), t["truncated"].dump(),
-        stage("json"), stage("schema_valid"), stage("valid"), stage("interface"), stage("verified"),
-        stage("compiled"), stage("correct"), stage("clean"), t["pass@1"].get<double>(),
-        t[fmt::format("pass@{}", k)].get<double>(), t["completion_tokens"].dump(),
-        t["model_seconds"].get<double>(), t["eval_seconds"].get<double>());
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3f} |", mode,
+                     t["tasks"].dump(), t["samples"].dump(), t["attempts"].dump(), t["truncated"].dump(),
+                     stage("json"), stage("schema_valid"), stage("valid"), stage("interface"),
+                     stage("verified"), stage("compiled"), stage("correct"), stage("clean"),
+                     t["pass@1"].get<double>());
+    if (k > 1) s += fmt::format(" {:.3f} |", t[fmt::format("pass@{}", k)].get<double>());
+    s += fmt::format(" {} | {:.0f} | {:.0f} |\n", t["completion_tokens"].dump(),
+                     t["model_seconds"].get<double>(), t["eval_seconds"].get<double>());
   }
   return s;
 }
