@@ -337,19 +337,20 @@ def run_suite(reps=3, cap=60.0, budget=25.0, only=None, quick=False, log=print):
                     stopped[tool] = True
         # A second run of the same program: tilescope's disk cache holds the kernel's TTIR (filled by
         # one untimed run first), so the first launch of the process skips Triton's front end.
-        cache_dir = os.path.join(work, f"ttir-cache-{idx}")
-        cached = []
-        if not stopped["tilescope"] or runs["tilescope"]:
-            measure("tilescope", idx, quick, cap, work, cache_dir)
-            cached = [measure("tilescope", idx, quick, cap, work, cache_dir) for _ in range(len(runs["tilescope"]))]
         row = summarize(case, runs, cap)
-        # Only runs that did hit the cache: their front end (the cache key and the read) is a fraction of
-        # the cold one.
-        cold_fe = row["tools"]["tilescope"].get("frontend")
-        hits = [r for r in cached if "cold" in r and cold_fe and r.get("frontend", cold_fe) < 0.5 * cold_fe]
-        if hits:
-            row["tools"]["tilescope"].update(cached=statistics.median(r["cold"] for r in hits), cached_n=len(hits),
-                                             cached_frontend=statistics.median(r["frontend"] for r in hits))
+        ts = row["tools"]["tilescope"]
+        if ts.get("frontend"):
+            cache_dir = os.path.join(work, f"ttir-cache-{idx}")
+            measure("tilescope", idx, quick, cap, work, cache_dir)
+            cached = [r for r in (measure("tilescope", idx, quick, cap, work, cache_dir) for _ in range(ts["n"]))
+                      if "cold" in r]
+            # Only runs that did hit the cache count: their front end (the cache key and the read) is a
+            # fraction of the cold one.
+            hits = [r for r in cached if r.get("frontend", ts["frontend"]) < 0.5 * ts["frontend"]]
+            ts["cached_runs"] = len(cached)
+            if hits:
+                ts.update(cached=statistics.median(r["cold"] for r in hits), cached_n=len(hits),
+                          cached_frontend=statistics.median(r["frontend"] for r in hits))
         rows.append(row)
         log(format_row(row))
     import shutil

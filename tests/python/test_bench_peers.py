@@ -98,5 +98,5 @@ def test_a_second_run_of_the_program_reads_the_ttir_from_the_disk_cache(result, 
     # The "first, cache warm" column: each of those runs skipped Triton's front end (only the cache key
     # and the read are left of it), so it measures what a second run of the same program waits for.
     ts = result[kernel]["tools"]["tilescope"]
-    assert ts["cached_n"] >= 1
-    assert ts["cached_frontend"] < 0.5 * ts["frontend"]
+    assert ts["cached_runs"] >= 1
+    assert ts.get("cached_n") == ts["cached_runs"], "a run with the disk cache filled ran Triton's front end"
