@@ -47,13 +47,65 @@ const uint8_t* all_ones(int64_t n) {
 // ---------------------------------------------------------------------------------------------
 // Loads and stores
 
+/// Whether addrs[i] == addrs[0] + i·EB for all n lanes: four accumulators of one SIMD register's
+/// lanes each (GCC vector types as wide as the target's registers: wider ones spill).
+template <int EB>
+inline bool contiguous(int64_t n, const uint64_t* a) {
+#ifdef __AVX2__
+  constexpr int64_t kW = 4;
+#else
+  constexpr int64_t kW = 2;
+#endif
+  using V = uint64_t __attribute__((vector_size(kW * 8)));
+  const uint64_t a0 = a[0];
+  V e0;
+  for (int64_t k = 0; k < kW; ++k) e0[k] = a0 + static_cast<uint64_t>(k) * EB;
+  V e1 = e0 + kW * EB, e2 = e0 + 2 * kW * EB, e3 = e0 + 3 * kW * EB;
+  V c0{}, c1{}, c2{}, c3{};
+  int64_t i = 0;
+  for (; i + 4 * kW <= n; i += 4 * kW) {
+    V v0, v1, v2, v3;
+    std::memcpy(&v0, a + i, sizeof v0);
+    std::memcpy(&v1, a + i + kW, sizeof v1);
+    std::memcpy(&v2, a + i + 2 * kW, sizeof v2);
+    std::memcpy(&v3, a + i + 3 * kW, sizeof v3);
+    c0 |= v0 ^ e0;
+    c1 |= v1 ^ e1;
+    c2 |= v2 ^ e2;
+    c3 |= v3 ^ e3;
+    e0 += 4 * kW * EB;
+    e1 += 4 * kW * EB;
+    e2 += 4 * kW * EB;
+    e3 += 4 * kW * EB;
+  }
+  const V c = c0 | c1 | c2 | c3;
+  uint64_t gaps = 0;
+  for (int64_t k = 0; k < kW; ++k) gaps |= c[k];
+  for (; i < n; ++i) gaps |= a[i] ^ (a0 + static_cast<uint64_t>(i) * EB);
+  return gaps == 0;
+}
+
 /// Fast-path test: are all active lanes inside buffer `b` for an access of EB bytes? Also tells
-/// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB) and whether every lane is
-/// active (`dense`: a contiguous, fully active tile is one memcpy). Branch-free over the lanes.
+/// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB) and every lane is active (`dense`:
+/// such a tile is one memcpy). A contiguous tile (the common case: a pointer plus a range) is
+/// recognised first by a cheap pass over the addresses and tested as one byte range, its mask
+/// scanned bytewise; any other tile takes the branch-free pass over the lanes.
 template <int EB, bool M>
 inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& dense) {
   if (b.bytes < static_cast<uint64_t>(EB)) return false;
   const uint64_t lo = b.vbase, span = b.bytes - EB, a0 = a[0];
+  const auto last = static_cast<uint64_t>(n - 1) * EB;
+  if (a[n - 1] - a0 == last) {
+    if (contiguous<EB>(n, a)) {
+      const bool all_active = !M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr;
+      dense = all_active;
+      const uint64_t off0 = a0 - lo;
+      // Every lane inside: the whole range is. Otherwise only the masked-off lanes may be outside
+      // (the last program of a grid): the lane pass below decides.
+      if (off0 <= span && last <= span - off0) return true;
+      if (all_active) return false;
+    }
+  }
   uint64_t outside = 0, gaps = 0, inactive = 0;
   for (int64_t i = 0; i < n; ++i) {
     uint64_t active = M ? static_cast<uint64_t>(m[i] != 0) : 1;
