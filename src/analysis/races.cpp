@@ -736,7 +736,34 @@ struct Races::Impl {
     };
 
     const auto ueb = static_cast<uint32_t>(eb);
-    for (int64_t i = 0; i < e.lanes; ++i) {
+    int64_t from = 0;  // the lanes the loop below still has to see
+    if (e.dense && !scalar) {
+      // The engine found the lanes consecutive, active and in one buffer: the runs are the tile's pieces
+      // on each shadow page, as the loop below would find them lane by lane. Elements aligned to their
+      // size never straddle a page; otherwise the loop does it.
+      int region = -1;
+      std::byte* h = host_of(0, region);
+      if (h && reinterpret_cast<uintptr_t>(h) % ueb == 0) {
+        const uint64_t vbase = mem.buffer(region).vbase;
+        for (; from < e.lanes;) {
+          const auto addr = reinterpret_cast<uintptr_t>(h) + static_cast<uintptr_t>(from) * ueb;
+          const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
+          const int64_t n = std::min<int64_t>(e.lanes - from, (kShadowPageBytes - off) / ueb);
+          const uint64_t va = e.addrs[0] + static_cast<uint64_t>(from) * ueb;
+          run = Run{addr / kShadowPageBytes,
+                    off,
+                    off + static_cast<uint32_t>(n) * ueb,
+                    from,
+                    from + n - 1,
+                    region,
+                    static_cast<int64_t>(va - vbase),
+                    va + static_cast<uint64_t>(n) * ueb};
+          flush_run();
+          from += n;
+        }
+      }
+    }
+    for (int64_t i = from; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
       // The next lanes of a run (no lane is out of bounds, so they are in the run's buffer).
       if (e.addrs[i] == run.vend && i == run.last + 1 && e.bad_lanes == 0 && run.first >= 0 &&

@@ -83,6 +83,9 @@ struct AccessEvent {
   /// Which access of one execution of `op` this is: 0 for the first (a TTIR op makes one access per
   /// execution; an NKI instruction one per operand, nki/nki.h), so 0 marks a new execution.
   int part;
+  /// Every lane is active, inside one buffer, at addrs[0] + i·elem_bytes (the engine's memcpy path):
+  /// observers may treat the lanes as one byte range. False says nothing.
+  bool dense = false;
 };
 
 /// A watched op is about to run (kOpBegin: `results` do not hold its results yet) or has run
