@@ -321,9 +321,11 @@ struct UninitAnalysis::Impl {
   /// The lanes of an access to check or define, as runs of consecutive active lanes at consecutive
   /// addresses inside one tracked allocation: calls f(alloc, byte offset in alloc, bytes, first lane,
   /// lanes, byte offset in the buffer, buffer) with alloc->mu() held. Lanes outside their buffer, masked-off
-  /// lanes and lanes in no tracked allocation are skipped.
+  /// lanes and lanes in no tracked allocation are skipped. `dense`: AccessEvent::dense (the runs are then
+  /// found without a look at each lane).
   template <class F>
-  void runs(int64_t n, const uint64_t* addrs, const uint8_t* mask, bool mask_scalar, int eb, F&& f) {
+  void runs(int64_t n, const uint64_t* addrs, const uint8_t* mask, bool mask_scalar, int eb, bool dense,
+            F&& f) {
     std::unique_lock<std::mutex> held;
     TrackedAllocation* cur = nullptr;
     const auto active = [&](int64_t i) { return !mask || mask[mask_scalar ? 0 : i]; };
@@ -363,6 +365,11 @@ struct UninitAnalysis::Impl {
       int64_t count = 1;
       if (h >= a->host) {  // extend over the following lanes that continue the run
         const auto lo = static_cast<uint64_t>(h - a->host);
+        if (dense) {  // AccessEvent::dense: the lanes go on consecutively, all active, in this buffer
+          const auto fit =
+              static_cast<int64_t>(std::min((a->bytes - lo) / ueb, (w.buffer->bytes - boff) / ueb));
+          count = std::max<int64_t>(1, std::min(n - i, fit));
+        }
         while (i + count < n && active(i + count) && addrs[i + count] == addrs[i + count - 1] + ueb &&
                lo + (static_cast<uint64_t>(count) + 1) * ueb <= a->bytes &&
                boff + (static_cast<uint64_t>(count) + 1) * ueb <= w.buffer->bytes)
@@ -378,12 +385,12 @@ struct UninitAnalysis::Impl {
   /// A read of `n` lanes: undefined ones become findings at `op`; `define` marks them defined after
   /// (an atomic writes what it read).
   void read(const ir::Op* op, ProgramId pid, State& st, int64_t n, const uint64_t* addrs, const uint8_t* mask,
-            bool mask_scalar, int eb, bool define, int part = 0) {
+            bool mask_scalar, int eb, bool define, int part = 0, bool dense = false) {
     st.hits.clear();
     // A later part of an execution (AccessEvent::part) belongs to the execution its part 0 began.
     const int64_t seq = !evidence ? -1 : part > 0 ? st.seq[op] - 1 : st.seq[op]++;
     const auto ueb = static_cast<uint64_t>(eb);
-    runs(n, addrs, mask, mask_scalar, eb,
+    runs(n, addrs, mask, mask_scalar, eb, dense,
          [&](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t lane, int64_t count, uint64_t boff,
              const exec::Buffer& b) {
            if (!a.all_defined(off, len)) {
@@ -580,13 +587,13 @@ void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
   Impl& I = *impl_;
   if (e.kind == exec::AccessKind::load) {
     I.read(e.op, e.pid, *static_cast<State*>(state), e.lanes, e.addrs, e.mask, false, e.elem_bytes, false,
-           e.part);
+           e.part, e.dense);
     return;
   }
   // A store that begins an execution (an NKI instruction writing before it reads) counts it.
   if (e.kind == exec::AccessKind::store && e.part == 0 && I.evidence) static_cast<State*>(state)->seq[e.op]++;
   // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
-  I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes,
+  I.runs(e.lanes, e.addrs, e.mask, false, e.elem_bytes, e.dense,
          [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,
             const exec::Buffer&) { a.define(off, len); });
 }

@@ -43,6 +43,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -850,6 +851,58 @@ void worker_main(Worker& w) {
   tl_worker = nullptr;
 }
 
+/// Programs that never wait for each other (no fibers), on the calling thread and threads.size() - 1
+/// helper threads. The helpers take programs as they come (Launch::next), so the launch does not need
+/// a helper that has not started when the work is done: next to a busy thread pool (torch's OpenMP
+/// workers spin for milliseconds after each op) a new thread can wait that long for a core, and the
+/// calling thread has meanwhile run every program. A helper starts only if the launch is still open
+/// (Gate), and the launch waits only for the helpers that started; one that starts later touches
+/// nothing of the launch (its Worker and Launch are gone) and ends. When the system will not start a
+/// helper (RLIMIT_NPROC, memory), the launch stops, the helpers that started end, and HelperNotStarted
+/// says which one failed.
+struct HelperNotStarted {
+  size_t index;  // in `workers` (0 is the calling thread)
+  std::string why;
+};
+
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false;
+  int running = 0;
+};
+
+void run_helpers(std::vector<Worker>& workers) {
+  auto gate = std::make_shared<Gate>();
+  auto close = [&] {
+    std::unique_lock<std::mutex> g(gate->mu);
+    gate->closed = true;
+    gate->cv.wait(g, [&] { return gate->running == 0; });
+  };
+  size_t started = 1;
+  try {
+    for (; started < workers.size(); ++started) {
+      Worker* w = &workers[started];
+      std::thread([gate, w] {
+        {
+          std::lock_guard<std::mutex> g(gate->mu);
+          if (gate->closed) return;
+          ++gate->running;
+        }
+        worker_main(*w);
+        std::lock_guard<std::mutex> g(gate->mu);
+        if (--gate->running == 0) gate->cv.notify_all();
+      }).detach();
+    }
+  } catch (const std::system_error& e) {
+    workers[0].launch->stop = true;
+    close();
+    throw HelperNotStarted{started, e.what()};
+  }
+  worker_main(workers[0]);
+  close();
+}
+
 }  // namespace
 
 void Program::on_poll(const Step& s, int64_t n, const uint64_t* addrs, const uint8_t* mask,
@@ -1205,6 +1258,14 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   L.waits.workers = threads;
   if (threads == 1) {
     worker_main(workers[0]);
+  } else if (!L.fibers) {
+    try {
+      run_helpers(workers);
+    } catch (const HelperNotStarted& e) {
+      end_launch(LaunchStats{});
+      throw Error(fmt::format("cannot start worker thread {} of {}: {} (ask for fewer threads)", e.index + 1,
+                              threads, e.why));
+    }
   } else {
     std::vector<std::thread> pool;
     try {

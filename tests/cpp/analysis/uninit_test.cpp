@@ -245,6 +245,26 @@ TEST(UninitAnalysis, LoadOfNeverWrittenElementsIsAFinding) {
   EXPECT_FALSE(f.hint.empty());
 }
 
+TEST(UninitAnalysis, ADenseTileOverAnAllocationInsideABufferFindsExactlyItsElements) {
+  // add_tail with n = 128: one dense load of x's 128 elements (every lane active, consecutive). The tracked
+  // allocation is bytes [102, 302) of x, so elements 25 (bytes 100..103) to 75 (bytes 300..303) touch it.
+  std::vector<float> x(128, 1.0f), y(128, 1.0f), out(128, 0.0f);
+  uint64_t id = Definedness::process().track(reinterpret_cast<std::byte*>(x.data()) + 102, 200,
+                                             {"torch.empty", "s.py", 4});
+  exec::Memory mem;
+  int xb = add(mem, x, "x_ptr", ir::Elem::f32);
+  int yb = add(mem, y, "y_ptr", ir::Elem::f32);
+  int ob = add(mem, out, "out_ptr", ir::Elem::f32);
+  auto fs = run(kRoot / "tests/ttir/add_tail.ttir",
+                {exec::Arg::buf(xb), exec::Arg::buf(yb), exec::Arg::buf(ob), exec::Arg::i64(128)}, mem);
+  Definedness::process().forget(id);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].lanes, 51);
+  EXPECT_EQ(fs[0].offset_min, 25);
+  EXPECT_EQ(fs[0].offset_max, 75);
+  EXPECT_EQ(fs[0].first_lanes.front(), 25);
+}
+
 TEST(UninitAnalysis, WhatAKernelStoredIsDefinedForTheNextLaunch) {
   std::vector<float> x(128, 1.0f), y(128, 1.0f), out(128), out2(128);
   uint64_t id =
