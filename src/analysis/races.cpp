@@ -848,8 +848,11 @@ struct Races::Impl {
         e.op->operands.size() > 2 ? static_cast<const uint8_t*>(e.operand(2).data) : nullptr;
     // Fast path: strictly increasing addresses cannot repeat. First over every lane, masked-off ones too
     // (the active ones are then increasing as well; vectorises), then over the active lanes.
+    // (Unsigned order as signed order of the addresses with the top bit flipped: AVX2 compares signed.)
+    const auto order = [](uint64_t a) { return static_cast<int64_t>(a ^ (uint64_t{1} << 63)); };
     uint64_t all_increasing = 1;
-    for (int64_t i = 1; i < n; ++i) all_increasing &= static_cast<uint64_t>(addrs[i] > addrs[i - 1]);
+    for (int64_t i = 1; i < n; ++i)
+      all_increasing &= static_cast<uint64_t>(order(addrs[i]) > order(addrs[i - 1]));
     if (all_increasing) return;
     uint64_t last = 0;
     bool increasing = true, first = true;

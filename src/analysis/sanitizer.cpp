@@ -328,49 +328,13 @@ struct Sanitizer::Impl {
 
   // -- op handlers -------------------------------------------------------------------------------
 
-  bool overflow_any(const OpInfo& o, const void* pa, const void* pb, int64_t n) const {
-    const int32_t* a = static_cast<const int32_t*>(pa);
-    const int32_t* b = static_cast<const int32_t*>(pb);
-    bool bad = false;
-    switch (o.arith) {
-      case Arith::add:
-        for (int64_t i = 0; i < n; ++i) {
-          int64_t r = int64_t{a[i]} + b[i];
-          bad |= r != int32_t(r);
-        }
-        break;
-      case Arith::sub:
-        for (int64_t i = 0; i < n; ++i) {
-          int64_t r = int64_t{a[i]} - b[i];
-          bad |= r != int32_t(r);
-        }
-        break;
-      case Arith::mul:
-        for (int64_t i = 0; i < n; ++i) {
-          int64_t r = int64_t{a[i]} * b[i];
-          bad |= r != int32_t(r);
-        }
-        break;
-      case Arith::shl:
-        for (int64_t i = 0; i < n; ++i) bad |= shl_overflows(a[i], b[i]);
-        break;
-    }
-    return bad;
-  }
-
-  static bool shl_overflows(int32_t a, int32_t b) {
-    if (b < 0 || b >= 32) return a != 0;
-    int64_t r = static_cast<int64_t>(a) * (int64_t{1} << b);
-    return r != static_cast<int32_t>(r);
-  }
-
   bool overflow_lane(const OpInfo& o, const int32_t* a, const int32_t* b, int64_t i) const {
     int64_t r = 0;
     switch (o.arith) {
       case Arith::add: r = int64_t{a[i]} + b[i]; break;
       case Arith::sub: r = int64_t{a[i]} - b[i]; break;
       case Arith::mul: r = int64_t{a[i]} * b[i]; break;
-      case Arith::shl: return shl_overflows(a[i], b[i]);
+      case Arith::shl: return int32_shl_overflows(a[i], b[i]);
     }
     return r != static_cast<int32_t>(r);
   }
@@ -381,7 +345,8 @@ struct Sanitizer::Impl {
     const int64_t n = o.out_n.empty() ? 0 : o.out_n[0];
     bool src = false;
     if (o.source == Source::overflow) {
-      src = overflow_any(o, e.operands[0], e.operands[1], n);
+      src = any_int32_overflow(o.arith, static_cast<const int32_t*>(e.operands[0]),
+                               static_cast<const int32_t*>(e.operands[1]), n);
     } else if (o.source == Source::divzero) {
       ir::Elem de = e.op->operands[1]->type->elem;
       switch (ir::elem_bytes(de)) {

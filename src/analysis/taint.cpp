@@ -287,4 +287,50 @@ TaintPlan build_taint_plan(const ir::Module& m) {
   return plan;
 }
 
+bool int32_shl_overflows(int32_t a, int32_t b) {
+  if (b < 0 || b >= 32) return a != 0;
+  const int64_t r = static_cast<int64_t>(a) * (int64_t{1} << b);
+  return r != static_cast<int32_t>(r);
+}
+
+bool any_int32_overflow(Arith k, const int32_t* a, const int32_t* b, int64_t n) {
+  // add and sub: the wrapped 32-bit result has the wrong sign exactly when the exact one is not an i32
+  // (a sum: both operands' signs differ from the result's; a difference: the operands' signs differ and
+  // the result's differs from a's), so the loops stay in 32-bit lanes.
+  const auto* ua = reinterpret_cast<const uint32_t*>(a);
+  const auto* ub = reinterpret_cast<const uint32_t*>(b);
+  switch (k) {
+    case Arith::add: {
+      uint32_t sign = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint32_t r = ua[i] + ub[i];
+        sign |= (ua[i] ^ r) & (ub[i] ^ r);
+      }
+      return (sign >> 31) != 0;
+    }
+    case Arith::sub: {
+      uint32_t sign = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint32_t r = ua[i] - ub[i];
+        sign |= (ua[i] ^ ub[i]) & (ua[i] ^ r);
+      }
+      return (sign >> 31) != 0;
+    }
+    case Arith::mul: {
+      uint64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = int64_t{a[i]} * b[i];
+        bad |= static_cast<uint64_t>(r != static_cast<int32_t>(r));
+      }
+      return bad != 0;
+    }
+    case Arith::shl: {
+      bool bad = false;
+      for (int64_t i = 0; i < n; ++i) bad |= int32_shl_overflows(a[i], b[i]);
+      return bad;
+    }
+  }
+  return false;
+}
+
 }  // namespace tilescope::analysis

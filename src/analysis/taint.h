@@ -22,6 +22,13 @@ enum class Source : uint8_t { none, masked_load, overflow, divzero };
 /// The i32 operation of an overflow source (arith.addi / subi / muli / shli).
 enum class Arith : uint8_t { add, sub, mul, shl };
 
+/// Whether `a[i] <op> b[i]` overflows i32 for some i < n: the exact result (in 64 bits; a shift as the
+/// multiplication by 2^b, and every shift by b < 0 or b >= 32 of a nonzero a) is not an i32. The sanitizer's
+/// int32-overflow source (README, "Findings"); vectorised, since it runs on every lane of every i32 add.
+bool any_int32_overflow(Arith k, const int32_t* a, const int32_t* b, int64_t n);
+/// The same test for one shift lane.
+bool int32_shl_overflows(int32_t a, int32_t b);
+
 struct OpInfo {
   ir::Taint rule = ir::Taint::none;  // how the op moves poison: its taint rule in the op registry
   bool block = false;                // a load or store through a block pointer (no mask; address sink only)

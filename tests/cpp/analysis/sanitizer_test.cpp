@@ -7,10 +7,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
+#include "taint.h"
 #include "tests/cpp/harness.h"
 
 namespace tilescope::analysis {
@@ -221,6 +224,56 @@ TEST(SanitizerPoison, Int32OverflowIsReportedAtTheMultiplyEvenWhenTheWrappedAddr
   EXPECT_EQ(oob->elements_before, 2147483648LL);
   EXPECT_EQ(oob->elements_past, (1LL << 30) + 15 - 16 + 1);
   EXPECT_EQ(r.findings.size(), 2u) << describe(r.findings);
+}
+
+TEST(SanitizerPoison, Int32OverflowTestMatchesTheExactResult) {
+  // any_int32_overflow against the exact result in 64 bits (and shifts as products by 2^b, every shift of
+  // a nonzero value by b < 0 or b >= 32 overflowing): edge values pairwise, one lane at a time, then random
+  // blocks with at most one overflowing lane at a random position (the vectorised loops' tails too).
+  const std::vector<int32_t> edge = {
+      INT32_MIN, INT32_MIN + 1, -65536,        -2,       -1, 0, 1, 2, 31, 32, 65535,
+      1 << 30,   -(1 << 30),    INT32_MAX - 1, INT32_MAX};
+  auto exact = [](Arith k, int64_t a, int64_t b) -> bool {
+    int64_t r = 0;
+    switch (k) {
+      case Arith::add: r = a + b; break;
+      case Arith::sub: r = a - b; break;
+      case Arith::mul: r = a * b; break;
+      case Arith::shl:
+        if (b < 0 || b >= 32) return a != 0;
+        r = a * (int64_t{1} << b);
+        break;
+    }
+    return r < INT32_MIN || r > INT32_MAX;
+  };
+  int overflows = 0;
+  for (Arith k : {Arith::add, Arith::sub, Arith::mul, Arith::shl})
+    for (int32_t a : edge)
+      for (int32_t b : edge) {
+        const bool want = exact(k, a, b);
+        overflows += want;
+        EXPECT_EQ(any_int32_overflow(k, &a, &b, 1), want) << static_cast<int>(k) << " " << a << " " << b;
+      }
+  EXPECT_GT(overflows, 100);
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const auto k = static_cast<Arith>(trial % 4);
+    const int n = 1 + static_cast<int>(rng() % 70);
+    std::vector<int32_t> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {  // small operands: no overflow
+      a[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % 2001) - 1000;
+      b[static_cast<size_t>(i)] =
+          k == Arith::shl ? static_cast<int32_t>(rng() % 8) : static_cast<int32_t>(rng() % 2001) - 1000;
+    }
+    bool want = false;
+    if (trial % 3 != 0) {  // one lane with edge operands
+      const auto at = static_cast<size_t>(rng() % static_cast<unsigned>(n));
+      a[at] = edge[rng() % edge.size()];
+      b[at] = edge[rng() % edge.size()];
+      want = exact(k, a[at], b[at]);
+    }
+    EXPECT_EQ(any_int32_overflow(k, a.data(), b.data(), n), want) << "trial " << trial;
+  }
 }
 
 TEST(SanitizerPoison, NoOverflowNoFinding) {
