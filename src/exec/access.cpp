@@ -85,13 +85,35 @@ inline bool contiguous(int64_t n, const uint64_t* a) {
   return gaps == 0;
 }
 
+/// The row length R of a tile made of equal rows: every lane active, lanes [k·R, (k + 1)·R) at
+/// consecutive addresses for every k, and each row inside the buffer (lo = its first byte's address,
+/// span = its size less EB). What a 2-D tile of a row-major tensor is (rows at a stride). 0 for any
+/// other tile, and for rows shorter than 4 lanes (the lane pass is as cheap).
+template <int EB, bool M>
+int64_t equal_rows(uint64_t lo, uint64_t span, int64_t n, const uint64_t* a, const uint8_t* m) {
+  constexpr int64_t kMinRow = 4;
+  const uint64_t a0 = a[0];
+  int64_t r = 1;
+  while (r < n && a[r] == a0 + static_cast<uint64_t>(r) * EB) ++r;
+  if (r < kMinRow || r >= n || n % r != 0) return 0;
+  if (M && std::memchr(m, 0, static_cast<size_t>(n)) != nullptr) return 0;
+  const auto row_last = static_cast<uint64_t>(r - 1) * EB;
+  for (int64_t k = 0; k < n; k += r) {
+    const uint64_t off = a[k] - lo;
+    if (off > span || row_last > span - off || !contiguous<EB>(r, a + k)) return 0;
+  }
+  return r;
+}
+
 /// Fast-path test: are all active lanes inside buffer `b` for an access of EB bytes? Also tells
 /// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB) and every lane is active (`dense`:
-/// such a tile is one memcpy). A contiguous tile (the common case: a pointer plus a range) is
-/// recognised first by a cheap pass over the addresses and tested as one byte range, its mask
-/// scanned bytewise; any other tile takes the branch-free pass over the lanes.
+/// such a tile is one memcpy), or whether the tile is rows of `rows` such lanes (equal_rows: one memcpy
+/// per row; 0 otherwise). A contiguous tile (the common case: a pointer plus a range) is recognised
+/// first by a cheap pass over the addresses and tested as one byte range, its mask scanned bytewise;
+/// then a tile of rows; any other tile takes the branch-free pass over the lanes.
 template <int EB, bool M>
-inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& dense) {
+inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& dense,
+                       int64_t& rows) {
   if (b.bytes < static_cast<uint64_t>(EB)) return false;
   const uint64_t lo = b.vbase, span = b.bytes - EB, a0 = a[0];
   const auto last = static_cast<uint64_t>(n - 1) * EB;
@@ -105,6 +127,8 @@ inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint
       if (off0 <= span && last <= span - off0) return true;
       if (all_active) return false;
     }
+  } else if ((rows = equal_rows<EB, M>(lo, span, n, a, m)) > 0) {
+    return true;
   }
   uint64_t outside = 0, gaps = 0, inactive = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -136,12 +160,16 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
   if (n > 0) {
     int r = mem.region(a[0]);
     bool dense = false;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense)) {
+    int64_t rows = 0;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows)) {
       const Buffer& b = mem.buffer(r);
       const std::byte* h = b.host;
       const uint64_t lo = b.vbase;
       if (dense) {
         std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(n) * EB);
+      } else if (rows > 0) {
+        for (int64_t k = 0; k < n; k += rows)
+          std::memcpy(&out[k], h + (a[k] - lo), static_cast<size_t>(rows) * EB);
       } else {
         for (int64_t i = 0; i < n; ++i) {
           if (!M || m[i])
@@ -213,7 +241,8 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
   if (n > 0) {
     int r = mem.region(a[0]);
     bool dense = false;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense)) {
+    int64_t rows = 0;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows)) {
       if (p.watching(r)) [[unlikely]] {
         store_watched<EB, M>(p, n, a, m, src_);
       } else {
@@ -222,6 +251,10 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
         const uint64_t lo = b.vbase;
         if (dense) {
           std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
+        } else if (rows > 0) {
+          // Rows in lane order: where rows overlap, the later row's lanes win, as lane by lane.
+          for (int64_t k = 0; k < n; k += rows)
+            std::memcpy(h + (a[k] - lo), &src[k], static_cast<size_t>(rows) * EB);
         } else {
           // Lanes are written in index order: with duplicate addresses the last active lane wins.
           for (int64_t i = 0; i < n; ++i)

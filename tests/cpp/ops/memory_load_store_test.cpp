@@ -289,6 +289,75 @@ TEST(MemoryStore, ContiguousUnmaskedAndScatteredStores) {
   EXPECT_EQ(h.stats.out_of_bounds, 0);
 }
 
+// Tiles of rows (a 2-D tile of a row-major tensor: rows of consecutive lanes at a stride) against the
+// semantics lane by lane, computed here: a load gives each active lane its element (or `other`), a
+// store writes the active lanes in lane order (a later lane wins), lanes outside the buffer are counted.
+TEST(MemoryTiles, RowsAtAStrideLoadAndStoreLaneByLane) {
+  struct Case {
+    int64_t rows, cols, stride, start;  // elements
+    int masked_lane;                    // -1: every lane active
+  };
+  const std::vector<Case> cases = {
+      {4, 8, 16, 0, -1},   // a 4x8 tile of a 16-wide tensor
+      {8, 4, 5, 3, -1},    // rows of 4 (the shortest that takes the row path) at an odd stride
+      {3, 8, 0, 10, -1},   // the same row three times (a broadcast): the last row's store wins
+      {4, 8, 6, 0, -1},    // rows overlapping by 2
+      {4, 8, 16, 40, -1},  // the last row runs past the end: 4 lanes out of bounds
+      {4, 8, 16, -4, -1},  // the first row starts before the buffer
+      {4, 8, 16, 0, 9},    // one lane masked off
+      {2, 3, 7, 0, -1},    // rows of 3: the lane pass
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.rows << "x" << c.cols << " stride " << c.stride << " at "
+                                    << c.start);
+    constexpr int64_t kElems = 72;
+    const int64_t n = c.rows * c.cols;
+    std::vector<float> host(kElems), ref(kElems);
+    for (int64_t i = 0; i < kElems; ++i)
+      host[static_cast<size_t>(i)] = ref[static_cast<size_t>(i)] = 100.0f + i;
+    Harness h;
+    int x = h.buffer("x", host.data(), kElems, Elem::f32);
+    const uint64_t b = h.mem.vaddr(x);
+    std::vector<uint64_t> addrs;
+    std::vector<uint8_t> mask;
+    std::vector<float> other, vals;
+    std::vector<int64_t> elem;
+    for (int64_t r = 0; r < c.rows; ++r)
+      for (int64_t k = 0; k < c.cols; ++k) {
+        const int64_t e = c.start + r * c.stride + k;
+        elem.push_back(e);
+        addrs.push_back(b + static_cast<uint64_t>(e * 4));
+        mask.push_back(static_cast<int>(addrs.size()) - 1 == c.masked_lane ? 0 : 1);
+        other.push_back(-1.0f - static_cast<float>(addrs.size()));
+        vals.push_back(0.5f + static_cast<float>(addrs.size()));
+      }
+    // The reference, lane by lane.
+    std::vector<float> want_load(static_cast<size_t>(n));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto u = static_cast<size_t>(i);
+      const bool inside = elem[u] >= 0 && elem[u] < kElems;
+      want_load[u] = mask[u] && inside ? ref[static_cast<size_t>(elem[u])] : other[u];
+      bad += mask[u] && !inside;
+    }
+    int p = h.slot_of<uint64_t>(h.ptr_tensor(Elem::f32, {c.rows, c.cols}), addrs);
+    int m = h.slot_of<uint8_t>(h.tensor(Elem::i1, {c.rows, c.cols}), mask);
+    int o = h.slot_of<float>(h.tensor(Elem::f32, {c.rows, c.cols}), other);
+    int r = h.slot(h.tensor(Elem::f32, {c.rows, c.cols}));
+    h.run(h.step(h.op("tt.load"), {p, m, o}, {r}, ops::lower_load));
+    EXPECT_EQ(h.get<float>(r), want_load);
+    EXPECT_EQ(h.stats.out_of_bounds, bad);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto u = static_cast<size_t>(i);
+      if (mask[u] && elem[u] >= 0 && elem[u] < kElems) ref[static_cast<size_t>(elem[u])] = vals[u];
+    }
+    int v = h.slot_of<float>(h.tensor(Elem::f32, {c.rows, c.cols}), vals);
+    h.run(h.step(h.op("tt.store"), {p, v, m}, {}, ops::lower_store));
+    EXPECT_EQ(host, ref);
+    EXPECT_EQ(h.stats.out_of_bounds, 2 * bad);
+  }
+}
+
 TEST(MemoryEvents, NobodyObservingMeansNoEventsButStatsStillCount) {
   Harness h;
   std::vector<float> host = {1};
