@@ -73,7 +73,9 @@ def _remove(key, ref):
             del _entries[key]
 
 
-def _put(owner, host: int, nbytes: int, dtype: str, itemsize: int, name: str) -> None:
+def _put(owner, host: int, nbytes: int, dtype: str, itemsize: int, name) -> None:
+    """Register `owner` (`name`: the text findings use, or a function giving it: made only for an
+    allocation not registered yet, so a known one costs a dict lookup)."""
     key = id(owner)
     with _lock:
         old = _entries.get(key)
@@ -83,6 +85,8 @@ def _put(owner, host: int, nbytes: int, dtype: str, itemsize: int, name: str) ->
         ref = weakref.ref(owner, lambda r, k=key: _remove(k, r))
     except TypeError:
         return  # an object that cannot be weakly referenced cannot be tracked
+    if callable(name):
+        name = name()
     with _lock:
         _entries[key] = (ref, host, nbytes, dtype, itemsize, name)
 
@@ -92,9 +96,10 @@ def _is_numpy(x) -> bool:
     return t.__module__ == "numpy" and t.__name__ == "ndarray"
 
 
-def note(obj, name: str) -> None:
-    """Register the torch CPU tensor or numpy array ``obj`` (a view registers its root) as ``name``.
-    Other objects (CUDA or meta tensors, scalars) are ignored."""
+def note(obj, name) -> None:
+    """Register the torch CPU tensor or numpy array ``obj`` (a view registers its root) as ``name`` (a
+    string, or a function returning it: called only when ``obj`` is not registered yet). Other objects
+    (CUDA or meta tensors, scalars) are ignored."""
     if _is_numpy(obj):
         root = obj
         while _is_numpy(getattr(root, "base", None)):
@@ -174,8 +179,9 @@ def install() -> None:
         if p:
             try:
                 if self.device.type == "cpu":
-                    note(self, f"tensor {_dtype_name(self.dtype)}{list(self.shape)} "
-                               f"(data_ptr() at {_caller(sys._getframe(1))})")
+                    frame = sys._getframe(1)
+                    note(self, lambda: f"tensor {_dtype_name(self.dtype)}{list(self.shape)} "
+                                       f"(data_ptr() at {_caller(frame)})")
             except Exception:  # a tensor subclass without storage: the program's call must not fail
                 pass
         return p

@@ -333,17 +333,22 @@ def launch_stack(limit: int = 16) -> list[str]:
     """'file:line in func' for the user's frames of the current stack, innermost last: frames of
     tilescope, Triton, torch, pytest and the standard library are left out (third-party kernel
     libraries in site-packages are the user's code here)."""
-    skip = _skip_dirs()
     out = []
     frame = sys._getframe(1)
     while frame is not None and len(out) < limit:  # walked directly: no source lines are read
         code = frame.f_code
         f = code.co_filename
-        if not f.startswith("<") and not _skipped(os.path.abspath(f), skip):
+        user = _user_file.get(f)
+        if user is None:
+            user = _user_file[f] = not f.startswith("<") and not _skipped(os.path.abspath(f), _skip_dirs())
+        if user:
             out.append(f"{f}:{frame.f_lineno} in {code.co_name}")
         frame = frame.f_back
     out.reverse()
     return out
+
+
+_user_file: dict[str, bool] = {}  # co_filename -> whether launch_stack keeps its frames
 
 
 def _skipped(path: str, skip) -> bool:

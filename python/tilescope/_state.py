@@ -80,10 +80,21 @@ def launch_limits() -> tuple[int, int]:
     """(threads, max_steps) for ``_native.launch`` from TILESCOPE_THREADS (worker threads, 0 = all cores)
     and TILESCOPE_MAX_STEPS (operations one program may run, 0 = no limit; default: the engine's).
     Raises TilescopeError for a value that is not a number in range (the engine's own checks)."""
+    global _limits
+    env = (os.environ.get("TILESCOPE_THREADS", ""), os.environ.get("TILESCOPE_MAX_STEPS", ""))
+    if _limits is None or _limits[0] != env:
+        _limits = (env, _parse_limits(*env))  # read at each launch, parsed when it changes
+    return _limits[1]
+
+
+_limits = None  # ((TILESCOPE_THREADS, TILESCOPE_MAX_STEPS), launch_limits()) of the last launch
+
+
+def _parse_limits(threads_text: str, steps_text: str) -> tuple[int, int]:
     from . import _native
 
-    threads = _native.parse_threads(os.environ.get("TILESCOPE_THREADS", "").strip() or "0", "TILESCOPE_THREADS")
-    text = os.environ.get("TILESCOPE_MAX_STEPS", "").strip()
+    threads = _native.parse_threads(threads_text.strip() or "0", "TILESCOPE_THREADS")
+    text = steps_text.strip()
     if not text:
         return threads, _native.DEFAULT_MAX_STEPS
     if not text.isdigit():
@@ -243,12 +254,19 @@ def analyses_json(races_on: bool | None = None, uninit: bool = True, num_warps: 
         if num_warps and "num_warps" not in opts:
             opts["num_warps"] = int(num_warps)
         return json.dumps([["profile", opts]])
-    a = [["sanitizer", {"abort_on_first": bool(abort_on_first)}]]
-    if races if races_on is None else races_on:
-        a.append(["races", {}])
-    if uninit and _uninit.enabled:
-        a.append(["uninit", {}])
-    return json.dumps(a)
+    key = (bool(abort_on_first), bool(races if races_on is None else races_on), bool(uninit and _uninit.enabled))
+    text = _analyses_text.get(key)
+    if text is None:
+        a = [["sanitizer", {"abort_on_first": key[0]}]]
+        if key[1]:
+            a.append(["races", {}])
+        if key[2]:
+            a.append(["uninit", {}])
+        text = _analyses_text[key] = json.dumps(a)
+    return text
+
+
+_analyses_text: dict[tuple, str] = {}  # (abort_on_first, races, uninit) -> analyses_json's text
 
 
 def record(findings_json: str, kernel: str, stack: list[str], reports_json: str = "") -> None:

@@ -8,7 +8,6 @@
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -115,24 +114,33 @@ static_assert(sizeof(Page) <= 32);
 constexpr size_t kMaxSegs = 32;
 constexpr size_t kFirstSegs = 2;  // segments a page has room for when it is made
 
-/// Nodes of the page table's radix tree (Races::Impl::page).
-constexpr int kLeafBits = 12, kMidBits = 12, kTopBits = 13;
-struct Leaf {
-  std::array<std::atomic<Page*>, size_t{1} << kLeafBits> p{};
-};
-struct Mid {
-  std::array<std::atomic<Leaf*>, size_t{1} << kMidBits> l{};
+/// A node of the page table's radix tree (Races::Impl::page): 512 children (4 KiB), the next level's
+/// nodes or, in a leaf, pages. Small nodes keep a launch that touches a few pages cheap to set up.
+constexpr int kNodeBits = 9, kTopBits = 10, kLevels = 3;  // 10 + 3 * 9 = 37 key bits
+struct Node {
+  std::array<std::atomic<void*>, size_t{1} << kNodeBits> child{};
 };
 
 /// A part of the page table (Races::Impl): pages, radix table nodes and segment arrays, freed at launch
-/// end; `mu` guards its own containers (a page has its own mutex).
+/// end; `mu` guards its own containers (a page has its own mutex). Nothing is allocated before a page
+/// of the shard is touched.
 struct Shard {
+  static constexpr size_t kPagesPerChunk = 64;
   std::mutex mu;
-  std::deque<Page> store;
-  std::vector<std::unique_ptr<Mid>> mids;
-  std::vector<std::unique_ptr<Leaf>> leaves;
+  std::vector<std::unique_ptr<Page[]>> pages;  // chunks of kPagesPerChunk; the last has `pages_left`
+  size_t pages_left = 0;
+  std::vector<std::unique_ptr<Node>> nodes;
   std::vector<std::unique_ptr<Seg[]>> chunks;  // segment arrays are cut from these
   size_t size = 0, left = 0;                   // chunks.back()'s segments, and the unused ones at its end
+
+  /// A new page (under mu).
+  Page* page() {
+    if (pages_left == 0) {
+      pages.push_back(std::make_unique<Page[]>(kPagesPerChunk));
+      pages_left = kPagesPerChunk;
+    }
+    return &pages.back()[kPagesPerChunk - pages_left--];
+  }
 
   /// Room for `n` (at most kMaxSegs) segments (under mu). Chunks double from 64 to 4096 segments, so a
   /// small launch takes little.
@@ -144,6 +152,13 @@ struct Shard {
     }
     left -= n;
     return chunks.back().get() + (size - left - n);
+  }
+
+  void clear() {
+    pages.clear();
+    nodes.clear();
+    chunks.clear();
+    pages_left = size = left = 0;
   }
 };
 
@@ -265,10 +280,10 @@ struct Races::Impl {
   std::array<int64_t, 3> grid{1, 1, 1};
 
   /// The pages, by key = host address / kShadowPageBytes (47-bit user addresses: 37-bit keys), in a
-  /// three-level radix table of 13 + 12 + 12 key bits whose nodes are created on first touch with a
-  /// compare-and-swap (lookups take no lock); the pages themselves live in deques, in shards by key so
-  /// that threads creating pages seldom wait for each other.
-  std::array<std::atomic<Mid*>, size_t{1} << kTopBits> top{};
+  /// radix table of 10 + 9 + 9 + 9 key bits whose nodes are created on first touch with a
+  /// compare-and-swap (lookups take no lock); nodes and pages live in shards by key so that threads
+  /// creating pages seldom wait for each other.
+  std::array<std::atomic<void*>, size_t{1} << kTopBits> top{};
   static constexpr size_t kShards = 64;
   std::array<Shard, kShards> shards;
   std::atomic<uint64_t> shadow_bytes{0};
@@ -337,36 +352,38 @@ struct Races::Impl {
     return e.prog == s.prog || (!s.vc.empty() && vc_get(s.vc, e.prog) >= e.clock);
   }
 
-  /// The node at `slot`, made (and owned by `own`, under `sh`'s lock) if there is none yet.
-  template <class T>
-  T* node(std::atomic<T*>& slot, std::vector<std::unique_ptr<T>>& own, Shard& sh) {
-    T* n = slot.load(std::memory_order_acquire);
-    if (n) return n;
-    auto fresh = std::make_unique<T>();
-    T* want = fresh.get();
-    if (!slot.compare_exchange_strong(n, want, std::memory_order_acq_rel)) return n;  // another thread's
-    shadow_bytes.fetch_add(sizeof(T));
+  /// The node at `slot`, made (and owned by `sh`, under its lock) if there is none yet.
+  Node* node(std::atomic<void*>& slot, Shard& sh) {
+    void* n = slot.load(std::memory_order_acquire);
+    if (n) return static_cast<Node*>(n);
+    auto fresh = std::make_unique<Node>();
+    void* want = fresh.get();
+    if (!slot.compare_exchange_strong(n, want, std::memory_order_acq_rel))
+      return static_cast<Node*>(n);  // another thread's
+    shadow_bytes.fetch_add(sizeof(Node));
     std::lock_guard<std::mutex> g(sh.mu);
-    own.push_back(std::move(fresh));
-    return want;
+    sh.nodes.push_back(std::move(fresh));
+    return static_cast<Node*>(want);
   }
 
   /// The page of `key`, made on first touch; null past 47-bit addresses (not checked).
   Page* page(uintptr_t key) {
-    if (key >> (kLeafBits + kMidBits + kTopBits)) {  // past 47-bit user addresses: not checked
+    constexpr int kKeyBits = kTopBits + kLevels * kNodeBits;
+    constexpr uintptr_t kNodeMask = (uintptr_t{1} << kNodeBits) - 1;
+    if (key >> kKeyBits) {  // past 47-bit user addresses: not checked
       untracked = true;
       return nullptr;
     }
     Shard& sh = shards[(key * 0x9E3779B97F4A7C15ull) >> 58];
-    Mid* mid = node(top[key >> (kLeafBits + kMidBits)], sh.mids, sh);
-    Leaf* leaf = node(mid->l[(key >> kLeafBits) & ((1u << kMidBits) - 1)], sh.leaves, sh);
-    std::atomic<Page*>& slot = leaf->p[key & ((1u << kLeafBits) - 1)];
-    Page* pg = slot.load(std::memory_order_acquire);
-    if (pg) return pg;
+    Node* n = node(top[key >> (kLevels * kNodeBits)], sh);
+    for (int level = kLevels - 1; level > 0; --level)
+      n = node(n->child[(key >> (level * kNodeBits)) & kNodeMask], sh);
+    std::atomic<void*>& slot = n->child[key & kNodeMask];
+    if (void* pg = slot.load(std::memory_order_acquire)) return static_cast<Page*>(pg);
     std::lock_guard<std::mutex> g(sh.mu);
-    pg = slot.load(std::memory_order_acquire);  // pages are made under the shard's lock: no waste
-    if (pg) return pg;
-    pg = &sh.store.emplace_back();
+    if (void* pg = slot.load(std::memory_order_acquire))  // pages are made under the shard's lock: no waste
+      return static_cast<Page*>(pg);
+    Page* pg = sh.page();
     pg->shard = &sh;
     pg->segs = sh.segs(kFirstSegs);
     pg->cap = kFirstSegs;
@@ -932,14 +949,8 @@ struct Races::Impl {
     shadow_last = shadow_bytes.exchange(0);
     sync_last = sync.size();
     untracked_last = untracked.exchange(false);
-    for (auto& m : top) m.store(nullptr, std::memory_order_relaxed);
-    for (Shard& sh : shards) {
-      sh.store.clear();
-      sh.mids.clear();
-      sh.leaves.clear();
-      sh.chunks.clear();
-      sh.size = sh.left = 0;
-    }
+    for (auto& n : top) n.store(nullptr, std::memory_order_relaxed);
+    for (Shard& sh : shards) sh.clear();
     sync.clear();
   }
 

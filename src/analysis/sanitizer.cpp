@@ -115,7 +115,8 @@ struct Sanitizer::Impl {
 
   const ir::Module& m;
   SanitizerOptions opts;
-  TaintPlan plan;
+  std::shared_ptr<const TaintPlan> plan_kept;  // the module's (Module::derived), or an empty one
+  const TaintPlan& plan;
   unsigned kinds = 0;
   uint32_t static_causes = 0;
   const exec::LaunchContext* launch = nullptr;  // the launch being observed (for request_stop)
@@ -132,8 +133,13 @@ struct Sanitizer::Impl {
   std::vector<Finding> findings;
   SiteMaker sites;
 
-  Impl(const ir::Module& mod, const SanitizerOptions& o) : m(mod), opts(o), sites(mod) {
-    if (opts.poison) plan = build_taint_plan(m);
+  Impl(const ir::Module& mod, const SanitizerOptions& o)
+      : m(mod),
+        opts(o),
+        plan_kept(o.poison ? mod.derived<TaintPlan>([&] { return build_taint_plan(mod); })
+                           : std::make_shared<const TaintPlan>()),
+        plan(*plan_kept),
+        sites(mod) {
     static_causes = static_cast<uint32_t>(plan.causes.size());
     // kProgram always: the per-program state counts each program once per site (note_pid).
     kinds = exec::kOutOfBounds | exec::kAssert | exec::kProgram;

@@ -27,6 +27,7 @@
 #include "tilescope/exec/engine.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -371,6 +372,11 @@ struct Worker {
   const void* home_stack_bottom = nullptr;
   size_t home_stack_size = 0;
   void* tsan_home = nullptr;  // TSan's state for the worker thread itself
+  // The calling thread of a launch whose helpers come only when the work is worth them (run_helpers):
+  // brings them in; the programs it has run alone, since `solo_start`.
+  std::function<void()> call_helpers;
+  int64_t solo_programs = 0;
+  std::chrono::steady_clock::time_point solo_start;
 };
 
 namespace {
@@ -783,9 +789,27 @@ void check_cancel(Launch& L) {
   }
 }
 
+/// A launch's calling thread, running its programs alone: bring the helpers in once the programs left
+/// would take kHelpersWorth at the pace so far (waking a helper and waiting for it at the end costs
+/// tens of microseconds, more than a launch of a few small programs takes).
+constexpr std::chrono::microseconds kHelpersWorth{100};
+
+void maybe_call_helpers(Worker& w) {
+  Launch& L = *w.launch;
+  const int64_t left = L.programs - L.next.load(std::memory_order_relaxed);
+  if (left <= 0) return;
+  ++w.solo_programs;
+  const auto spent = std::chrono::steady_clock::now() - w.solo_start;
+  if (spent * left / w.solo_programs < kHelpersWorth) return;
+  auto call = std::move(w.call_helpers);
+  w.call_helpers = nullptr;
+  call();
+}
+
 void run_direct(Worker& w) {
   Launch& L = *w.launch;
   init_program(w.direct, w.direct_frame, L, w);
+  w.solo_start = std::chrono::steady_clock::now();
   for (;;) {
     check_cancel(L);
     if (L.stop.load(std::memory_order_relaxed)) break;
@@ -793,6 +817,7 @@ void run_direct(Worker& w) {
     if (i >= L.programs) break;
     set_pid(w.direct, L, i);
     run_program(w.direct, L);
+    if (w.call_helpers) maybe_call_helpers(w);
   }
 }
 
@@ -852,14 +877,15 @@ void worker_main(Worker& w) {
 }
 
 /// Programs that never wait for each other (no fibers), on the calling thread and threads.size() - 1
-/// helper threads. The helpers take programs as they come (Launch::next), so the launch does not need
-/// a helper that has not started when the work is done: next to a busy thread pool (torch's OpenMP
-/// workers spin for milliseconds after each op) a new thread can wait that long for a core, and the
-/// calling thread has meanwhile run every program. A helper starts only if the launch is still open
-/// (Gate), and the launch waits only for the helpers that started; one that starts later touches
-/// nothing of the launch (its Worker and Launch are gone) and ends. When the system will not start a
-/// helper (RLIMIT_NPROC, memory), the launch stops, the helpers that started end, and HelperNotStarted
-/// says which one failed.
+/// helpers. The helpers take programs as they come (Launch::next), so the launch does not need a
+/// helper that has not started when the work is done: next to a busy thread pool (torch's OpenMP
+/// workers spin for milliseconds after each op) a helper can wait that long for a core, and the
+/// calling thread has meanwhile run every program. A helper joins only if the launch is still open
+/// (Gate), and the launch waits only for the helpers that joined; one that comes later touches nothing
+/// of the launch (its Worker and Launch are gone). The helpers are threads of a process-wide pool
+/// (HelperPool): starting a thread costs tens of microseconds, more than a launch of a few small
+/// programs. When the thread count was asked for and the system will not start a thread the pool
+/// needs (RLIMIT_NPROC, memory), the launch runs nothing and HelperNotStarted says which helper failed.
 struct HelperNotStarted {
   size_t index;  // in `workers` (0 is the calling thread)
   std::string why;
@@ -872,35 +898,108 @@ struct Gate {
   int running = 0;
 };
 
-void run_helpers(std::vector<Worker>& workers) {
-  auto gate = std::make_shared<Gate>();
-  auto close = [&] {
-    std::unique_lock<std::mutex> g(gate->mu);
-    gate->closed = true;
-    gate->cv.wait(g, [&] { return gate->running == 0; });
+/// Threads kept for the process, each waiting for a task (a Worker of an open launch). Started on
+/// demand, up to the most helpers one launch has asked for; never stopped (they wait on a condition
+/// variable until the process exits). A child of fork() has none of its parent's threads: it gets a
+/// new, empty pool (the parent's, whose lock a thread may have held at the fork, is left alone).
+class HelperPool {
+ public:
+  struct Task {
+    std::shared_ptr<Gate> gate;
+    Worker* worker;
   };
-  size_t started = 1;
-  try {
-    for (; started < workers.size(); ++started) {
-      Worker* w = &workers[started];
-      std::thread([gate, w] {
-        {
-          std::lock_guard<std::mutex> g(gate->mu);
-          if (gate->closed) return;
-          ++gate->running;
-        }
-        worker_main(*w);
-        std::lock_guard<std::mutex> g(gate->mu);
-        if (--gate->running == 0) gate->cv.notify_all();
-      }).detach();
-    }
-  } catch (const std::system_error& e) {
-    workers[0].launch->stop = true;
-    close();
-    throw HelperNotStarted{started, e.what()};
+
+  static HelperPool& get() {
+    static const bool registered = [] {
+      pthread_atfork(nullptr, nullptr, [] { current() = new HelperPool(); });
+      return true;
+    }();
+    (void)registered;
+    return *current();
   }
+
+  /// Have at least `n` threads; throws HelperNotStarted (index k + 1 for the k-th thread) when the
+  /// system will not start one.
+  void reserve(size_t n) {
+    std::lock_guard<std::mutex> g(mu_);
+    while (threads_ < n) {
+      try {
+        std::thread([this] { serve(); }).detach();
+      } catch (const std::system_error& e) {
+        throw HelperNotStarted{threads_ + 1, e.what()};
+      }
+      ++threads_;
+    }
+  }
+
+  void post(std::vector<Task> tasks) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      for (Task& t : tasks) queue_.push_back(std::move(t));
+    }
+    if (tasks.size() == 1)
+      cv_.notify_one();
+    else
+      cv_.notify_all();
+  }
+
+ private:
+  static HelperPool*& current() {
+    static HelperPool* pool = new HelperPool();  // never destroyed: its threads outlive static destructors
+    return pool;
+  }
+
+  void serve() {
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock<std::mutex> g(mu_);
+        cv_.wait(g, [&] { return !queue_.empty(); });
+        t = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      {
+        std::lock_guard<std::mutex> g(t.gate->mu);
+        if (t.gate->closed) continue;  // the launch ended without this helper
+        ++t.gate->running;
+      }
+      worker_main(*t.worker);
+      std::lock_guard<std::mutex> g(t.gate->mu);
+      if (--t.gate->running == 0) t.gate->cv.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  size_t threads_ = 0;
+};
+
+/// `at_once`: the helpers are asked for before the first program (the thread count was asked for);
+/// otherwise only when the calling thread finds the work worth them (maybe_call_helpers), and a
+/// helper the system will not start then leaves the work to the threads there are.
+void run_helpers(std::vector<Worker>& workers, bool at_once) {
+  HelperPool& pool = HelperPool::get();
+  auto gate = std::make_shared<Gate>();
+  auto call = [&pool, &workers, gate] {
+    pool.reserve(workers.size() - 1);
+    std::vector<HelperPool::Task> tasks;
+    for (size_t i = 1; i < workers.size(); ++i) tasks.push_back({gate, &workers[i]});
+    pool.post(std::move(tasks));
+  };
+  if (at_once)
+    call();
+  else
+    workers[0].call_helpers = [call] {
+      try {
+        call();
+      } catch (const HelperNotStarted&) {  // the threads that did start are in the pool: go on without
+      }
+    };
   worker_main(workers[0]);
-  close();
+  std::unique_lock<std::mutex> g(gate->mu);
+  gate->closed = true;
+  gate->cv.wait(g, [&] { return gate->running == 0; });
 }
 
 }  // namespace
@@ -1102,13 +1201,18 @@ int parse_threads(std::string_view text, std::string_view what) {
 }
 
 int64_t default_max_memory() {
-  int64_t total =
-      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
-  // In a container the cgroup's limit is what the kernel enforces ("max": none).
-  std::ifstream cg("/sys/fs/cgroup/memory.max");
-  int64_t limit = 0;
-  if (cg >> limit && limit > 0 && (total <= 0 || limit < total)) total = limit;
-  return total > 0 ? total / 2 : int64_t{4} << 30;
+  // Read once per process (a file read and two system calls: a launch of a few programs must not pay
+  // them each time).
+  static const int64_t half = [] {
+    int64_t total =
+        static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+    // In a container the cgroup's limit is what the kernel enforces ("max": none).
+    std::ifstream cg("/sys/fs/cgroup/memory.max");
+    int64_t limit = 0;
+    if (cg >> limit && limit > 0 && (total <= 0 || limit < total)) total = limit;
+    return total > 0 ? total / 2 : int64_t{4} << 30;
+  }();
+  return half;
 }
 
 void check_grid(const std::array<int64_t, 3>& grid) {
@@ -1197,8 +1301,8 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   if (L.programs == 0) return LaunchStats{};  // an empty grid launches nothing, as on the GPU
 
   L.cancel = opts.cancel;
-  int threads =
-      opts.threads > 0 ? opts.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // read once
+  int threads = opts.threads > 0 ? opts.threads : cores;
   // By default a small grid runs on the calling thread: starting workers costs more than it saves,
   // and next to a busy thread pool (torch's OpenMP workers spin after each op) they wait for a core.
   constexpr int64_t kProgramsPerThread = 8;
@@ -1260,7 +1364,7 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
     worker_main(workers[0]);
   } else if (!L.fibers) {
     try {
-      run_helpers(workers);
+      run_helpers(workers, opts.threads > 0);
     } catch (const HelperNotStarted& e) {
       end_launch(LaunchStats{});
       throw Error(fmt::format("cannot start worker thread {} of {}: {} (ask for fewer threads)", e.index + 1,

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -56,10 +57,31 @@ struct Module::Types {
   std::map<Key, std::unique_ptr<Type>> all;
 };
 
-Module::Module() : types_(std::make_unique<Types>()) {}
+struct Module::Derived {
+  std::mutex mu;
+  std::vector<std::pair<const std::type_info*, std::shared_ptr<const void>>> all;
+};
+
+Module::Module() : types_(std::make_unique<Types>()), derived_(std::make_unique<Derived>()) {}
 Module::~Module() = default;
 Module::Module(Module&&) noexcept = default;
 Module& Module::operator=(Module&&) noexcept = default;
+
+std::shared_ptr<const void> Module::find_derived(const std::type_info& t) const {
+  std::lock_guard<std::mutex> g(derived_->mu);
+  for (const auto& [type, p] : derived_->all)
+    if (*type == t) return p;
+  return nullptr;
+}
+
+std::shared_ptr<const void> Module::keep_derived(const std::type_info& t,
+                                                 std::shared_ptr<const void> p) const {
+  std::lock_guard<std::mutex> g(derived_->mu);
+  for (const auto& [type, q] : derived_->all)
+    if (*type == t) return q;  // another thread made it first
+  derived_->all.emplace_back(&t, p);
+  return p;
+}
 
 const Type* Module::intern(const Type& t) {
   Types::Key k{t.elem, t.shape, t.is_tensor, t.pointee, t.addr_space};

@@ -853,6 +853,38 @@ def test_ctrl_c_stops_one_program_in_an_endless_loop(tmp_path):
     assert "INTERRUPTED" in out, out
 
 
+@tilescope.trace("sanitizer")
+@triton.jit
+def loop_sum_kernel(out_ptr, n):
+    acc = tl.zeros((), dtype=tl.int64)
+    for i in range(n):
+        acc += i
+    tl.store(out_ptr, acc)
+
+
+def test_launch_limits_changed_between_launches_apply_to_the_next_launch(monkeypatch):
+    # TILESCOPE_MAX_STEPS and TILESCOPE_THREADS are read at each launch (the parsed values are kept
+    # only while the variables stay the same).
+    x, y = torch.arange(64, dtype=torch.float32), torch.ones(64)
+    out, total = torch.zeros(64), torch.zeros(1, dtype=torch.int64)
+    monkeypatch.setenv("TILESCOPE_MAX_STEPS", "30")
+    with pytest.raises(tilescope.LaunchError, match="the limit is 30 per program"):
+        loop_sum_kernel[(1,)](total, 100)
+    monkeypatch.setenv("TILESCOPE_MAX_STEPS", "100000")
+    loop_sum_kernel[(1,)](total, 100)
+    assert total.item() == 4950
+    monkeypatch.setenv("TILESCOPE_MAX_STEPS", "lots")
+    with pytest.raises(tilescope.LaunchError, match="TILESCOPE_MAX_STEPS=lots"):
+        add_kernel[(4,)](x, y, out, 64, BLOCK=16)
+    monkeypatch.setenv("TILESCOPE_MAX_STEPS", "10000")
+    monkeypatch.setenv("TILESCOPE_THREADS", "-5")
+    with pytest.raises(tilescope.LaunchError, match="TILESCOPE_THREADS -5"):
+        add_kernel[(4,)](x, y, out, 64, BLOCK=16)
+    monkeypatch.setenv("TILESCOPE_THREADS", "2")
+    add_kernel[(4,)](x, y, out, 64, BLOCK=16)
+    assert torch.equal(out, x + y)
+
+
 def test_step_limit_ends_a_hung_kernel_with_its_python_line(tmp_path):
     s = write(tmp_path, "spin.py", textwrap.dedent(SPIN) + "spin_kernel[(2,)](torch.zeros(1, dtype=torch.int32), out)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}

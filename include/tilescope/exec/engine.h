@@ -65,7 +65,7 @@ struct LaunchOptions {
 };
 
 /// The default LaunchOptions::max_memory: half of the machine's physical memory, or of the cgroup
-/// memory limit (cgroup v2 `memory.max`) when that is lower.
+/// memory limit (cgroup v2 `memory.max`) when that is lower; read at the first call of the process.
 int64_t default_max_memory();
 
 /// Thrown by Engine::launch when LaunchOptions::cancel was set during the launch.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -212,9 +213,24 @@ class Module {
   /// The kernel: the first public function (Triton's get_entry_func_name), or null.
   Function* entry() const;
 
+  /// Data derived from the module once and kept as long as it: an analysis's per-kernel plan, made
+  /// at the first launch and shared by the later ones (exec and analyses never change a module once
+  /// it is read and verified; whoever changes one after a launch must make a new Module). `make()`
+  /// -> T runs on the first call for each T; thread-safe (two first calls may both make one, the
+  /// first stored is kept).
+  template <class T, class Make>
+  std::shared_ptr<const T> derived(Make&& make) const {
+    if (auto p = find_derived(typeid(T))) return std::static_pointer_cast<const T>(p);
+    return std::static_pointer_cast<const T>(keep_derived(typeid(T), std::make_shared<const T>(make())));
+  }
+
  private:
   struct Types;
   std::unique_ptr<Types> types_;
+  struct Derived;
+  std::unique_ptr<Derived> derived_;
+  std::shared_ptr<const void> find_derived(const std::type_info& t) const;
+  std::shared_ptr<const void> keep_derived(const std::type_info& t, std::shared_ptr<const void> p) const;
 };
 
 }  // namespace tilescope::ir

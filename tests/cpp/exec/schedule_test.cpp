@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -231,6 +233,79 @@ TEST(Schedule, CancelStopsProgramsInsideEndlessLoops) {
     });
     EXPECT_THROW(e.launch("k", {Arg::buf(b)}, mem, o), exec::Interrupted) << c.threads;
     setter.join();
+  }
+}
+
+namespace {
+
+// Each program sums 0..n-1 in a loop and writes the sum to out[pid]: n (n - 1) / 2.
+const char* kLoopSum = R"(module {
+  tt.func public @k(%out: !tt.ptr<i64>, %n: i64) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c0) -> (i64)  : i64 {
+      %t = arith.addi %acc, %i : i64
+      scf.yield %t : i64
+    }
+    %pid = tt.get_program_id x : i32
+    %p = tt.addptr %out, %pid : !tt.ptr<i64>, i32
+    tt.store %p, %s : !tt.ptr<i64>
+    tt.return
+  }
+})";
+
+/// The threads the programs of a launch ran on.
+class ThreadsSeen : public exec::Observer {
+ public:
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kProgram, {}, {}}; }
+  void* on_program_begin(exec::ProgramId) override {
+    std::lock_guard<std::mutex> g(mu_);
+    ids_.insert(std::this_thread::get_id());
+    ++programs_;
+    return nullptr;
+  }
+  size_t threads() {
+    std::lock_guard<std::mutex> g(mu_);
+    return ids_.size();
+  }
+  int64_t programs() {
+    std::lock_guard<std::mutex> g(mu_);
+    return programs_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::thread::id> ids_;
+  int64_t programs_ = 0;
+};
+
+}  // namespace
+
+TEST(Schedule, WithTheDefaultThreadCountHelpersJoinOnlyALaunchWorthThem) {
+  // The calling thread starts alone and brings the pool's helpers in once the programs left are worth
+  // them: a long launch (64 programs of 200,000 iterations, tens of milliseconds) runs on more than
+  // one thread where there is more than one core; every program runs once either way.
+  for (int64_t n : {int64_t{3}, int64_t{200000}}) {
+    std::vector<int64_t> out(64, -1);
+    exec::Memory mem;
+    int o = test::add_buffer(mem, out, "out", Elem::i64);
+    ThreadsSeen seen;
+    auto st = test::run_ttir(kLoopSum, {Arg::buf(o), Arg::i64(n)}, mem, {64, 1, 1}, 0, {&seen});
+    EXPECT_EQ(st.programs, 64);
+    EXPECT_EQ(seen.programs(), 64);
+    EXPECT_EQ(out, std::vector<int64_t>(64, n * (n - 1) / 2)) << n;
+    if (n > 3 && std::thread::hardware_concurrency() > 1) {
+      EXPECT_GE(seen.threads(), 2u);
+    }
+  }
+  // Launches one after another reuse the pool's threads; each sees only its own programs.
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<int64_t> out(256, -1);
+    exec::Memory mem;
+    int o = test::add_buffer(mem, out, "out", Elem::i64);
+    auto st = test::run_ttir(kLoopSum, {Arg::buf(o), Arg::i64(1000)}, mem, {256, 1, 1}, rep % 2 ? 2 : 0);
+    EXPECT_EQ(st.programs, 256);
+    EXPECT_EQ(out, std::vector<int64_t>(256, 1000 * 999 / 2)) << rep;
   }
 }
 
