@@ -21,11 +21,19 @@ int Planner::slot(const ir::Value* v) {
   plan_.slots.push_back(SlotInfo{v->type, storage_bytes(*v->type)});
   plan_.slot_value.push_back(v);
   plan_.slot_offset.push_back(0);  // assign_storage places it once its function is lowered
-  // The three per-slot tables grow together.
-  assert(plan_.slot_value.size() == plan_.slots.size() && plan_.slot_offset.size() == plan_.slots.size());
+  plan_.slot_shared.push_back(nullptr);
+  // The four per-slot tables grow together.
+  assert(plan_.slot_value.size() == plan_.slots.size() && plan_.slot_offset.size() == plan_.slots.size() &&
+         plan_.slot_shared.size() == plan_.slots.size());
   assert(plan_.slots.back().bytes >= 0);
   slots_.emplace(v, s);
   return s;
+}
+
+void Planner::share_constant(int s, const std::byte* bytes) {
+  assert(s >= 0 && static_cast<size_t>(s) < plan_.slots.size() &&
+         reinterpret_cast<uintptr_t>(bytes) % 64 == 0);
+  plan_.slot_shared[static_cast<size_t>(s)] = bytes;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,6 +167,7 @@ void Planner::assign_storage(const FunctionPlan& fp) {
   const int64_t base = plan_.frame_bytes;
   int64_t top = base;
   for (int s : live.slots()) {
+    if (plan_.slot_shared[s]) continue;  // read from the plan's constant, not the frame
     while (!held.empty() && held.top().first < live.start(s)) {
       int done = held.top().second;
       held.pop();
@@ -181,7 +190,8 @@ void Planner::assign_storage(const FunctionPlan& fp) {
   // Slots that share bytes have the same size and disjoint intervals (checked in assert builds: ASan,
   // TSan, the fuzzer).
   std::map<int64_t, std::vector<int>> by_offset;
-  for (int s : live.slots()) by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
+  for (int s : live.slots())
+    if (!plan_.slot_shared[s]) by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
   for (const auto& [off, group] : by_offset)
     for (size_t i = 1; i < group.size(); ++i) {
       assert(rounded(plan_.slots[group[i]].bytes) == rounded(plan_.slots[group[0]].bytes));

@@ -99,6 +99,9 @@ struct Plan {
   /// Byte offset of each slot's storage in a frame (64-byte aligned). Slots whose values are never
   /// live at the same time may have the same offset (and then the same storage size).
   std::vector<int64_t> slot_offset;
+  /// Per slot: the read-only bytes every program reads the slot's value from (a constant tile,
+  /// Planner::share_constant), or null: the slot's storage is in the frame, at slot_offset.
+  std::vector<const std::byte*> slot_shared;
 };
 
 /// Lowers functions into a Plan. Used by the op table's `lower` hooks to inspect types and to
@@ -118,6 +121,11 @@ class Planner {
   /// than kMaxNesting, counting the region ops around the call and inside the callee.
   const FunctionPlan& lower_callee(const ir::Op& call, const ir::Function& callee);
   int slot(const ir::Value* v);
+  /// Every program reads slot `s`, the result of a constant op, from `bytes` (64-byte aligned, as many
+  /// as the slot's storage, unchanged while the plan lives) rather than from its frame: the op need not
+  /// write it for each program. Sound because no op writes a slot but its own results (plan.cpp,
+  /// "Storage by liveness") and a constant op's result is written by nothing else.
+  void share_constant(int s, const std::byte* bytes);
   [[noreturn]] void unsupported(const ir::Op& op, const std::string& why) const;
 
  private:
