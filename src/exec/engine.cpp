@@ -1305,10 +1305,12 @@ LaunchStats Engine::launch(const std::string& kernel, const std::vector<Arg>& ar
   L.cancel = opts.cancel;
   static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // read once
   int threads = opts.threads > 0 ? opts.threads : cores;
-  // By default a small grid runs on the calling thread: starting workers costs more than it saves,
-  // and next to a busy thread pool (torch's OpenMP workers spin after each op) they wait for a core.
+  // By default a small grid of fibers runs on the calling thread: starting workers costs more than it
+  // saves, and next to a busy thread pool (torch's OpenMP workers spin after each op) they wait for a
+  // core. Programs that never wait start on the calling thread anyway and bring helpers in only when
+  // the work is worth them (run_helpers).
   constexpr int64_t kProgramsPerThread = 8;
-  if (opts.threads <= 0)
+  if (opts.threads <= 0 && L.fibers)
     threads =
         static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, L.programs / kProgramsPerThread)));
   if (threads > L.programs) threads = static_cast<int>(L.programs);
