@@ -754,29 +754,35 @@ struct Races::Impl {
 
     const auto ueb = static_cast<uint32_t>(eb);
     int64_t from = 0;  // the lanes the loop below still has to see
-    if (e.dense && !scalar) {
-      // The engine found the lanes consecutive, active and in one buffer: the runs are the tile's pieces
-      // on each shadow page, as the loop below would find them lane by lane. Elements aligned to their
-      // size never straddle a page; otherwise the loop does it.
+    if (const int64_t row = e.dense ? e.lanes : e.row_lanes; row > 0 && !scalar) {
+      // The engine found the lanes active, in one buffer, and consecutive (dense) or in rows of
+      // consecutive lanes: the runs are each row's pieces on each shadow page, as the loop below would
+      // find them lane by lane (it joins two rows only when one goes on where the other ends, which a
+      // tile of rows never does: that tile is dense). Elements aligned to their size never straddle a
+      // page; from the first row that is not aligned, the loop does it.
       int region = -1;
-      std::byte* h = host_of(0, region);
-      if (h && reinterpret_cast<uintptr_t>(h) % ueb == 0) {
-        const uint64_t vbase = mem.buffer(region).vbase;
-        for (; from < e.lanes;) {
-          const auto addr = reinterpret_cast<uintptr_t>(h) + static_cast<uintptr_t>(from) * ueb;
-          const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
-          const int64_t n = std::min<int64_t>(e.lanes - from, (kShadowPageBytes - off) / ueb);
-          const uint64_t va = e.addrs[0] + static_cast<uint64_t>(from) * ueb;
-          run = Run{addr / kShadowPageBytes,
-                    off,
-                    off + static_cast<uint32_t>(n) * ueb,
-                    from,
-                    from + n - 1,
-                    region,
-                    static_cast<int64_t>(va - vbase),
-                    va + static_cast<uint64_t>(n) * ueb};
-          flush_run();
-          from += n;
+      std::byte* h0 = host_of(0, region);
+      if (h0) {
+        const exec::Buffer& b = mem.buffer(region);
+        for (; from < e.lanes; from += row) {
+          std::byte* h = b.host + (e.addrs[from] - b.vbase);
+          if (reinterpret_cast<uintptr_t>(h) % ueb != 0) break;
+          for (int64_t lane = from; lane < from + row;) {
+            const auto addr = reinterpret_cast<uintptr_t>(h) + static_cast<uintptr_t>(lane - from) * ueb;
+            const auto off = static_cast<uint32_t>(addr % kShadowPageBytes);
+            const int64_t n = std::min<int64_t>(from + row - lane, (kShadowPageBytes - off) / ueb);
+            const uint64_t va = e.addrs[from] + static_cast<uint64_t>(lane - from) * ueb;
+            run = Run{addr / kShadowPageBytes,
+                      off,
+                      off + static_cast<uint32_t>(n) * ueb,
+                      lane,
+                      lane + n - 1,
+                      region,
+                      static_cast<int64_t>(va - b.vbase),
+                      va + static_cast<uint64_t>(n) * ueb};
+            flush_run();
+            lane += n;
+          }
         }
       }
     }

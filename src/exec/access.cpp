@@ -178,7 +178,7 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
             out[i] = alt(i);
         }
       }
-      report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0, dense);
+      report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0, dense, rows);
       return;
     }
   }
@@ -261,7 +261,7 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
             if (!M || m[i]) std::memcpy(h + (a[i] - lo), &src[i], EB);
         }
       }
-      report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0, dense);
+      report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0, dense, rows);
       return;
     }
   }
@@ -599,7 +599,7 @@ AtomicLanesFn pick_fp(ir::Elem e) {
 // Public entry points
 
 void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
-                 const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense) {
+                 const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense, int64_t row_lanes) {
   if (!p.dispatch) return;
   AccessEvent e{kind,
                 op,
@@ -611,7 +611,8 @@ void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, c
                 bad_lanes,
                 p.memory,
                 0,
-                dense && bad_lanes == 0};
+                dense && bad_lanes == 0,
+                dense || bad_lanes > 0 ? 0 : row_lanes};
   const Dispatch& d = *p.dispatch;
   for (int i : bad_lanes > 0 ? d.out_of_bounds : d.access) d.observers[i]->on_access(e, p.state[i]);
 }

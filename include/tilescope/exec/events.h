@@ -86,6 +86,11 @@ struct AccessEvent {
   /// Every lane is active, inside one buffer, at addrs[0] + i·elem_bytes (the engine's memcpy path):
   /// observers may treat the lanes as one byte range. False says nothing.
   bool dense = false;
+  /// Not dense, but every lane is active and inside one buffer, in rows of `row_lanes` consecutive
+  /// lanes at consecutive addresses (row k: lanes [k·row_lanes, (k+1)·row_lanes), at
+  /// addrs[k·row_lanes] + j·elem_bytes; rows may be anywhere, overlap or repeat; the engine's copy per
+  /// row of a 2-D tile): observers may treat each row as one byte range. 0 says nothing.
+  int64_t row_lanes = 0;
 };
 
 /// A watched op is about to run (kOpBegin: `results` do not hold its results yet) or has run

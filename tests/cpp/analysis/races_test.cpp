@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -50,8 +51,11 @@ int kline(const std::string& needle, const std::string& after = "") {
   return -1;
 }
 
-/// The race detector behind an observer that clears AccessEvent::dense: the detector then finds the runs
-/// of a contiguous tile lane by lane (the reference for its dense path).
+/// Accesses the engine sent as rows of a 2-D tile (AccessEvent::row_lanes), seen by LaneByLane.
+std::atomic<int64_t> g_row_events{0};
+
+/// The race detector behind an observer that clears AccessEvent::dense and row_lanes: the detector then
+/// finds the runs of a contiguous tile or of a tile's rows lane by lane (the reference for those paths).
 struct LaneByLane : exec::Observer {
   Races& r;
   explicit LaneByLane(Races& races) : r(races) {}
@@ -63,8 +67,10 @@ struct LaneByLane : exec::Observer {
   void on_program_end(exec::ProgramId pid, void* st) override { r.on_program_end(pid, st); }
   void on_op_begin(const exec::OpEvent& e, void* st) override { r.on_op_begin(e, st); }
   void on_access(const exec::AccessEvent& e, void* st) override {
+    if (e.row_lanes > 0) ++g_row_events;
     exec::AccessEvent lanes = e;
     lanes.dense = false;
+    lanes.row_lanes = 0;
     r.on_access(lanes, st);
   }
 };
@@ -575,6 +581,54 @@ TEST(RacesSegments, RandomPatternsAgreeWithCells) {
   }
   EXPECT_GT(with_findings, 100);       // the comparison saw races
   EXPECT_LT(with_findings, compared);  // and race-free launches
+}
+
+TEST(RacesSegments, RowsOfATileAgreeWithLaneByLane) {
+  // tile_rows.ttir: an i32 4x8 tile load and an i16 4x8 tile store per program, rows at random strides
+  // (wider than a row, overlapping, repeated with stride 0, across shadow pages), over memory shared by
+  // the programs or in a slice each. The engine sends each tile as rows (AccessEvent::row_lanes) and
+  // the detector cuts the rows into runs at once; the reference sees the same lanes one by one.
+  std::mt19937 rng(777);
+  const int words = 768;  // 3 KiB: 3 or 4 shadow pages
+  int with_findings = 0, race_free = 0;
+  g_row_events = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int programs = 1 + static_cast<int>(rng() % 6);
+    const bool shared = trial % 2 == 1;
+    std::vector<int32_t> params(static_cast<size_t>(programs) * 4);
+    for (int p = 0; p < programs; ++p) {
+      // A tile of 4 rows of 8 at `stride` takes 3 * stride + 8 elements from its offset.
+      auto tile = [&](int lo, int hi) {  // (offset, stride) of a tile inside [lo, hi) elements
+        static constexpr int kStrides[] = {0, 2, 7, 8, 9, 33, 64, 150};
+        int stride = kStrides[rng() % 8];
+        while (stride > 0 && 3 * stride + 8 > hi - lo) stride /= 2;
+        const int room = hi - lo - (3 * stride + 8);
+        return std::make_pair(lo + static_cast<int>(rng() % static_cast<unsigned>(room + 1)), stride);
+      };
+      const int lo = shared ? 0 : p * words / programs, hi = shared ? words : (p + 1) * words / programs;
+      auto [off_a, stride_a] = tile(lo, hi);
+      auto [off_b, stride_b] = tile(2 * lo, 2 * hi);  // i16 elements
+      params[static_cast<size_t>(p) * 4 + 0] = off_a;
+      params[static_cast<size_t>(p) * 4 + 1] = stride_a;
+      params[static_cast<size_t>(p) * 4 + 2] = off_b;
+      params[static_cast<size_t>(p) * 4 + 3] = stride_b;
+    }
+    auto run = [&](bool rows) {
+      std::vector<int32_t> mem_words(words, 0), pr = params;
+      exec::Memory mem;
+      int pb = test::add_buffer(mem, mem_words, "p", ir::Elem::i32);
+      int qb = test::add_buffer(mem, pr, "params", ir::Elem::i32);
+      return fingerprint(
+          detect("tile_rows.ttir", {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, rows));
+    };
+    const std::string ref = run(false);
+    ASSERT_EQ(run(true), ref) << "trial " << trial;
+    with_findings += !ref.empty();
+    race_free += ref.empty();
+  }
+  EXPECT_GT(g_row_events.load(), 300);  // the engine sent the tiles as rows
+  EXPECT_GT(with_findings, 50);
+  EXPECT_GT(race_free, 50);
 }
 
 TEST(RacesSegments, DisjointRunsOnSharedPagesNoRace) {
