@@ -433,11 +433,8 @@ struct Sanitizer::Impl {
     if (idx < 0) return;
     const Shadow* other = o.other >= 0 ? in(st, o, static_cast<size_t>(o.other)) : nullptr;
     bool masked_off = false;
-    if (mask && (o.source == Source::masked_load || other)) {
-      bool all = true;
-      for (int64_t i = 0; i < n; ++i) all &= mask[i] != 0;
-      masked_off = !all;
-    }
+    if (mask && (o.source == Source::masked_load || other))  // masks hold 0 or 1 per lane
+      masked_off = std::memchr(mask, 0, static_cast<size_t>(n)) != nullptr;
     if (!masked_off) return set_clean(st, idx);
     uint32_t* out = out_lanes(st, idx);
     for (int64_t i = 0; i < n; ++i) out[i] = mask[i] ? 0u : (other ? lane_of(*other, i) : o.cause);
