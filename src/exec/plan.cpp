@@ -2,10 +2,12 @@
 #include "plan.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <queue>
 
@@ -30,10 +32,40 @@ int Planner::slot(const ir::Value* v) {
   return s;
 }
 
-void Planner::share_constant(int s, const std::byte* bytes) {
-  assert(s >= 0 && static_cast<size_t>(s) < plan_.slots.size() &&
-         reinterpret_cast<uintptr_t>(bytes) % 64 == 0);
-  plan_.slot_shared[static_cast<size_t>(s)] = bytes;
+namespace {
+
+/// A shared constant's bytes, in read-only pages of their own (Planner::share_constant).
+class SharedBytes {
+ public:
+  explicit SharedBytes(const std::vector<std::byte>& value)
+      : size_(std::max<size_t>(1, (value.size() + 4095) / 4096) * 4096) {
+    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw Error(fmt::format("cannot map {} bytes for a constant", size_));
+    bytes_ = static_cast<std::byte*>(m);
+    std::memcpy(bytes_, value.data(), value.size());
+    mprotect(bytes_, size_, PROT_READ);
+  }
+  ~SharedBytes() { munmap(bytes_, size_); }
+  SharedBytes(const SharedBytes&) = delete;
+  SharedBytes& operator=(const SharedBytes&) = delete;
+  const std::byte* bytes() const { return bytes_; }
+
+ private:
+  size_t size_;
+  std::byte* bytes_ = nullptr;
+};
+
+void shared_constant_step(Program&, const Step&) {}  // the value is in place already
+
+}  // namespace
+
+void Planner::share_constant(Step& s, const std::vector<std::byte>& value) {
+  assert(s.out.size() == 1 &&
+         static_cast<int64_t>(value.size()) == plan_.slots[static_cast<size_t>(s.out[0])].bytes);
+  auto shared = std::make_shared<const SharedBytes>(value);
+  plan_.slot_shared[static_cast<size_t>(s.out[0])] = shared->bytes();
+  s.aux = std::move(shared);
+  s.fn = shared_constant_step;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -121,11 +121,12 @@ class Planner {
   /// than kMaxNesting, counting the region ops around the call and inside the callee.
   const FunctionPlan& lower_callee(const ir::Op& call, const ir::Function& callee);
   int slot(const ir::Value* v);
-  /// Every program reads slot `s`, the result of a constant op, from `bytes` (64-byte aligned, as many
-  /// as the slot's storage, unchanged while the plan lives) rather than from its frame: the op need not
-  /// write it for each program. Sound because no op writes a slot but its own results (plan.cpp,
-  /// "Storage by liveness") and a constant op's result is written by nothing else.
-  void share_constant(int s, const std::byte* bytes);
+  /// Step `s` makes the same `value` (its one result's storage bytes) in every program (a constant, a
+  /// range): the value is made once, in pages mapped read-only (a write would fault rather than change
+  /// it for every program), every program reads the result slot there instead of its frame, and the
+  /// step writes nothing. Sound because no op writes a slot but its own results (plan.cpp, "Storage by
+  /// liveness") and nothing else writes this step's result.
+  void share_constant(Step& s, const std::vector<std::byte>& value);
   [[noreturn]] void unsupported(const ir::Op& op, const std::string& why) const;
 
  private:

@@ -23,7 +23,6 @@
 //   1-ulp routines (vmath.h) or libm here, where the GPU uses approximations (div.full, ex2.approx): a
 //   few ulp of difference is expected (§2.2).
 #include <fmt/format.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -887,29 +886,8 @@ void const_kernel(Program& p, const exec::Step& s) {
   std::memcpy(p.at<std::byte>(s.out[0]), c.bytes.data(), c.bytes.size());
 }
 
-/// A constant of at least kSharedConstantBytes: its value is made once, in pages mapped read-only (a
-/// write would fault rather than change it for every program), and every program reads it there
-/// (Planner::share_constant); its op writes nothing.
+/// A constant tile of at least this many bytes is made once per plan (Planner::share_constant).
 constexpr size_t kSharedConstantBytes = 1024;
-class SharedConst {
- public:
-  explicit SharedConst(const std::vector<std::byte>& value) : size_((value.size() + 4095) / 4096 * 4096) {
-    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw Error(fmt::format("cannot map {} bytes for a constant", size_));
-    bytes_ = static_cast<std::byte*>(m);
-    std::memcpy(bytes_, value.data(), value.size());
-    mprotect(bytes_, size_, PROT_READ);
-  }
-  ~SharedConst() { munmap(bytes_, size_); }
-  SharedConst(const SharedConst&) = delete;
-  SharedConst& operator=(const SharedConst&) = delete;
-  const std::byte* bytes() const { return bytes_; }
-
- private:
-  size_t size_;
-  std::byte* bytes_ = nullptr;
-};
-void shared_const_kernel(Program&, const exec::Step&) {}
 
 void zero_kernel(Program& p, const exec::Step& s) {
   std::memset(p.at<std::byte>(s.out[0]), 0, static_cast<size_t>(s.data<SelectBytes>().bytes));
@@ -1003,13 +981,7 @@ void lower_constant(const Op& op, Planner& p, Step& s) {
     const uint64_t bits = scalar_bits(op, p, *a, t.elem);
     for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, &bits, eb);  // little endian
   }
-  if (t.is_tensor && data->bytes.size() >= kSharedConstantBytes) {
-    auto shared = std::make_shared<SharedConst>(data->bytes);
-    p.share_constant(s.out[0], shared->bytes());
-    s.aux = shared;
-    s.fn = shared_const_kernel;
-    return;
-  }
+  if (t.is_tensor && data->bytes.size() >= kSharedConstantBytes) return p.share_constant(s, data->bytes);
   s.aux = data;
   s.fn = const_kernel;
 }

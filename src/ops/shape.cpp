@@ -488,6 +488,14 @@ void lower_make_range(const Op& op, Planner& p, Step& s) {
   int64_t start = int_attr(op, p, "start", 0, true);
   int64_t end = int_attr(op, p, "end", 0, true);
   if (end - start != s.n) p.unsupported(op, "end - start does not match the result size");
+  if (s.n >= 256) {  // the same range in every program: made once (1 KiB or more)
+    std::vector<std::byte> value(static_cast<size_t>(s.n) * 4);
+    for (int64_t i = 0; i < s.n; ++i) {
+      const auto v = static_cast<int32_t>(static_cast<uint32_t>(start) + static_cast<uint32_t>(i));
+      std::memcpy(value.data() + i * 4, &v, 4);
+    }
+    return p.share_constant(s, value);
+  }
   s.aux = std::make_shared<int32_t>(static_cast<int32_t>(start));
   s.fn = &make_range_run;
 }
