@@ -127,6 +127,9 @@ class Planner {
   /// step writes nothing. Sound because no op writes a slot but its own results (plan.cpp, "Storage by
   /// liveness") and nothing else writes this step's result.
   void share_constant(Step& s, const std::vector<std::byte>& value);
+  /// Values of at least this many bytes are worth sharing (a smaller copy per program costs less than
+  /// a page of its own).
+  static constexpr int64_t kSharedConstantBytes = 1024;
   [[noreturn]] void unsupported(const ir::Op& op, const std::string& why) const;
 
  private:

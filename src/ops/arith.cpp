@@ -886,9 +886,6 @@ void const_kernel(Program& p, const exec::Step& s) {
   std::memcpy(p.at<std::byte>(s.out[0]), c.bytes.data(), c.bytes.size());
 }
 
-/// A constant tile of at least this many bytes is made once per plan (Planner::share_constant).
-constexpr size_t kSharedConstantBytes = 1024;
-
 void zero_kernel(Program& p, const exec::Step& s) {
   std::memset(p.at<std::byte>(s.out[0]), 0, static_cast<size_t>(s.data<SelectBytes>().bytes));
 }
@@ -981,7 +978,7 @@ void lower_constant(const Op& op, Planner& p, Step& s) {
     const uint64_t bits = scalar_bits(op, p, *a, t.elem);
     for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, &bits, eb);  // little endian
   }
-  if (t.is_tensor && data->bytes.size() >= kSharedConstantBytes) return p.share_constant(s, data->bytes);
+  if (t.is_tensor && numel * eb >= Planner::kSharedConstantBytes) return p.share_constant(s, data->bytes);
   s.aux = data;
   s.fn = const_kernel;
 }

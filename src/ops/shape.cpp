@@ -308,11 +308,14 @@ exec::KernelFn histogram_kernel(ir::Elem e) {
 // ---------------------------------------------------------------------------------------------
 // make_range, program ids
 
-void make_range_run(Program& p, const Step& s) {
-  const int32_t start = s.data<int32_t>();
-  int32_t* o = p.at<int32_t>(s.out[0]);
-  for (int64_t i = 0; i < s.n; ++i)
+/// Lanes start, start + 1, ... of a tt.make_range into `o` (n lanes; i32 arithmetic wraps).
+void fill_range(int32_t start, int64_t n, int32_t* o) {
+  for (int64_t i = 0; i < n; ++i)
     o[i] = static_cast<int32_t>(static_cast<uint32_t>(start) + static_cast<uint32_t>(i));
+}
+
+void make_range_run(Program& p, const Step& s) {
+  fill_range(s.data<int32_t>(), s.n, p.at<int32_t>(s.out[0]));
 }
 
 template <int Axis>
@@ -488,12 +491,11 @@ void lower_make_range(const Op& op, Planner& p, Step& s) {
   int64_t start = int_attr(op, p, "start", 0, true);
   int64_t end = int_attr(op, p, "end", 0, true);
   if (end - start != s.n) p.unsupported(op, "end - start does not match the result size");
-  if (s.n >= 256) {  // the same range in every program: made once (1 KiB or more)
-    std::vector<std::byte> value(static_cast<size_t>(s.n) * 4);
-    for (int64_t i = 0; i < s.n; ++i) {
-      const auto v = static_cast<int32_t>(static_cast<uint32_t>(start) + static_cast<uint32_t>(i));
-      std::memcpy(value.data() + i * 4, &v, 4);
-    }
+  if (s.n * 4 >= Planner::kSharedConstantBytes) {  // the same range in every program: made once
+    std::vector<int32_t> lanes(static_cast<size_t>(s.n));
+    fill_range(static_cast<int32_t>(start), s.n, lanes.data());
+    std::vector<std::byte> value(lanes.size() * 4);
+    std::memcpy(value.data(), lanes.data(), value.size());
     return p.share_constant(s, value);
   }
   s.aux = std::make_shared<int32_t>(static_cast<int32_t>(start));
