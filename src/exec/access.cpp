@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -384,6 +386,152 @@ StoreLanesFn pick_store_eb(bool mask, bool atomic) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Pointer tiles in affine form (tt.addptr(tt.splat(base), offsets), fused at plan time)
+
+/// Whether offs[i] == offs[0] + i for all n lanes with no wraparound in the offsets' type, so that the
+/// sign-extended offsets, and the lanes' addresses, are consecutive too. Compared in the unsigned type
+/// (8 lanes of i32 per AVX2 compare).
+template <class Off>
+bool consecutive(int64_t n, const Off* o) {
+  using U = std::make_unsigned_t<Off>;
+  if (n - 1 > static_cast<int64_t>(std::numeric_limits<Off>::max())) return false;
+  if (o[0] > std::numeric_limits<Off>::max() - static_cast<Off>(n - 1)) return false;
+  const U u0 = static_cast<U>(o[0]);
+  // Two accumulators of one SIMD register's lanes each, as contiguous().
+#ifdef __AVX2__
+  constexpr int kBytes = 32;
+#else
+  constexpr int kBytes = 16;
+#endif
+  using V32 = uint32_t __attribute__((vector_size(kBytes)));
+  using V64 = uint64_t __attribute__((vector_size(kBytes)));
+  using V = std::conditional_t<sizeof(U) == 4, V32, V64>;
+  constexpr int64_t kW = kBytes / sizeof(U);
+  V e0, step;
+  for (int64_t k = 0; k < kW; ++k) {
+    e0[k] = static_cast<U>(u0 + static_cast<U>(k));
+    step[k] = static_cast<U>(2 * kW);
+  }
+  V e1 = e0 + static_cast<U>(kW), c0{}, c1{};
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    V v0, v1;
+    std::memcpy(&v0, o + i, sizeof v0);
+    std::memcpy(&v1, o + i + kW, sizeof v1);
+    c0 |= v0 ^ e0;
+    c1 |= v1 ^ e1;
+    e0 += step;
+    e1 += step;
+  }
+  const V c = c0 | c1;
+  U gaps = 0;
+  for (int64_t k = 0; k < kW; ++k) gaps |= c[k];
+  for (; i < n; ++i) gaps |= static_cast<U>(o[i]) ^ static_cast<U>(u0 + static_cast<U>(i));
+  return gaps == 0;
+}
+
+/// Lane i's address: base + offs[i]·EB (tt.addptr: sign-extended offset, 64-bit wraparound).
+template <int EB, class Off>
+uint64_t lane_address(uint64_t base, Off off) {
+  return base + (static_cast<uint64_t>(static_cast<int64_t>(off)) << std::countr_zero(unsigned{EB}));
+}
+
+/// Where the EB-byte lanes base + offs[i]·EB lie when they are one range inside one buffer: the range's
+/// first host byte, its buffer in `region`; null otherwise (not consecutive, or not all inside).
+template <int EB, class Off>
+std::byte* affine_range(const Memory& mem, int64_t n, uint64_t base, const Off* offs, int& region) {
+  if (n <= 0 || !consecutive(n, offs)) return nullptr;
+  const uint64_t a0 = lane_address<EB>(base, offs[0]);
+  region = mem.region(a0);
+  if (region < 0) return nullptr;
+  const Buffer& b = mem.buffer(region);
+  if (b.bytes < static_cast<uint64_t>(EB)) return nullptr;
+  const uint64_t span = b.bytes - EB, off0 = a0 - b.vbase, last = static_cast<uint64_t>(n - 1) * EB;
+  if (off0 > span || last > span - off0) return nullptr;
+  return b.host + off0;
+}
+
+/// The lane addresses, in scratch, for the general path.
+template <int EB, class Off>
+const uint64_t* affine_lanes(int64_t n, uint64_t base, const Off* offs) {
+  uint64_t* a = scratch_addrs(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = lane_address<EB>(base, offs[i]);
+  return a;
+}
+
+// No observer sees these accesses' addresses (kSeesAddresses): a clean access reports nothing
+// (report_access would emit no event and count no bad lane), so the fast paths report nothing.
+
+template <int EB, bool M, Fill F, class Off>
+void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, const uint8_t* m,
+                 const void* other, void* out_) {
+  static_assert(F != Fill::splat, "fused loads fill from `other` or with 0");
+  using T = uint_t<EB>;
+  assert(!(p.observed & kSeesAddresses));
+  const Off* offs = static_cast<const Off*>(offs_);
+  int region = -1;
+  if (const std::byte* h = affine_range<EB>(*p.memory, n, base, offs, region)) {
+    T* out = static_cast<T*>(out_);
+    if (!M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr) {
+      std::memcpy(out, h, static_cast<size_t>(n) * EB);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        if (m[i])
+          std::memcpy(&out[i], h + i * EB, EB);
+        else
+          out[i] = F == Fill::per_lane ? static_cast<const T*>(other)[i] : T{0};
+      }
+    }
+    return;
+  }
+  load_lanes<EB, M, F>(p, op, n, affine_lanes<EB>(n, base, offs), m, other, 0, out_);
+}
+
+template <int EB, bool M, class Off>
+void store_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, const uint8_t* m,
+                  const void* src_) {
+  using T = uint_t<EB>;
+  assert(!(p.observed & kSeesAddresses));
+  const Off* offs = static_cast<const Off*>(offs_);
+  int region = -1;
+  std::byte* h = affine_range<EB>(*p.memory, n, base, offs, region);
+  if (h && !p.watching(region)) {
+    const T* src = static_cast<const T*>(src_);
+    if (!M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr) {
+      std::memcpy(h, src, static_cast<size_t>(n) * EB);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        if (m[i]) std::memcpy(h + i * EB, &src[i], EB);
+    }
+    return;
+  }
+  store_lanes<EB, M>(p, op, n, affine_lanes<EB>(n, base, offs), m, src_);
+}
+
+template <int EB, class Off>
+LoadAffineFn pick_load_affine_off(bool mask, Fill fill) {
+  if (fill == Fill::per_lane)
+    return mask ? load_affine<EB, true, Fill::per_lane, Off> : load_affine<EB, false, Fill::per_lane, Off>;
+  if (fill == Fill::zero)
+    return mask ? load_affine<EB, true, Fill::zero, Off> : load_affine<EB, false, Fill::zero, Off>;
+  return nullptr;
+}
+
+template <int EB>
+LoadAffineFn pick_load_affine_eb(int offset_bytes, bool mask, Fill fill) {
+  if (offset_bytes == 4) return pick_load_affine_off<EB, int32_t>(mask, fill);
+  if (offset_bytes == 8) return pick_load_affine_off<EB, int64_t>(mask, fill);
+  return nullptr;
+}
+
+template <int EB>
+StoreAffineFn pick_store_affine_eb(int offset_bytes, bool mask) {
+  if (offset_bytes == 4) return mask ? store_affine<EB, true, int32_t> : store_affine<EB, false, int32_t>;
+  if (offset_bytes == 8) return mask ? store_affine<EB, true, int64_t> : store_affine<EB, false, int64_t>;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Atomics
 
 constexpr bool is_fp(ir::Elem e) {
@@ -645,6 +793,26 @@ StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask, bool atomic) {
     case 2: return pick_store_eb<2>(has_mask, atomic);
     case 4: return pick_store_eb<4>(has_mask, atomic);
     case 8: return pick_store_eb<8>(has_mask, atomic);
+    default: return nullptr;
+  }
+}
+
+LoadAffineFn pick_load_affine(int elem_bytes, int offset_bytes, bool has_mask, Fill fill) {
+  switch (elem_bytes) {
+    case 1: return pick_load_affine_eb<1>(offset_bytes, has_mask, fill);
+    case 2: return pick_load_affine_eb<2>(offset_bytes, has_mask, fill);
+    case 4: return pick_load_affine_eb<4>(offset_bytes, has_mask, fill);
+    case 8: return pick_load_affine_eb<8>(offset_bytes, has_mask, fill);
+    default: return nullptr;
+  }
+}
+
+StoreAffineFn pick_store_affine(int elem_bytes, int offset_bytes, bool has_mask) {
+  switch (elem_bytes) {
+    case 1: return pick_store_affine_eb<1>(offset_bytes, has_mask);
+    case 2: return pick_store_affine_eb<2>(offset_bytes, has_mask);
+    case 4: return pick_store_affine_eb<4>(offset_bytes, has_mask);
+    case 8: return pick_store_affine_eb<8>(offset_bytes, has_mask);
     default: return nullptr;
   }
 }

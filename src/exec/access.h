@@ -67,6 +67,27 @@ using StoreLanesFn = void (*)(Program& p, const ir::Op* op, int64_t n, const uin
 LoadLanesFn pick_load_lanes(int elem_bytes, bool has_mask, Fill fill, bool atomic = false);
 StoreLanesFn pick_store_lanes(int elem_bytes, bool has_mask, bool atomic = false);
 
+/// Event kinds through which an observer sees lane addresses or the values of pointer tiles (accesses,
+/// op operands and results). A launch with such an observer runs every step as written; one without
+/// runs the fused form of loads and stores through tt.addptr(tt.splat(base), offsets) (ops::
+/// fuse_addresses), which never makes the pointer tile.
+constexpr unsigned kSeesAddresses = kAccess | kOpBegin | kOpResult;
+
+/// A fused tt.load: `n` lanes of `elem_bytes` at base + offs[i]·elem_bytes (offs: the addptr's i32 or
+/// i64 offsets, sign-extended; 64-bit wraparound, reference §1.2). The same values, stats and
+/// out-of-bounds events as the LoadLanesFn on those addresses. Offsets offs[0] + i (no wraparound)
+/// whose range lies in one buffer are one range check and a copy; other tiles have their addresses
+/// made in scratch and take the LoadLanesFn. Only where no observer sees addresses (kSeesAddresses).
+using LoadAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
+                              const uint8_t* mask, const void* other, void* out);
+/// A fused tt.store, as LoadAffineFn (a buffer where parked programs wait takes the StoreLanesFn).
+using StoreAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
+                               const uint8_t* mask, const void* src);
+/// The fused lane kernel for an element size (1, 2, 4, 8) and offset size (4: i32, 8: i64); null for
+/// others. Loads fill masked-off lanes with 0 or `other` (Fill::zero, Fill::per_lane; null for splat).
+LoadAffineFn pick_load_affine(int elem_bytes, int offset_bytes, bool has_mask, Fill fill);
+StoreAffineFn pick_store_affine(int elem_bytes, int offset_bytes, bool has_mask);
+
 /// Read-modify-write kinds: tt.atomic_rmw (RMWOp, reference §1.9) plus the descriptor_reduce kinds
 /// inc and dec (PTX red.inc / red.dec: inc gives old >= v ? 0 : old + 1, dec gives
 /// old == 0 || old > v ? v : old - 1, unsigned).

@@ -139,6 +139,7 @@ class Liveness {
         const int64_t s_end = t_++;
         end_level(s_end);
         for (int i : s.in) use(i, depth, s_end);
+        for (int i : s.reads) use(i, depth, s_end);
       }
       const int64_t t = t_++;
       const Terminator& term = b.term;
@@ -263,6 +264,7 @@ const FunctionPlan& Planner::lower(const ir::Function& fn) {
   fp->depth = fn_depth_;
   nesting_ = nesting;
   fn_depth_ = fn_depth;
+  ops::fuse_addresses(*fp);
   assign_storage(*fp);
   auto& slot_ref = plan_.functions[&fn];
   slot_ref = std::move(fp);

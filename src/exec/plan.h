@@ -64,6 +64,9 @@ struct Step {
   const ir::Op* op = nullptr;
   std::vector<int> in;   // operand slots, in op operand order
   std::vector<int> out;  // result slots
+  /// Slots the step's kernel reads besides its operands (a plan pass fused other steps' work into it:
+  /// ops::fuse_addresses); live until the step ends, like operands.
+  std::vector<int> reads;
   std::vector<const ir::Type*> in_types, out_types;
   int64_t n = 0;  // elements of result 0 (of operand 0 when the op has no result)
   std::vector<RegionPlan> regions;

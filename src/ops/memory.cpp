@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "access.h"
@@ -158,6 +159,10 @@ struct LoadAux {
   int mask = -1, other = -1;  // operand positions, -1 when absent
   int eb = 0;                 // element bytes
   bool vol = false;
+  // Fused (fuse_addresses): the lanes are base + offsets·eb, base and offsets being the slots of the
+  // splat's scalar pointer and the addptr's offset tile (Step::reads).
+  exec::LoadAffineFn affine = nullptr;
+  int base = -1, offsets = -1;
 };
 
 void load_kernel(Program& p, const Step& s) {
@@ -173,12 +178,47 @@ struct StoreAux {
   exec::StoreLanesFn fn;
   int64_t n;
   int mask = -1;
+  exec::StoreAffineFn affine = nullptr;  // fused, as LoadAux
+  int base = -1, offsets = -1;
 };
 
 void store_kernel(Program& p, const Step& s) {
   const auto& x = s.data<StoreAux>();
   x.fn(p, s.op, x.n, p.at<uint64_t>(s.in[0]), x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
        p.slot[s.in[1]]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fused pointer tiles (fuse_addresses): a tt.load / tt.store through tt.addptr(tt.splat(base),
+// offsets) whose pointer tile nothing else reads. Where an observer sees addresses or pointer values
+// (exec::kSeesAddresses) every step runs as written; otherwise the splat and the addptr make nothing
+// and the access computes its lanes from base and offsets (exec::LoadAffineFn).
+
+void load_fused_kernel(Program& p, const Step& s) {
+  if (p.observed & exec::kSeesAddresses) return load_kernel(p, s);
+  const auto& x = s.data<LoadAux>();
+  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets],
+           x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
+           x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, p.slot[s.out[0]]);
+}
+
+void store_fused_kernel(Program& p, const Step& s) {
+  if (p.observed & exec::kSeesAddresses) return store_kernel(p, s);
+  const auto& x = s.data<StoreAux>();
+  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets],
+           x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr, p.slot[s.in[1]]);
+}
+
+/// The tt.splat of a pointer whose every user is a fused addptr.
+void splat_unless_fused(Program& p, const Step& s) {
+  if (p.observed & exec::kSeesAddresses) std::fill_n(p.at<uint64_t>(s.out[0]), s.n, *p.at<uint64_t>(s.in[0]));
+}
+
+/// A tt.addptr whose pointer tile only fused accesses read; its pointer operand is a splat, so lane 0
+/// is every lane's base.
+template <class Off>
+void addptr_unless_fused(Program& p, const Step& s) {
+  if (p.observed & exec::kSeesAddresses) addptr_kernel<Off, true, false>(p, s);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -728,6 +768,85 @@ void lower_desc_scatter(const Op& op, Planner& p, Step& s) {
   if (!x.store) p.unsupported(op, "element type");
   s.fn = desc_store_kernel<desc_rows_lanes>;
   s.aux = make_aux(x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan pass: fused pointer tiles
+
+void fuse_addresses(exec::FunctionPlan& fp) {
+  using ir::Opcode;
+  // Every step of the function (regions included), who writes each slot, and how many reads each slot
+  // has (operands, fused reads, terminators).
+  std::vector<Step*> steps;
+  std::unordered_map<int, Step*> def;
+  std::unordered_map<int, int> reads;
+  auto walk = [&](auto& self, exec::RegionPlan& r) -> void {
+    for (exec::BlockPlan& b : r.blocks) {
+      for (Step& st : b.steps) {
+        steps.push_back(&st);
+        for (int o : st.out) def[o] = &st;
+        for (int i : st.in) reads[i]++;
+        for (int i : st.reads) reads[i]++;
+        for (exec::RegionPlan& sub : st.regions) self(self, sub);
+      }
+      for (int i : b.term.operands) reads[i]++;
+      if (b.term.cond >= 0) reads[b.term.cond]++;
+      for (const auto& ops : b.term.target_operands)
+        for (int i : ops) reads[i]++;
+    }
+  };
+  walk(walk, fp.body);
+  auto made_by = [&](int slot, Opcode code) -> Step* {
+    auto it = def.find(slot);
+    return it != def.end() && it->second->op->code() == code ? it->second : nullptr;
+  };
+
+  // Loads and stores through addptr(splat(scalar pointer), i32 / i64 offset tile), per pointer tile.
+  std::unordered_map<int, std::vector<Step*>> through;
+  for (Step* st : steps) {
+    const Opcode c = st->op->code();
+    if (!(c == Opcode::tt_load && st->fn == load_kernel && !st->data<LoadAux>().vol) &&
+        !(c == Opcode::tt_store && st->fn == store_kernel))
+      continue;
+    const Step* a = made_by(st->in[0], Opcode::tt_addptr);
+    if (!a || !a->in_types[0]->is_tensor || !a->in_types[1]->is_tensor) continue;
+    const Elem oe = a->in_types[1]->elem;
+    const Step* sp = made_by(a->in[0], Opcode::tt_splat);
+    if ((oe != Elem::i32 && oe != Elem::i64) || !sp || sp->in_types[0]->is_tensor) continue;
+    through[st->in[0]].push_back(st);
+  }
+
+  std::unordered_map<int, int> fused_addptrs;  // splat slot -> its addptrs made only when observed
+  for (auto& [ptr, accesses] : through) {
+    if (static_cast<int>(accesses.size()) != reads[ptr]) continue;  // something else reads the tile
+    Step& a = *def[ptr];
+    const Step& sp = *def[a.in[0]];
+    const int ob = ir::elem_bytes(a.in_types[1]->elem);
+    for (Step* st : accesses) {
+      st->reads = {sp.in[0], a.in[1]};
+      if (st->op->code() == Opcode::tt_load) {
+        LoadAux x = st->data<LoadAux>();
+        x.affine = exec::pick_load_affine(x.eb, ob, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero);
+        x.base = sp.in[0];
+        x.offsets = a.in[1];
+        st->aux = make_aux(x);
+        st->fn = load_fused_kernel;
+        assert(x.affine && "lower_load checked the element size");
+      } else {
+        StoreAux x = st->data<StoreAux>();
+        x.affine = exec::pick_store_affine(ir::elem_bytes(st->in_types[1]->elem), ob, x.mask >= 0);
+        x.base = sp.in[0];
+        x.offsets = a.in[1];
+        st->aux = make_aux(x);
+        st->fn = store_fused_kernel;
+        assert(x.affine && "lower_store checked the element size");
+      }
+    }
+    a.fn = ob == 4 ? addptr_unless_fused<int32_t> : addptr_unless_fused<int64_t>;
+    fused_addptrs[a.in[0]]++;
+  }
+  for (auto [splat, n] : fused_addptrs)
+    if (n == reads[splat]) def[splat]->fn = splat_unless_fused;
 }
 
 }  // namespace tilescope::ops

@@ -8,6 +8,7 @@
 namespace tilescope::exec {
 class Planner;
 struct Step;
+struct FunctionPlan;
 }  // namespace tilescope::exec
 
 namespace tilescope::ops {
@@ -18,5 +19,13 @@ using LowerFn = void (*)(const ir::Op&, exec::Planner&, exec::Step&);
 LowerFn lowering(ir::Opcode code);
 /// Give an op that a dialect registered (ir::register_op) its lowering hook. Call before planning.
 void register_lowering(ir::Opcode code, LowerFn fn);
+
+/// Plan pass (memory.cpp), run on each function once its steps are lowered and before its storage is
+/// assigned: a tt.load / tt.store through tt.addptr(tt.splat(p), offsets), i32 or i64 offsets, whose
+/// pointer tile nothing else reads, computes its lanes from p and the offsets (Step::reads), and the
+/// splat and addptr make the tile only in launches where an observer can see it
+/// (exec::kSeesAddresses). A tile of consecutive offsets in one buffer is then one range check and
+/// one copy: no 64-bit address per lane, no contiguity test over them.
+void fuse_addresses(exec::FunctionPlan& fp);
 
 }  // namespace tilescope::ops

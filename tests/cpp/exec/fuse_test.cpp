@@ -1,0 +1,371 @@
+// Fused pointer tiles (ops::fuse_addresses, src/ops/table.h): a tt.load / tt.store through
+// tt.addptr(tt.splat(p), offsets) computes its lanes from p and the offsets when no observer sees
+// addresses, and runs the steps as written when one does. Both must give what the TTIR means: the
+// expected outputs and out-of-bounds counts are computed here lane by lane from the kernel's
+// definition (reference §1.2: sign-extended offsets scaled by the pointee size; §5.1: masked-off lanes
+// get `other` or 0, out-of-bounds lanes are skipped and counted), for consecutive, reversed and strided
+// offsets, offsets that wrap around in i32, negative ones, ones past the buffer, with and without a
+// mask and `other`, i32 and i64 offsets, and 1- to 8-byte elements.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "src/exec/plan.h"
+#include "tests/cpp/harness.h"
+#include "tilescope/ir/reader.h"
+
+using namespace tilescope;
+using exec::Arg;
+using ir::Elem;
+
+namespace {
+
+constexpr int64_t kN = 64;        // lanes per program
+constexpr int64_t kGrid = 3;      // programs
+constexpr int64_t kLen = 2 * kN;  // elements of the buffer the offsets index (smaller than the grid's lanes)
+
+/// An observer that sees addresses: launches with it run the steps as written.
+struct SeesAccesses : exec::Observer {
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kAccess, {}, {}}; }
+};
+
+enum class Offs { consecutive, reversed, strided };
+enum class Side { load, store };  // which access goes through the offsets (the other through pid·N + r)
+
+struct Case {
+  const char* elem;  // TTIR element type
+  int eb;
+  Offs offs;
+  bool mask, other, i64;
+  Side side;
+  int32_t start;
+};
+
+/// The kernel: lane i of program pid has offset o = start + pid·N + f(i) (i32 arithmetic, wrapping),
+/// f = i, N - 1 - i or 2i; mask: o < n. Side::load: out[pid·N + i] = x[o] (masked); Side::store:
+/// out[o] = x[pid·N + i] (masked).
+std::string kernel(const Case& c) {
+  const std::string t = c.elem, N = std::to_string(kN);
+  std::string f;
+  switch (c.offs) {
+    case Offs::consecutive: f = "%r"; break;
+    case Offs::reversed: f = "%rev"; break;
+    case Offs::strided: f = "%r2"; break;
+  }
+  const std::string ot = c.i64 ? "i64" : "i32";
+  std::string k = fmt::format(R"(module {{
+  tt.func public @k(%x: !tt.ptr<{0}>, %out: !tt.ptr<{0}>, %start: i32, %n: i32, %fill: {0}) attributes {{noinline = false}} {{
+    %cN = arith.constant {1} : i32
+    %cN1 = arith.constant dense<{2}> : tensor<{1}xi32>
+    %pid = tt.get_program_id x : i32
+    %pb = arith.muli %pid, %cN : i32
+    %s = arith.addi %start, %pb : i32
+    %r = tt.make_range {{end = {1} : i32, start = 0 : i32}} : tensor<{1}xi32>
+    %rev = arith.subi %cN1, %r : tensor<{1}xi32>
+    %r2 = arith.addi %r, %r : tensor<{1}xi32>
+    %ss = tt.splat %s : i32 -> tensor<{1}xi32>
+    %offs = arith.addi %ss, {3} : tensor<{1}xi32>
+    %pbs = tt.splat %pb : i32 -> tensor<{1}xi32>
+    %home = arith.addi %pbs, %r : tensor<{1}xi32>
+    %ns = tt.splat %n : i32 -> tensor<{1}xi32>
+    %m = arith.cmpi slt, %offs, %ns : tensor<{1}xi32>
+    %fills = tt.splat %fill : {0} -> tensor<{1}x{0}>
+)",
+                              t, N, kN - 1, f);
+  if (c.i64) k += fmt::format("    %offs64 = arith.extsi %offs : tensor<{0}xi32> to tensor<{0}xi64>\n", N);
+  const std::string o = c.i64 ? "%offs64" : "%offs";
+  const std::string lo = c.side == Side::load ? o : "%home", so = c.side == Side::store ? o : "%home";
+  const std::string lot = c.side == Side::load ? ot : "i32", sot = c.side == Side::store ? ot : "i32";
+  k += fmt::format("    %xs = tt.splat %x : !tt.ptr<{0}> -> tensor<{1}x!tt.ptr<{0}>>\n", t, N);
+  k += fmt::format("    %xp = tt.addptr %xs, {2} : tensor<{1}x!tt.ptr<{0}>>, tensor<{1}x{3}>\n", t, N, lo,
+                   lot);
+  std::string load_ops = "%xp", load_types;
+  if (c.mask) load_ops += ", %m";
+  if (c.mask && c.other) load_ops += ", %fills";
+  k += fmt::format("    %v = tt.load {2} : tensor<{1}x!tt.ptr<{0}>>\n", t, N, load_ops);
+  k += fmt::format("    %os = tt.splat %out : !tt.ptr<{0}> -> tensor<{1}x!tt.ptr<{0}>>\n", t, N);
+  k += fmt::format("    %op = tt.addptr %os, {2} : tensor<{1}x!tt.ptr<{0}>>, tensor<{1}x{3}>\n", t, N, so,
+                   sot);
+  k += fmt::format("    tt.store %op, %v{2} : tensor<{1}x!tt.ptr<{0}>>\n", t, N, c.mask ? ", %m" : "");
+  k += "    tt.return\n  }\n}\n";
+  return k;
+}
+
+/// Elements as bytes of `eb` each, element j holding a pattern that tells j apart.
+std::vector<uint8_t> pattern(int64_t count, int eb, uint8_t salt) {
+  std::vector<uint8_t> v(static_cast<size_t>(count * eb));
+  for (size_t b = 0; b < v.size(); ++b) v[b] = static_cast<uint8_t>(b * 7 + salt + b / eb);
+  return v;
+}
+
+struct Outcome {
+  std::vector<uint8_t> out;
+  int64_t out_of_bounds = 0;
+};
+
+/// What the TTIR means, lane by lane.
+Outcome expected(const Case& c, const std::vector<uint8_t>& x, std::vector<uint8_t> out, int32_t n,
+                 const std::vector<uint8_t>& fill) {
+  Outcome e;
+  const int64_t len_x = static_cast<int64_t>(x.size()) / c.eb,
+                len_out = static_cast<int64_t>(out.size()) / c.eb;
+  for (int64_t pid = 0; pid < kGrid; ++pid)
+    for (int64_t i = 0; i < kN; ++i) {
+      const int64_t f = c.offs == Offs::consecutive ? i : c.offs == Offs::reversed ? kN - 1 - i : 2 * i;
+      const auto s = static_cast<int32_t>(static_cast<uint32_t>(c.start) + static_cast<uint32_t>(pid * kN));
+      const auto o = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(f));
+      const bool active = !c.mask || o < n;
+      const int64_t home = pid * kN + i;
+      const int64_t src = c.side == Side::load ? o : home, dst = c.side == Side::store ? o : home;
+      // The loaded value: x[src] when active and inside, else `other` (the fill) or 0; an active lane
+      // outside is counted and never read (access.h).
+      std::vector<uint8_t> v(static_cast<size_t>(c.eb), 0);
+      if (active && src >= 0 && src < len_x) {
+        std::memcpy(v.data(), &x[static_cast<size_t>(src * c.eb)], static_cast<size_t>(c.eb));
+      } else {
+        if (active) e.out_of_bounds++;
+        if (c.other) v = fill;
+      }
+      if (!active) continue;  // the store is masked off too
+      if (dst >= 0 && dst < len_out)
+        std::memcpy(&out[static_cast<size_t>(dst * c.eb)], v.data(), static_cast<size_t>(c.eb));
+      else
+        e.out_of_bounds++;
+    }
+  e.out = std::move(out);
+  return e;
+}
+
+Elem elem_of(const Case& c) {
+  const std::string t = c.elem;
+  return t == "f32" ? Elem::f32 : t == "f16" ? Elem::f16 : t == "i8" ? Elem::i8 : Elem::f64;
+}
+
+Outcome run(const Case& c, std::vector<uint8_t> x, std::vector<uint8_t> out, int32_t n, uint64_t fill_bits,
+            bool observed) {
+  exec::Memory mem;
+  const Elem e = elem_of(c);
+  auto add = [&](std::vector<uint8_t>& v, const char* name) {
+    exec::Buffer b;
+    b.name = name;
+    b.dtype = e;
+    b.host = reinterpret_cast<std::byte*>(v.data());
+    b.bytes = v.size();
+    b.shape = {static_cast<int64_t>(v.size()) / c.eb};
+    b.strides = {1};
+    return mem.add(std::move(b));
+  };
+  const int xb = add(x, "x"), ob = add(out, "out");
+  SeesAccesses sees;
+  std::vector<exec::Observer*> obs;
+  if (observed) obs.push_back(&sees);
+  Arg fill = Arg::i64(0);
+  fill.bits = fill_bits;
+  const exec::LaunchStats st =
+      test::run_ttir(kernel(c), {Arg::buf(xb), Arg::buf(ob), Arg::i64(c.start), Arg::i64(n), fill}, mem,
+                     {kGrid, 1, 1}, 1, obs);
+  return Outcome{std::move(out), st.out_of_bounds};
+}
+
+}  // namespace
+
+TEST(FusedPointerTiles, EveryOffsetFormGivesWhatTheTtirMeansObservedOrNot) {
+  struct Elt {
+    const char* name;
+    int eb;
+  };
+  int cases = 0;
+  for (Elt el : {Elt{"f32", 4}, Elt{"f16", 2}, Elt{"i8", 1}, Elt{"f64", 8}})
+    for (Offs offs : {Offs::consecutive, Offs::reversed, Offs::strided})
+      for (Side side : {Side::load, Side::store})
+        for (int masking : {0, 1, 2})  // none, mask, mask and other
+          for (bool i64 : {false, true})
+            // Inside; a tail past n (masked) and past the buffer; negative; wrapping around in i32;
+            // far past the buffer.
+            for (int32_t start : {0, static_cast<int32_t>(kLen - kN / 2 - 2 * kN), -5, INT32_MAX - 70,
+                                  static_cast<int32_t>(10 * kLen)}) {
+              const Case c{el.name, el.eb, offs, masking > 0, masking == 2, i64, side, start};
+              const int32_t n = static_cast<int32_t>(kLen - kN / 2);
+              const std::vector<uint8_t> x = pattern(kLen, el.eb, 1);
+              const std::vector<uint8_t> out = pattern(side == Side::load ? kGrid * kN : kLen, el.eb, 99);
+              const std::vector<uint8_t> fill = pattern(1, el.eb, 42);
+              uint64_t fill_bits = 0;
+              std::memcpy(&fill_bits, fill.data(), fill.size());
+              const Outcome want = expected(c, x, out, n, fill);
+              for (bool observed : {false, true}) {
+                const Outcome got = run(c, x, out, n, fill_bits, observed);
+                const std::string what = fmt::format(
+                    "{} offsets {} side {} masking {} i64 {} start {} observed {}", el.name,
+                    static_cast<int>(offs), static_cast<int>(side), masking, i64, start, observed);
+                ASSERT_EQ(got.out, want.out) << what;
+                ASSERT_EQ(got.out_of_bounds, want.out_of_bounds) << what;
+              }
+              ++cases;
+            }
+  EXPECT_EQ(cases, 4 * 3 * 2 * 3 * 2 * 5);
+}
+
+namespace {
+
+struct Planned {
+  ir::Module m;
+  exec::Plan plan;
+  explicit Planned(const std::string& text) : m(ir::read(text, "t.ttir")) {
+    ir::verify(m);
+    plan.module = &m;
+    exec::Planner planner(m, plan);
+    planner.lower(*m.entry());
+  }
+  int slot(const std::string& name) const {
+    for (size_t i = 0; i < plan.slot_value.size(); ++i)
+      if (plan.slot_value[i]->name == name) return static_cast<int>(i);
+    ADD_FAILURE() << "no value %" << name;
+    return -1;
+  }
+  /// The step whose op is the `k`-th of `name` in the entry function's body.
+  const exec::Step& step(const std::string& name, int k = 0) const {
+    for (const exec::Step& s : plan.functions.at(m.entry())->body.blocks[0].steps)
+      if (s.op->name == name && k-- == 0) return s;
+    ADD_FAILURE() << "no op " << name;
+    return plan.functions.at(m.entry())->body.blocks[0].steps[0];
+  }
+};
+
+}  // namespace
+
+// A fused load reads the splat's pointer and the offsets when it runs, after their last use as
+// operands: they must keep their storage until then. Here %t, a tile of the offsets' size made
+// between the addptr and the load, would otherwise take the offsets' bytes.
+TEST(FusedPointerTiles, TheOffsetsLiveUntilTheFusedAccess) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %c3 = arith.constant dense<3> : tensor<64xi32>
+    %offs = arith.addi %r, %c3 : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %t = arith.muli %r, %r : tensor<64xi32>
+    %v = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %tf = arith.sitofp %t : tensor<64xi32> to tensor<64xf32>
+    %w = arith.addf %v, %tf : tensor<64xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %op, %w : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  Planned p(k);
+  const exec::Step& load = p.step("tt.load");
+  EXPECT_EQ(load.reads, (std::vector<int>{p.slot("x"), p.slot("offs")}));
+  EXPECT_NE(p.plan.slot_offset[p.slot("t")], p.plan.slot_offset[p.slot("offs")]);
+  std::vector<float> x(80), out(64, -1.0f);
+  std::iota(x.begin(), x.end(), 0.5f);
+  for (bool observed : {false, true}) {
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", Elem::f32);
+    int ob = test::add_buffer(mem, out, "out", Elem::f32);
+    SeesAccesses sees;
+    std::vector<exec::Observer*> obs;
+    if (observed) obs.push_back(&sees);
+    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {1, 1, 1}, 1, obs);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], x[i + 3] + static_cast<float>(i * i)) << i;
+  }
+}
+
+// Only a pointer tile that nothing but loads and stores read is fused: here %xp is also a select's
+// operand, so its loads read the tile as written; %ys's splat feeds a fused addptr and one that is not.
+TEST(FusedPointerTiles, ATileReadByAnotherOpIsNotFused) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %out: !tt.ptr<f32>, %c: i1) attributes {noinline = false} {
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %yq = tt.addptr %ys, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %pick = arith.select %c, %xp, %yq : tensor<16x!tt.ptr<f32>>
+    %a = tt.load %xp : tensor<16x!tt.ptr<f32>>
+    %b = tt.load %yp : tensor<16x!tt.ptr<f32>>
+    %d = tt.load %pick : tensor<16x!tt.ptr<f32>>
+    %s1 = arith.addf %a, %b : tensor<16xf32>
+    %s2 = arith.addf %s1, %d : tensor<16xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    tt.store %op, %s2 : tensor<16x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  Planned p(k);
+  EXPECT_TRUE(p.step("tt.load", 0).reads.empty());                                      // %xp: also selected
+  EXPECT_EQ(p.step("tt.load", 1).reads, (std::vector<int>{p.slot("y"), p.slot("r")}));  // %yp: fused
+  EXPECT_TRUE(p.step("tt.load", 2).reads.empty());                                      // through the select
+  EXPECT_EQ(p.step("tt.store").reads, (std::vector<int>{p.slot("out"), p.slot("r")}));
+  std::vector<float> x(16), y(16), out(16, -1.0f);
+  std::iota(x.begin(), x.end(), 1.0f);
+  std::iota(y.begin(), y.end(), 100.0f);
+  for (int c : {0, 1}) {
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", Elem::f32);
+    int yb = test::add_buffer(mem, y, "y", Elem::f32);
+    int ob = test::add_buffer(mem, out, "out", Elem::f32);
+    test::run_ttir(k, {Arg::buf(xb), Arg::buf(yb), Arg::buf(ob), Arg::i64(c)}, mem);
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(out[i], x[i] + y[i] + (c ? x[i] : y[i])) << i;
+  }
+}
+
+// i32 offsets that wrap around inside one tile are not one range even where the range's start lies in
+// the buffer: a buffer of more than 2^31 f32 elements (8 GiB of address space, reserved but not
+// committed: the lanes touch a few pages), offsets INT32_MAX - 3 + i. Lanes 0..3 read the elements
+// 2^31 - 4 .. 2^31 - 1; lanes 4.. wrap to -2^31 + ..., before the buffer: out of bounds, never read.
+TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>, %start: i32) attributes {noinline = false} {
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %ss = tt.splat %start : i32 -> tensor<16xi32>
+    %offs = arith.addi %ss, %r : tensor<16xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %v = tt.load %xp : tensor<16x!tt.ptr<f32>>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    tt.store %op, %v : tensor<16x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  const size_t elems = (size_t{1} << 31) + 1024, bytes = elems * sizeof(float);
+  void* big =
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(big, MAP_FAILED) << "cannot reserve 8 GiB of address space";
+  auto* x = static_cast<float*>(big);
+  const int64_t first = INT32_MAX - 3;
+  for (int64_t i = 0; i < 4; ++i) x[first + i] = 7.0f + static_cast<float>(i);
+  for (bool observed : {false, true}) {
+    exec::Memory mem;
+    exec::Buffer b;
+    b.name = "x";
+    b.dtype = Elem::f32;
+    b.host = static_cast<std::byte*>(big);
+    b.bytes = bytes;
+    b.shape = {static_cast<int64_t>(elems)};
+    b.strides = {1};
+    const int xb = mem.add(std::move(b));
+    std::vector<float> out(16, -1.0f);
+    const int ob = test::add_buffer(mem, out, "out", Elem::f32);
+    SeesAccesses sees;
+    std::vector<exec::Observer*> obs;
+    if (observed) obs.push_back(&sees);
+    const exec::LaunchStats st =
+        test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob), Arg::i64(first)}, mem, {1, 1, 1}, 1, obs);
+    EXPECT_EQ(st.out_of_bounds, 12) << "observed " << observed;
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(out[i], i < 4 ? 7.0f + static_cast<float>(i) : 0.0f) << i << " observed " << observed;
+  }
+  munmap(big, bytes);
+}
