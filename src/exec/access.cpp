@@ -438,9 +438,17 @@ uint64_t lane_address(uint64_t base, Off off) {
 
 /// Where the EB-byte lanes base + offs[i]·EB lie when they are one range inside one buffer: the range's
 /// first host byte, its buffer in `region`; null otherwise (not consecutive, or not all inside).
+/// `in_order`: offs[i] == offs[0] + i modulo 2^width is known (LoadAffineFn); a tile that wrapped
+/// around has offs[n - 1] - offs[0] != n - 1 (n <= 2^31), so only the ends are compared.
 template <int EB, class Off>
-std::byte* affine_range(const Memory& mem, int64_t n, uint64_t base, const Off* offs, int& region) {
-  if (n <= 0 || !consecutive(n, offs)) return nullptr;
+std::byte* affine_range(const Memory& mem, int64_t n, uint64_t base, const Off* offs, bool in_order,
+                        int& region) {
+  if (n <= 0) return nullptr;
+  if (in_order ? static_cast<uint64_t>(static_cast<int64_t>(offs[n - 1])) -
+                         static_cast<uint64_t>(static_cast<int64_t>(offs[0])) !=
+                     static_cast<uint64_t>(n - 1)
+               : !consecutive(n, offs))
+    return nullptr;
   const uint64_t a0 = lane_address<EB>(base, offs[0]);
   region = mem.region(a0);
   if (region < 0) return nullptr;
@@ -463,14 +471,14 @@ const uint64_t* affine_lanes(int64_t n, uint64_t base, const Off* offs) {
 // (report_access would emit no event and count no bad lane), so the fast paths report nothing.
 
 template <int EB, bool M, Fill F, class Off>
-void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, const uint8_t* m,
-                 const void* other, void* out_) {
+void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, bool in_order,
+                 const uint8_t* m, const void* other, void* out_) {
   static_assert(F != Fill::splat, "fused loads fill from `other` or with 0");
   using T = uint_t<EB>;
   assert(!(p.observed & kSeesAddresses));
   const Off* offs = static_cast<const Off*>(offs_);
   int region = -1;
-  if (const std::byte* h = affine_range<EB>(*p.memory, n, base, offs, region)) {
+  if (const std::byte* h = affine_range<EB>(*p.memory, n, base, offs, in_order, region)) {
     T* out = static_cast<T*>(out_);
     if (!M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr) {
       std::memcpy(out, h, static_cast<size_t>(n) * EB);
@@ -488,13 +496,13 @@ void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const v
 }
 
 template <int EB, bool M, class Off>
-void store_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, const uint8_t* m,
-                  const void* src_) {
+void store_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, bool in_order,
+                  const uint8_t* m, const void* src_) {
   using T = uint_t<EB>;
   assert(!(p.observed & kSeesAddresses));
   const Off* offs = static_cast<const Off*>(offs_);
   int region = -1;
-  std::byte* h = affine_range<EB>(*p.memory, n, base, offs, region);
+  std::byte* h = affine_range<EB>(*p.memory, n, base, offs, in_order, region);
   if (h && !p.watching(region)) {
     const T* src = static_cast<const T*>(src_);
     if (!M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr) {

@@ -77,12 +77,14 @@ constexpr unsigned kSeesAddresses = kAccess | kOpBegin | kOpResult;
 /// i64 offsets, sign-extended; 64-bit wraparound, reference §1.2). The same values, stats and
 /// out-of-bounds events as the LoadLanesFn on those addresses. Offsets offs[0] + i (no wraparound)
 /// whose range lies in one buffer are one range check and a copy; other tiles have their addresses
-/// made in scratch and take the LoadLanesFn. Only where no observer sees addresses (kSeesAddresses).
+/// made in scratch and take the LoadLanesFn. `in_order`: the plan knows that offs[i] is offs[0] + i
+/// modulo 2^width (ops::fuse_addresses), so the first and last lanes tell whether the tile wrapped
+/// around; otherwise every lane is compared. Only where no observer sees addresses (kSeesAddresses).
 using LoadAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
-                              const uint8_t* mask, const void* other, void* out);
+                              bool in_order, const uint8_t* mask, const void* other, void* out);
 /// A fused tt.store, as LoadAffineFn (a buffer where parked programs wait takes the StoreLanesFn).
 using StoreAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
-                               const uint8_t* mask, const void* src);
+                               bool in_order, const uint8_t* mask, const void* src);
 /// The fused lane kernel for an element size (1, 2, 4, 8) and offset size (4: i32, 8: i64); null for
 /// others. Loads fill masked-off lanes with 0 or `other` (Fill::zero, Fill::per_lane; null for splat).
 LoadAffineFn pick_load_affine(int elem_bytes, int offset_bytes, bool has_mask, Fill fill);

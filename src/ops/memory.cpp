@@ -163,6 +163,7 @@ struct LoadAux {
   // splat's scalar pointer and the addptr's offset tile (Step::reads).
   exec::LoadAffineFn affine = nullptr;
   int base = -1, offsets = -1;
+  bool in_order = false;  // the offsets are offs[0] + i by construction (modulo their width)
 };
 
 void load_kernel(Program& p, const Step& s) {
@@ -180,6 +181,7 @@ struct StoreAux {
   int mask = -1;
   exec::StoreAffineFn affine = nullptr;  // fused, as LoadAux
   int base = -1, offsets = -1;
+  bool in_order = false;
 };
 
 void store_kernel(Program& p, const Step& s) {
@@ -197,7 +199,7 @@ void store_kernel(Program& p, const Step& s) {
 void load_fused_kernel(Program& p, const Step& s) {
   if (p.observed & exec::kSeesAddresses) return load_kernel(p, s);
   const auto& x = s.data<LoadAux>();
-  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets],
+  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets], x.in_order,
            x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
            x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, p.slot[s.out[0]]);
 }
@@ -205,7 +207,7 @@ void load_fused_kernel(Program& p, const Step& s) {
 void store_fused_kernel(Program& p, const Step& s) {
   if (p.observed & exec::kSeesAddresses) return store_kernel(p, s);
   const auto& x = s.data<StoreAux>();
-  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets],
+  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets], x.in_order,
            x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr, p.slot[s.in[1]]);
 }
 
@@ -801,6 +803,36 @@ void fuse_addresses(exec::FunctionPlan& fp) {
     return it != def.end() && it->second->op->code() == code ? it->second : nullptr;
   };
 
+  // Offsets in order by construction: offs[i] == offs[0] + i modulo 2^width for a tt.make_range plus
+  // (arith.addi) any number of tiles of equal lanes (a splat, a splat constant), sign-extended or not.
+  // Whether the sum wrapped around is left to the launch (LoadAffineFn: the first and last lanes).
+  auto equal_lanes = [&](int slot) {
+    if (made_by(slot, Opcode::tt_splat)) return true;
+    const Step* c = made_by(slot, Opcode::arith_constant);
+    const ir::Attr* v = c ? c->op->attr("value") : nullptr;
+    return v && v->kind == ir::Attr::Kind::Dense && v->dense.splat;
+  };
+  auto in_order = [&](int slot) {
+    for (;;) {
+      auto it = def.find(slot);
+      if (it == def.end()) return false;
+      const Step& d = *it->second;
+      switch (d.op->code()) {
+        case Opcode::tt_make_range: return true;
+        case Opcode::arith_extsi: slot = d.in[0]; break;
+        case Opcode::arith_addi:
+          if (equal_lanes(d.in[1]))
+            slot = d.in[0];
+          else if (equal_lanes(d.in[0]))
+            slot = d.in[1];
+          else
+            return false;
+          break;
+        default: return false;
+      }
+    }
+  };
+
   // Loads and stores through addptr(splat(scalar pointer), i32 / i64 offset tile), per pointer tile.
   std::unordered_map<int, std::vector<Step*>> through;
   for (Step* st : steps) {
@@ -822,6 +854,7 @@ void fuse_addresses(exec::FunctionPlan& fp) {
     Step& a = *def[ptr];
     const Step& sp = *def[a.in[0]];
     const int ob = ir::elem_bytes(a.in_types[1]->elem);
+    const bool ordered = in_order(a.in[1]);
     for (Step* st : accesses) {
       st->reads = {sp.in[0], a.in[1]};
       if (st->op->code() == Opcode::tt_load) {
@@ -829,6 +862,7 @@ void fuse_addresses(exec::FunctionPlan& fp) {
         x.affine = exec::pick_load_affine(x.eb, ob, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero);
         x.base = sp.in[0];
         x.offsets = a.in[1];
+        x.in_order = ordered;
         st->aux = make_aux(x);
         st->fn = load_fused_kernel;
         assert(x.affine && "lower_load checked the element size");
@@ -837,6 +871,7 @@ void fuse_addresses(exec::FunctionPlan& fp) {
         x.affine = exec::pick_store_affine(ir::elem_bytes(st->in_types[1]->elem), ob, x.mask >= 0);
         x.base = sp.in[0];
         x.offsets = a.in[1];
+        x.in_order = ordered;
         st->aux = make_aux(x);
         st->fn = store_fused_kernel;
         assert(x.affine && "lower_store checked the element size");

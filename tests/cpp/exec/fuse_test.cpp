@@ -36,7 +36,9 @@ struct SeesAccesses : exec::Observer {
   exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kAccess, {}, {}}; }
 };
 
-enum class Offs { consecutive, reversed, strided };
+/// f(i): i; N - 1 - i; 2i; i with the pairs (1, 2), (3, 4), ..., (N - 3, N - 2) swapped (a permutation
+/// whose first and last lanes are those of the consecutive tile).
+enum class Offs { consecutive, reversed, strided, permuted };
 enum class Side { load, store };  // which access goes through the offsets (the other through pid·N + r)
 
 struct Case {
@@ -49,7 +51,7 @@ struct Case {
 };
 
 /// The kernel: lane i of program pid has offset o = start + pid·N + f(i) (i32 arithmetic, wrapping),
-/// f = i, N - 1 - i or 2i; mask: o < n. Side::load: out[pid·N + i] = x[o] (masked); Side::store:
+/// f as Offs says; mask: o < n. Side::load: out[pid·N + i] = x[o] (masked); Side::store:
 /// out[o] = x[pid·N + i] (masked).
 std::string kernel(const Case& c) {
   const std::string t = c.elem, N = std::to_string(kN);
@@ -58,6 +60,7 @@ std::string kernel(const Case& c) {
     case Offs::consecutive: f = "%r"; break;
     case Offs::reversed: f = "%rev"; break;
     case Offs::strided: f = "%r2"; break;
+    case Offs::permuted: f = "%perm"; break;
   }
   const std::string ot = c.i64 ? "i64" : "i32";
   std::string k = fmt::format(R"(module {{
@@ -70,6 +73,16 @@ std::string kernel(const Case& c) {
     %r = tt.make_range {{end = {1} : i32, start = 0 : i32}} : tensor<{1}xi32>
     %rev = arith.subi %cN1, %r : tensor<{1}xi32>
     %r2 = arith.addi %r, %r : tensor<{1}xi32>
+    %c1t = arith.constant dense<1> : tensor<{1}xi32>
+    %c0t = arith.constant dense<0> : tensor<{1}xi32>
+    %odd = arith.andi %r, %c1t : tensor<{1}xi32>
+    %twice = arith.addi %odd, %odd : tensor<{1}xi32>
+    %step = arith.subi %twice, %c1t : tensor<{1}xi32>
+    %after0 = arith.cmpi sgt, %r, %c0t : tensor<{1}xi32>
+    %beforelast = arith.cmpi slt, %r, %cN1 : tensor<{1}xi32>
+    %inner = arith.andi %after0, %beforelast : tensor<{1}xi1>
+    %d = arith.select %inner, %step, %c0t : tensor<{1}xi1>, tensor<{1}xi32>
+    %perm = arith.addi %r, %d : tensor<{1}xi32>
     %ss = tt.splat %s : i32 -> tensor<{1}xi32>
     %offs = arith.addi %ss, {3} : tensor<{1}xi32>
     %pbs = tt.splat %pb : i32 -> tensor<{1}xi32>
@@ -118,7 +131,11 @@ Outcome expected(const Case& c, const std::vector<uint8_t>& x, std::vector<uint8
                 len_out = static_cast<int64_t>(out.size()) / c.eb;
   for (int64_t pid = 0; pid < kGrid; ++pid)
     for (int64_t i = 0; i < kN; ++i) {
-      const int64_t f = c.offs == Offs::consecutive ? i : c.offs == Offs::reversed ? kN - 1 - i : 2 * i;
+      const int64_t swapped = i == 0 || i == kN - 1 ? i : i % 2 ? i + 1 : i - 1;
+      const int64_t f = c.offs == Offs::consecutive ? i
+                        : c.offs == Offs::reversed  ? kN - 1 - i
+                        : c.offs == Offs::strided   ? 2 * i
+                                                    : swapped;
       const auto s = static_cast<int32_t>(static_cast<uint32_t>(c.start) + static_cast<uint32_t>(pid * kN));
       const auto o = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(f));
       const bool active = !c.mask || o < n;
@@ -183,7 +200,7 @@ TEST(FusedPointerTiles, EveryOffsetFormGivesWhatTheTtirMeansObservedOrNot) {
   };
   int cases = 0;
   for (Elt el : {Elt{"f32", 4}, Elt{"f16", 2}, Elt{"i8", 1}, Elt{"f64", 8}})
-    for (Offs offs : {Offs::consecutive, Offs::reversed, Offs::strided})
+    for (Offs offs : {Offs::consecutive, Offs::reversed, Offs::strided, Offs::permuted})
       for (Side side : {Side::load, Side::store})
         for (int masking : {0, 1, 2})  // none, mask, mask and other
           for (bool i64 : {false, true})
@@ -209,7 +226,7 @@ TEST(FusedPointerTiles, EveryOffsetFormGivesWhatTheTtirMeansObservedOrNot) {
               }
               ++cases;
             }
-  EXPECT_EQ(cases, 4 * 3 * 2 * 3 * 2 * 5);
+  EXPECT_EQ(cases, 4 * 4 * 2 * 3 * 2 * 5);
 }
 
 namespace {
