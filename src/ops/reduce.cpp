@@ -20,6 +20,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "elementwise.h"
@@ -128,6 +130,19 @@ Fast fast_kind(ir::Opcode code) {
   return pick(code, kMap);
 }
 
+/// The even and the odd lanes of the 2W lanes lo, hi (W = 2, 4 or 8 lanes per register).
+template <class V>
+std::pair<V, V> even_odd(V lo, V hi) {
+  constexpr size_t W = sizeof(V) / sizeof(lo[0]);
+  if constexpr (W == 8)
+    return {__builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14),
+            __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15)};
+  else if constexpr (W == 4)
+    return {__builtin_shufflevector(lo, hi, 0, 2, 4, 6), __builtin_shufflevector(lo, hi, 1, 3, 5, 7)};
+  else
+    return {__builtin_shufflevector(lo, hi, 0, 2), __builtin_shufflevector(lo, hi, 1, 3)};
+}
+
 /// Float combine with storage trait `Tr` (values kept as compute type, rounded to the storage format
 /// after add/mul; min/max return an operand and need no rounding).
 template <class Tr, Fast K>
@@ -155,6 +170,48 @@ struct FloatOp {
       return fmax_prop(a, b);
     else
       return fmin_prop(a, b);
+  }
+
+  // The order-free combines of f32 / f64 data on a SIMD register of lanes at once (GCC vector types:
+  // a compare gives a lane mask, `?:` selects lane by lane), the same lane results as apply.
+#ifdef __AVX2__
+  static constexpr int kVecBytes = 32;
+#else
+  static constexpr int kVecBytes = 16;
+#endif
+  using VF32 = float __attribute__((vector_size(kVecBytes)));
+  using VF64 = double __attribute__((vector_size(kVecBytes)));
+  using VI32 = int32_t __attribute__((vector_size(kVecBytes)));
+  using VI64 = int64_t __attribute__((vector_size(kVecBytes)));
+  /// Whether vec_apply exists: f32 / f64 data stored as the compute type (no rounding step); kVector
+  /// for the order-free min/max, kVectorTree for sums and products (in the tree's order).
+  static constexpr bool kVectorData =
+      std::is_same_v<typename Tr::S, C> && (std::is_same_v<C, float> || std::is_same_v<C, double>);
+  static constexpr bool kVector = kOrderFree && kVectorData;
+  static constexpr bool kVectorTree = !kOrderFree && kVectorData;
+  using V = std::conditional_t<sizeof(C) == 4, VF32, VF64>;
+  using VI = std::conditional_t<sizeof(C) == 4, VI32, VI64>;
+  static constexpr int64_t kLanes = kVecBytes / sizeof(C);
+  static V vec_apply(V a, V b) {
+    if constexpr (K == Fast::addf)
+      return a + b;
+    else if constexpr (K == Fast::mulf)
+      return a * b;
+    const VI ia = std::bit_cast<VI>(a), ib = std::bit_cast<VI>(b);
+    V r;
+    if constexpr (K == Fast::maxnumf || K == Fast::maximumf) {
+      r = a > b ? a : b;
+      const VI both = ia & ib;  // max(+0, -0) = +0
+      r = a == b ? std::bit_cast<V>(both) : r;
+    } else {
+      r = a < b ? a : b;
+      const VI either = ia | ib;  // min(+0, -0) = -0
+      r = a == b ? std::bit_cast<V>(either) : r;
+    }
+    if constexpr (K == Fast::maxnumf || K == Fast::minnumf)
+      return b != b ? a : r;  // b NaN: a (NaN only if both are)
+    else
+      return ((a != a) | (b != b)) ? a + b : r;  // NaN propagates
   }
 };
 
@@ -219,6 +276,31 @@ void reduce_fast(Program& p, const Step& s) {
   buf.resize(static_cast<size_t>(g.len * g.inner));
   for (int64_t o = 0; o < g.outer; ++o) {
     const S* src = x + o * g.len * g.inner;
+    if constexpr (requires { Op::kVector; }) {
+      if constexpr (Op::kVector) {
+        // Four registers of accumulators over contiguous data, then their lanes combined by apply
+        // (order-free: any order gives the same result).
+        using V = typename Op::V;
+        constexpr int64_t W = Op::kLanes;
+        if (g.inner == 1 && g.len >= 4 * W) {
+          V acc[4];
+          std::memcpy(acc, src, sizeof acc);
+          int64_t i = 4 * W;
+          for (; i + 4 * W <= g.len; i += 4 * W)
+            for (int j = 0; j < 4; ++j) {
+              V v;
+              std::memcpy(&v, src + i + j * W, sizeof v);
+              acc[j] = Op::vec_apply(acc[j], v);
+            }
+          C r = src[i < g.len ? i : 0];
+          for (; i < g.len; ++i) r = Op::apply(r, src[i]);
+          for (int j = 0; j < 4; ++j)
+            for (int64_t l = 0; l < W; ++l) r = Op::apply(r, acc[j][l]);
+          out[o] = Tr::store(r);
+          continue;
+        }
+      }
+    }
     if constexpr (Op::kOrderFree) {
       if (g.inner == 1 && g.len >= 16) {
         // Order does not matter: 16 independent accumulators over contiguous data vectorise.
@@ -241,7 +323,24 @@ void reduce_fast(Program& p, const Step& s) {
       C* b = buf.data();
       for (int64_t n = g.len; n > 1;) {
         const int64_t h = n / 2;
-        for (int64_t i = 0; i < h; ++i) b[i] = Op::apply(b[2 * i], b[2 * i + 1]);
+        int64_t i = 0;
+        if constexpr (requires { Op::kVectorTree; }) {
+          if constexpr (Op::kVectorTree) {
+            // A register of outputs at a time: the even and odd lanes of two registers of inputs,
+            // combined lane by lane (the same pairs; each write lands below the reads still to come).
+            using V = typename Op::V;
+            constexpr int64_t W = Op::kLanes;
+            for (; i + W <= h; i += W) {
+              V lo, hi;
+              std::memcpy(&lo, b + 2 * i, sizeof lo);
+              std::memcpy(&hi, b + 2 * i + W, sizeof hi);
+              const auto [even, odd] = even_odd(lo, hi);
+              const V r = Op::vec_apply(even, odd);
+              std::memcpy(b + i, &r, sizeof r);
+            }
+          }
+        }
+        for (; i < h; ++i) b[i] = Op::apply(b[2 * i], b[2 * i + 1]);
         if (n & 1) b[h] = b[n - 1];
         n = h + (n & 1);
       }

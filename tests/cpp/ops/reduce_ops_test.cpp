@@ -256,3 +256,124 @@ TEST(ReduceOps, I1ReductionsUseOneBitMeanings) {
   const int8_t want[6] = {1, 0, 0, 1, 1, 1};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(outs[i].as<int8_t>()[0], want[i]) << i;
 }
+
+namespace {
+
+/// The reduction tree of reference §1.5 written out here: level by level, c[i] = x[2i] op x[2i + 1], an
+/// odd last element moving up as is.
+template <class T, class F>
+T tree(std::vector<T> v, F op) {
+  while (v.size() > 1) {
+    std::vector<T> next;
+    for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(op(v[i], v[i + 1]));
+    if (v.size() % 2) next.push_back(v.back());
+    v = std::move(next);
+  }
+  return v[0];
+}
+
+/// IEEE 754-2019 maximumNumber / maximum (and the minimum pair) with +0 > -0: what arith.maxnumf,
+/// maximumf, minnumf and minimumf reduce to, whatever the order (they are associative and commutative).
+template <class T>
+T ieee_max(T a, T b, bool propagate) {
+  if (std::isnan(a) || std::isnan(b))
+    return propagate || (std::isnan(a) && std::isnan(b)) ? NAN : std::isnan(a) ? b : a;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+template <class T>
+T ieee_min(T a, T b, bool propagate) {
+  if (std::isnan(a) || std::isnan(b))
+    return propagate || (std::isnan(a) && std::isnan(b)) ? NAN : std::isnan(a) ? b : a;
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+template <class T>
+bool same_value(T a, T b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+/// Rows of `len` values: magnitudes from 1e-6 to 1e8 and both signs (so the order of a sum shows in
+/// its rounding), with NaN, +-0 and +-inf planted in some rows for min and max.
+template <class T>
+std::vector<T> rows_of(int64_t rows, int64_t len, uint32_t seed, bool specials) {
+  std::vector<T> v(static_cast<size_t>(rows * len));
+  uint32_t s = seed;
+  auto next = [&] {
+    s = s * 1664525u + 1013904223u;
+    return s;
+  };
+  for (T& x : v)
+    x = static_cast<T>((next() % 2 ? 1 : -1) *
+                       std::ldexp(1.0 + (next() % 1000) / 1000.0, static_cast<int>(next() % 47) - 20));
+  if (specials) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T kinds[] = {static_cast<T>(NAN), T{0}, -T{0}, static_cast<T>(INFINITY),
+                         -static_cast<T>(INFINITY)};
+      const int64_t count = r % 4 == 3 ? len : r % 4;  // row 3 mod 4: all specials (all NaN when r % 8 == 3)
+      for (int64_t k = 0; k < count; ++k)
+        v[static_cast<size_t>(r * len + (next() % len))] = r % 8 == 3 ? kinds[0] : kinds[next() % 5];
+      if (r % 8 == 5 || r % 8 == 6) {  // zeros of one sign but one (row 5: -0s, +0; row 6: +0s, -0)
+        const T many = r % 8 == 5 ? -T{0} : T{0};
+        for (int64_t i = 0; i < len; ++i) {
+          T& x = v[static_cast<size_t>(r * len + i)];
+          x = i % 3 ? many : r % 8 == 5 ? -std::fabs(x) : std::fabs(x);
+        }
+        v[static_cast<size_t>(r * len + (next() % len))] = -many;
+      }
+    }
+  }
+  return v;
+}
+
+template <class T>
+void check_float_reductions(const char* e, Elem elem) {
+  for (int64_t len : {8, 16, 32, 64, 128, 1024, 4096})
+    for (int64_t rows : {1, 8}) {
+      Kernel k;
+      const std::string x = k.load(e, {rows, len});
+      const char* ops[] = {"arith.addf", "arith.maxnumf", "arith.maximumf", "arith.minnumf",
+                           "arith.minimumf"};
+      for (const char* op : ops) k.store(reduce1(k, x, e, {rows, len}, 1, op), e, {rows});
+      for (bool specials : {false, true}) {
+        const std::vector<T> xv = rows_of<T>(rows, len, static_cast<uint32_t>(len * 31 + rows), specials);
+        Buf in = Buf::of(xv, elem);
+        std::vector<Buf> outs;
+        for (size_t i = 0; i < std::size(ops); ++i)
+          outs.push_back(Buf::zeros<T>(static_cast<size_t>(rows), elem));
+        std::vector<Buf*> bufs{&in};
+        for (Buf& b : outs) bufs.push_back(&b);
+        run(k, bufs);
+        int order_shows = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<T> row(xv.begin() + r * len, xv.begin() + (r + 1) * len);
+          const T want[] = {tree(row, [](T a, T b) { return a + b; }),
+                            tree(row, [](T a, T b) { return ieee_max(a, b, false); }),
+                            tree(row, [](T a, T b) { return ieee_max(a, b, true); }),
+                            tree(row, [](T a, T b) { return ieee_min(a, b, false); }),
+                            tree(row, [](T a, T b) { return ieee_min(a, b, true); })};
+          T fold = 0;
+          for (T v : row) fold += v;
+          order_shows += !same_value(fold, want[0]);
+          for (size_t i = 0; i < std::size(ops); ++i) {
+            EXPECT_TRUE(same_value(outs[i].as<T>()[r], want[i]))
+                << e << " " << ops[i] << " len " << len << " row " << r << " specials " << specials
+                << ": got " << outs[i].as<T>()[r] << ", want " << want[i];
+          }
+        }
+        if (!specials && len >= 1024) {
+          EXPECT_GT(order_shows, 0) << "these sums do not tell a tree from a fold";
+        }
+      }
+    }
+}
+
+}  // namespace
+
+// Sums in the tree's order and min / max with their NaN and signed-zero rules, over rows long enough for
+// the SIMD paths (registers of lanes) and short enough for the scalar ones, against the definitions above.
+TEST(ReduceOps, FloatRowReductionsMatchTheTreeAndIeeeRules) {
+  check_float_reductions<float>("f32", Elem::f32);
+  check_float_reductions<double>("f64", Elem::f64);
+}
