@@ -338,9 +338,10 @@ TEST(FusedPointerTiles, ATileReadByAnotherOpIsNotFused) {
 }
 
 // i32 offsets that wrap around inside one tile are not one range even where the range's start lies in
-// the buffer: a buffer of more than 2^31 f32 elements (8 GiB of address space, reserved but not
-// committed: the lanes touch a few pages), offsets INT32_MAX - 3 + i. Lanes 0..3 read the elements
-// 2^31 - 4 .. 2^31 - 1; lanes 4.. wrap to -2^31 + ..., before the buffer: out of bounds, never read.
+// the buffer: a buffer of more than 2^31 f32 elements (8 GiB of address space reserved with no access, so
+// it commits no memory whatever the system's overcommit policy; only its last 64 KiB are made readable),
+// offsets INT32_MAX - 3 + i. Lanes 0..3 read the elements 2^31 - 4 .. 2^31 - 1; lanes 4.. wrap to
+// -2^31 + ..., before the buffer: out of bounds, never read.
 TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
   const char* k = R"(module {
   tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>, %start: i32) attributes {noinline = false} {
@@ -357,9 +358,11 @@ TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
   }
 })";
   const size_t elems = (size_t{1} << 31) + 1024, bytes = elems * sizeof(float);
-  void* big =
-      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* big = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   ASSERT_NE(big, MAP_FAILED) << "cannot reserve 8 GiB of address space";
+  constexpr size_t kTail = 64 * 1024;  // whole pages: bytes is a multiple of 4 KiB
+  static_assert(((size_t{1} << 31) + 1024) * sizeof(float) % 4096 == 0);
+  ASSERT_EQ(mprotect(static_cast<std::byte*>(big) + bytes - kTail, kTail, PROT_READ | PROT_WRITE), 0);
   auto* x = static_cast<float*>(big);
   const int64_t first = INT32_MAX - 3;
   for (int64_t i = 0; i < 4; ++i) x[first + i] = 7.0f + static_cast<float>(i);
