@@ -7,6 +7,7 @@
 // touched.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <memory>

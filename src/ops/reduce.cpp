@@ -149,7 +149,8 @@ template <class Tr, Fast K>
 struct FloatOp {
   using C = typename Tr::C;
   // max/min are associative and commutative (NaN and +-0 rules included), so any order gives
-  // the tree's result; sums and products keep the tree order.
+  // the tree's result, except which NaN's bits come out when a row holds NaNs of different payloads
+  // (the GPU gives its canonical NaN); sums and products keep the tree order.
   static constexpr bool kOrderFree = K != Fast::addf && K != Fast::mulf;
   static C round(C v) {
     if constexpr (std::is_same_v<typename Tr::S, C>)
