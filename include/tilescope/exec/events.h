@@ -43,6 +43,9 @@ namespace tilescope::exec {
 
 using ProgramId = std::array<int32_t, 3>;
 
+/// A kind whose events show lane addresses or op operand / result values must also be in
+/// exec::kSeesAddresses (src/exec/access.h): launches without such an observer skip making pointer
+/// tiles that only fused accesses read (ops::fuse_addresses).
 enum EventKind : unsigned {
   kAccess = 1u << 0,       // every checked load / store / atomic
   kOutOfBounds = 1u << 1,  // accesses with at least one lane outside its buffer (also in kAccess)
