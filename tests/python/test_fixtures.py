@@ -96,6 +96,16 @@ def test_fixture(case, tmp_path):
     check_outputs(fx, res, version=cid.split("/")[0] if "/" in cid else None)
 
 
+# Without an analysis that sees addresses (no race detector, no undefined-value analyses: the plain
+# engine) loads and stores through `ptr + offsets` take the fused path (CONTRIBUTING.md "Value
+# storage"), where the pointer tile is never made: the same expected values must come out.
+@pytest.mark.parametrize("case", [c for c in CASES if c[1]["name"] not in SPECIAL], ids=lambda c: c[0])
+def test_fixture_plain_engine(case, tmp_path):
+    cid, fx, ttir = case
+    res = tsrun.run(fx, str(tmp_path), ttir_file=ttir, extra=["--no-races"])
+    check_outputs(fx, res)
+
+
 # Race-free kernels must give identical bytes with 1 and 2 worker threads (issue item 7). The lock
 # counter's order log legitimately depends on the schedule; its count does not.
 SCHEDULE_DEPENDENT = {("lock_counter", "order_ptr")}
