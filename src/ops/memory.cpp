@@ -130,7 +130,8 @@ void need_int_scalars(const Op& op, Planner& p, const Step& s, size_t from, size
 
 struct AddptrAux {
   int64_t n;
-  int shift;  // log2(sizeof(pointee)); element sizes are 1, 2, 4 or 8
+  int shift;      // log2(sizeof(pointee)); element sizes are 1, 2, 4 or 8
+  int base = -1;  // fused (fuse_addresses): the slot of the splat's scalar pointer, every lane's base
 };
 
 template <class Off, bool PtrScalar, bool OffScalar>
@@ -212,16 +213,25 @@ void store_fused_kernel(Program& p, const Step& s) {
            x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr, p.slot[s.in[1]]);
 }
 
-/// The tt.splat of a pointer whose every user is a fused addptr.
+/// The tt.splat of a pointer whose every user is a fused addptr (which reads the scalar itself): made
+/// only for an observer that watches this op.
 void splat_unless_fused(Program& p, const Step& s) {
-  if (p.observed & exec::kSeesAddresses) std::fill_n(p.at<uint64_t>(s.out[0]), s.n, *p.at<uint64_t>(s.in[0]));
+  if (p.dispatch && static_cast<size_t>(s.id) < p.dispatch->step_hooks.size() && p.dispatch->step_hooks[s.id])
+    std::fill_n(p.at<uint64_t>(s.out[0]), s.n, *p.at<uint64_t>(s.in[0]));
 }
 
-/// A tt.addptr whose pointer tile only fused accesses read; its pointer operand is a splat, so lane 0
-/// is every lane's base.
+/// A tt.addptr whose pointer tile only fused accesses read, made where an observer may see it. Its
+/// pointer operand is a splat: every lane's base is the splat's scalar (AddptrAux::base, Step::reads).
 template <class Off>
 void addptr_unless_fused(Program& p, const Step& s) {
-  if (p.observed & exec::kSeesAddresses) addptr_kernel<Off, true, false>(p, s);
+  if (!(p.observed & exec::kSeesAddresses)) return;
+  const auto& x = s.data<AddptrAux>();
+  const uint64_t base = *p.at<uint64_t>(x.base);
+  const Off* o = p.at<Off>(s.in[1]);
+  uint64_t* r = p.at<uint64_t>(s.out[0]);
+  const int sh = x.shift;
+  const int64_t n = x.n;
+  for (int64_t i = 0; i < n; ++i) r[i] = base + (static_cast<uint64_t>(static_cast<int64_t>(o[i])) << sh);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -878,6 +888,10 @@ void fuse_addresses(exec::FunctionPlan& fp) {
         assert(x.affine && "lower_store checked the element size");
       }
     }
+    AddptrAux ax = a.data<AddptrAux>();
+    ax.base = sp.in[0];
+    a.aux = make_aux(ax);
+    a.reads = {sp.in[0]};
     a.fn = ob == 4 ? addptr_unless_fused<int32_t> : addptr_unless_fused<int64_t>;
     fused_addptrs[a.in[0]]++;
   }

@@ -22,10 +22,10 @@ void register_lowering(ir::Opcode code, LowerFn fn);
 
 /// Plan pass (memory.cpp), run on each function once its steps are lowered and before its storage is
 /// assigned: a tt.load / tt.store through tt.addptr(tt.splat(p), offsets), i32 or i64 offsets, whose
-/// pointer tile nothing else reads, computes its lanes from p and the offsets (Step::reads), and the
-/// splat and addptr make the tile only in launches where an observer can see it
-/// (exec::kSeesAddresses). A tile of consecutive offsets in one buffer is then one range check and
-/// one copy: no 64-bit address per lane, no contiguity test over them.
+/// pointer tile nothing else reads, computes its lanes from p and the offsets (Step::reads); the addptr
+/// makes the tile (from p) only in launches where an observer can see addresses (exec::kSeesAddresses),
+/// and the splat only for an observer that watches it. A tile of consecutive offsets in one buffer is
+/// then one range check and one copy: no 64-bit address per lane, no contiguity test over them.
 void fuse_addresses(exec::FunctionPlan& fp);
 
 }  // namespace tilescope::ops

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -388,4 +389,65 @@ TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
       EXPECT_EQ(out[i], i < 4 ? 7.0f + static_cast<float>(i) : 0.0f) << i << " observed " << observed;
   }
   munmap(big, bytes);
+}
+
+namespace {
+
+/// Watches every op's results and checks the pointer tiles it is shown: a splat's lanes are its scalar,
+/// an addptr's lanes are its pointer lanes plus the offsets times 4 (f32).
+struct SeesPointerTiles : exec::Observer {
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override {
+    return {exec::kOpResult, {}, {}};
+  }
+  void on_op(const exec::OpEvent& e, void*) override {
+    const ir::Op& op = *e.op;
+    if (op.results.empty() || op.results[0]->type->elem != Elem::ptr || !op.results[0]->type->is_tensor)
+      return;
+    const int64_t n = op.results[0]->type->numel();
+    const auto* r = static_cast<const uint64_t*>(e.results[0]);
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t want = 0;
+      if (op.name == "tt.splat") {
+        want = *static_cast<const uint64_t*>(e.operands[0]);
+      } else if (op.name == "tt.addptr") {
+        const auto* p = static_cast<const uint64_t*>(e.operands[0]);
+        const auto* o = static_cast<const int32_t*>(e.operands[1]);
+        want = p[i] + static_cast<uint64_t>(static_cast<int64_t>(o[i])) * 4;
+      } else {
+        continue;
+      }
+      checked++;
+      if (r[i] != want) wrong++;
+    }
+  }
+  std::atomic<int64_t> checked{0}, wrong{0};
+};
+
+}  // namespace
+
+// An observer that watches ops sees every pointer tile as the TTIR defines it (the splat made for it,
+// the addptr from the splat's scalar), while the fused accesses still give the right values.
+TEST(FusedPointerTiles, AnObserverOfOpsSeesThePointerTiles) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %v = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %op, %v : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  std::vector<float> x(64), out(64, -1.0f);
+  std::iota(x.begin(), x.end(), 3.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x", Elem::f32);
+  int ob = test::add_buffer(mem, out, "out", Elem::f32);
+  SeesPointerTiles sees;
+  test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {2, 1, 1}, 1, {&sees});
+  EXPECT_EQ(sees.checked.load(), 2 * 4 * 64);  // 2 programs, 2 splats and 2 addptrs of 64 lanes
+  EXPECT_EQ(sees.wrong.load(), 0);
+  EXPECT_EQ(out, x);
 }
