@@ -866,26 +866,27 @@ void fuse_addresses(exec::FunctionPlan& fp) {
     const Step& sp = *def[a.in[0]];
     const int ob = ir::elem_bytes(a.in_types[1]->elem);
     const bool ordered = in_order(a.in[1]);
+    // The fused fields of a LoadAux or StoreAux `x`, and the access's kernel.
+    auto fuse = [&](Step& st, auto x, auto affine, exec::KernelFn fn) {
+      assert(affine && "the lowering hook checked the element size");
+      x.affine = affine;
+      x.base = sp.in[0];
+      x.offsets = a.in[1];
+      x.in_order = ordered;
+      st.aux = make_aux(x);
+      st.fn = fn;
+      st.reads = {sp.in[0], a.in[1]};
+    };
     for (Step* st : accesses) {
-      st->reads = {sp.in[0], a.in[1]};
       if (st->op->code() == Opcode::tt_load) {
-        LoadAux x = st->data<LoadAux>();
-        x.affine = exec::pick_load_affine(x.eb, ob, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero);
-        x.base = sp.in[0];
-        x.offsets = a.in[1];
-        x.in_order = ordered;
-        st->aux = make_aux(x);
-        st->fn = load_fused_kernel;
-        assert(x.affine && "lower_load checked the element size");
+        const auto& x = st->data<LoadAux>();
+        fuse(*st, x,
+             exec::pick_load_affine(x.eb, ob, x.mask >= 0, x.other >= 0 ? Fill::per_lane : Fill::zero),
+             load_fused_kernel);
       } else {
-        StoreAux x = st->data<StoreAux>();
-        x.affine = exec::pick_store_affine(ir::elem_bytes(st->in_types[1]->elem), ob, x.mask >= 0);
-        x.base = sp.in[0];
-        x.offsets = a.in[1];
-        x.in_order = ordered;
-        st->aux = make_aux(x);
-        st->fn = store_fused_kernel;
-        assert(x.affine && "lower_store checked the element size");
+        const auto& x = st->data<StoreAux>();
+        fuse(*st, x, exec::pick_store_affine(ir::elem_bytes(st->in_types[1]->elem), ob, x.mask >= 0),
+             store_fused_kernel);
       }
     }
     AddptrAux ax = a.data<AddptrAux>();

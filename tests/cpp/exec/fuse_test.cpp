@@ -19,12 +19,14 @@
 #include <vector>
 
 #include "src/exec/plan.h"
+#include "tests/cpp/exec/planned.h"
 #include "tests/cpp/harness.h"
 #include "tilescope/ir/reader.h"
 
 using namespace tilescope;
 using exec::Arg;
 using ir::Elem;
+using test::Planned;
 
 namespace {
 
@@ -36,6 +38,16 @@ constexpr int64_t kLen = 2 * kN;  // elements of the buffer the offsets index (s
 struct SeesAccesses : exec::Observer {
   exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kAccess, {}, {}}; }
 };
+
+/// test::run_ttir on one thread, `observed`: with an observer that sees addresses (the steps as
+/// written), else with none (the fused accesses).
+exec::LaunchStats run_maybe_observed(const std::string& ttir, const std::vector<Arg>& args, exec::Memory& mem,
+                                     std::array<int64_t, 3> grid, bool observed) {
+  SeesAccesses sees;
+  std::vector<exec::Observer*> obs;
+  if (observed) obs.push_back(&sees);
+  return test::run_ttir(ttir, args, mem, grid, 1, obs);
+}
 
 /// f(i): i; N - 1 - i; 2i; i with the pairs (1, 2), (3, 4), ..., (N - 3, N - 2) swapped (a permutation
 /// whose first and last lanes are those of the consecutive tile).
@@ -181,14 +193,11 @@ Outcome run(const Case& c, std::vector<uint8_t> x, std::vector<uint8_t> out, int
     return mem.add(std::move(b));
   };
   const int xb = add(x, "x"), ob = add(out, "out");
-  SeesAccesses sees;
-  std::vector<exec::Observer*> obs;
-  if (observed) obs.push_back(&sees);
   Arg fill = Arg::i64(0);
   fill.bits = fill_bits;
   const exec::LaunchStats st =
-      test::run_ttir(kernel(c), {Arg::buf(xb), Arg::buf(ob), Arg::i64(c.start), Arg::i64(n), fill}, mem,
-                     {kGrid, 1, 1}, 1, obs);
+      run_maybe_observed(kernel(c), {Arg::buf(xb), Arg::buf(ob), Arg::i64(c.start), Arg::i64(n), fill}, mem,
+                         {kGrid, 1, 1}, observed);
   return Outcome{std::move(out), st.out_of_bounds};
 }
 
@@ -230,34 +239,6 @@ TEST(FusedPointerTiles, EveryOffsetFormGivesWhatTheTtirMeansObservedOrNot) {
   EXPECT_EQ(cases, 4 * 4 * 2 * 3 * 2 * 5);
 }
 
-namespace {
-
-struct Planned {
-  ir::Module m;
-  exec::Plan plan;
-  explicit Planned(const std::string& text) : m(ir::read(text, "t.ttir")) {
-    ir::verify(m);
-    plan.module = &m;
-    exec::Planner planner(m, plan);
-    planner.lower(*m.entry());
-  }
-  int slot(const std::string& name) const {
-    for (size_t i = 0; i < plan.slot_value.size(); ++i)
-      if (plan.slot_value[i]->name == name) return static_cast<int>(i);
-    ADD_FAILURE() << "no value %" << name;
-    return -1;
-  }
-  /// The step whose op is the `k`-th of `name` in the entry function's body.
-  const exec::Step& step(const std::string& name, int k = 0) const {
-    for (const exec::Step& s : plan.functions.at(m.entry())->body.blocks[0].steps)
-      if (s.op->name == name && k-- == 0) return s;
-    ADD_FAILURE() << "no op " << name;
-    return plan.functions.at(m.entry())->body.blocks[0].steps[0];
-  }
-};
-
-}  // namespace
-
 // A fused load reads the splat's pointer and the offsets when it runs, after their last use as
 // operands: they must keep their storage until then. Here %t, a tile of the offsets' size made
 // between the addptr and the load, would otherwise take the offsets' bytes.
@@ -289,10 +270,7 @@ TEST(FusedPointerTiles, TheOffsetsLiveUntilTheFusedAccess) {
     exec::Memory mem;
     int xb = test::add_buffer(mem, x, "x", Elem::f32);
     int ob = test::add_buffer(mem, out, "out", Elem::f32);
-    SeesAccesses sees;
-    std::vector<exec::Observer*> obs;
-    if (observed) obs.push_back(&sees);
-    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {1, 1, 1}, 1, obs);
+    run_maybe_observed(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {1, 1, 1}, observed);
     for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], x[i + 3] + static_cast<float>(i * i)) << i;
   }
 }
@@ -379,11 +357,8 @@ TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
     const int xb = mem.add(std::move(b));
     std::vector<float> out(16, -1.0f);
     const int ob = test::add_buffer(mem, out, "out", Elem::f32);
-    SeesAccesses sees;
-    std::vector<exec::Observer*> obs;
-    if (observed) obs.push_back(&sees);
     const exec::LaunchStats st =
-        test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob), Arg::i64(first)}, mem, {1, 1, 1}, 1, obs);
+        run_maybe_observed(k, {Arg::buf(xb), Arg::buf(ob), Arg::i64(first)}, mem, {1, 1, 1}, observed);
     EXPECT_EQ(st.out_of_bounds, 12) << "observed " << observed;
     for (int i = 0; i < 16; ++i)
       EXPECT_EQ(out[i], i < 4 ? 7.0f + static_cast<float>(i) : 0.0f) << i << " observed " << observed;

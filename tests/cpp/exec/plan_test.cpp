@@ -12,6 +12,7 @@
 #include <numeric>
 #include <set>
 
+#include "tests/cpp/exec/planned.h"
 #include "tests/cpp/exec/sync_kernels.h"
 #include "tests/cpp/harness.h"
 #include "tilescope/ir/reader.h"
@@ -19,6 +20,7 @@
 using namespace tilescope;
 using exec::Arg;
 using ir::Elem;
+using test::Planned;
 
 namespace {
 
@@ -40,29 +42,6 @@ std::string chain(int64_t n, int k) {
   t += fmt::format("    tt.store %op, %v{} : tensor<{}x!tt.ptr<f32>>\n    tt.return\n  }}\n}}\n", k, n);
   return t;
 }
-
-struct Planned {
-  ir::Module m;
-  exec::Plan plan;
-  explicit Planned(const std::string& text) : m(ir::read(text, "t.ttir")) {
-    ir::verify(m);
-    plan.module = &m;
-    exec::Planner planner(m, plan);
-    planner.lower(*m.entry());
-  }
-  int64_t naive_bytes() const {
-    int64_t n = 0;
-    for (const auto& s : plan.slots) n += (s.bytes + 63) / 64 * 64;
-    return n;
-  }
-  int slot(const std::string& name) const {
-    for (size_t i = 0; i < plan.slot_value.size(); ++i)
-      if (plan.slot_value[i]->name == name) return static_cast<int>(i);
-    ADD_FAILURE() << "no value %" << name;
-    return 0;
-  }
-  int64_t offset(const std::string& name) const { return plan.slot_offset[slot(name)]; }
-};
 
 }  // namespace
 
