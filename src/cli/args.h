@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "npy.h"
 #include "tilescope/ir/elem.h"
 #include "tilescope/launch/record.h"
 
@@ -18,7 +19,7 @@ namespace tilescope::cli {
 struct HostBuffer {
   ir::Elem elem;
   std::vector<int64_t> shape;
-  std::vector<std::byte> data;
+  ArrayBytes data;  // cache-line aligned, as a torch tensor's
 };
 
 /// The buffer of pointer argument `name` (pointee element type `pointee`) from `spec`:

@@ -87,7 +87,7 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
     const launch::ArgRecord& a = r.args[i];
     if (a.kind == launch::ArgRecord::Kind::buffer) {
       const int eb = std::max(1, ir::elem_bytes(a.dtype));
-      std::vector<std::byte> data = *s.before[i];
+      ArrayBytes data(s.before[i]->begin(), s.before[i]->end());
       data.resize(data.size() / static_cast<size_t>(eb) * static_cast<size_t>(eb));
       const int64_t n = static_cast<int64_t>(data.size()) / eb;
       write_npy((fs::path(dir) / (a.name + ".npy")).string(),
@@ -106,7 +106,7 @@ std::string save_inputs(const trace::StoredLaunch& s, const std::string& dir) {
   write_file_atomically(
       script.string(),
       {"#!/bin/sh\n# Launch ", std::to_string(s.id),
-       " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope). Files are\n"
+       " of a tilescope trace, as `tilescope run` runs it (TILESCOPE_BIN: which tilescope). Files are\n",
        "# taken from this script's directory; paths given to it are the caller's.\n",
        "d=$(dirname \"$0\")\nexec \"${TILESCOPE_BIN:-tilescope}\" run ", ttir.first, tail, script_args,
        " \"$@\"\n"});

@@ -113,6 +113,17 @@ TEST(CliArgs, EmptyBuffersAreLegal) {
   EXPECT_TRUE(b.data.empty());
 }
 
+// A buffer starts on a 64-byte boundary, as PyTorch's CPU allocator places a tensor (c10 alloc_cpu);
+// malloc gives 16 bytes, and a buffer of a megabyte or more sits 16 bytes past a page boundary.
+TEST(CliArgs, BuffersStartOnACacheLine) {
+  std::mt19937_64 rng(0);
+  for (const char* spec : {"[3]:zeros", "[1000]:randn", "[1048576]:ones", "[4194304]:zeros"}) {
+    HostBuffer b = buffer_from_spec("x", spec, ir::Elem::f32, rng);
+    ASSERT_FALSE(b.data.empty()) << spec;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data.data()) % 64, 0u) << spec;
+  }
+}
+
 TEST(CliArgs, OversizedShapesHaveTheirOwnMessages) {
   EXPECT_EQ(error_of_buffer("f32[99999999999x99999999999]:zeros"),
             "--arg x: shape [99999999999x99999999999] has more elements than a 64-bit count can hold");

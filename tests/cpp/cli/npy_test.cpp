@@ -232,6 +232,7 @@ TEST(Npy, WritesTheFormatAndReadsItBack) {
   EXPECT_EQ(b.descr, a.descr);
   EXPECT_EQ(b.shape, a.shape);
   EXPECT_EQ(b.data, a.data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data.data()) % 64, 0u);  // as a torch tensor's (npy.h)
   // Nothing else is left in the directory (the temporary file was renamed).
   int files = 0;
   for (auto& e : fs::directory_iterator(scratch.dir())) files += e.path().filename().string()[0] == '.';
