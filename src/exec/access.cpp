@@ -471,8 +471,8 @@ const uint64_t* affine_lanes(int64_t n, uint64_t base, const Off* offs) {
 // (report_access would emit no event and count no bad lane), so the fast paths report nothing.
 
 template <int EB, bool M, Fill F, class Off>
-void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_, bool in_order,
-                 const uint8_t* m, const void* other, void* out_) {
+const std::byte* load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs_,
+                             bool in_order, bool in_place, const uint8_t* m, const void* other, void* out_) {
   static_assert(F != Fill::splat, "fused loads fill from `other` or with 0");
   using T = uint_t<EB>;
   assert(!(p.observed & kSeesAddresses));
@@ -481,6 +481,7 @@ void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const v
   if (const std::byte* h = affine_range<EB>(*p.memory, n, base, offs, in_order, region)) {
     T* out = static_cast<T*>(out_);
     if (!M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr) {
+      if (in_place && reinterpret_cast<uintptr_t>(h) % EB == 0) return h;
       std::memcpy(out, h, static_cast<size_t>(n) * EB);
     } else {
       for (int64_t i = 0; i < n; ++i) {
@@ -490,9 +491,10 @@ void load_affine(Program& p, const ir::Op* op, int64_t n, uint64_t base, const v
           out[i] = F == Fill::per_lane ? static_cast<const T*>(other)[i] : T{0};
       }
     }
-    return;
+    return nullptr;
   }
   load_lanes<EB, M, F>(p, op, n, affine_lanes<EB>(n, base, offs), m, other, 0, out_);
+  return nullptr;
 }
 
 template <int EB, bool M, class Off>

@@ -80,8 +80,12 @@ constexpr unsigned kSeesAddresses = kAccess | kOpBegin | kOpResult;
 /// made in scratch and take the LoadLanesFn. `in_order`: the plan knows that offs[i] is offs[0] + i
 /// modulo 2^width (ops::fuse_addresses), so the first and last lanes tell whether the tile wrapped
 /// around; otherwise every lane is compared. Only where no observer sees addresses (kSeesAddresses).
-using LoadAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
-                              bool in_order, const uint8_t* mask, const void* other, void* out);
+/// `in_place`: the plan allows the tile to be read where it lies (ops::fuse_addresses): when its lanes
+/// are one range in one buffer, every lane active and the first aligned to the element size, nothing is
+/// copied and the range's first byte is returned. Otherwise the tile is made in `out` and null returned.
+using LoadAffineFn = const std::byte* (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base,
+                                          const void* offs, bool in_order, bool in_place, const uint8_t* mask,
+                                          const void* other, void* out);
 /// A fused tt.store, as LoadAffineFn (a buffer where parked programs wait takes the StoreLanesFn).
 using StoreAffineFn = void (*)(Program& p, const ir::Op* op, int64_t n, uint64_t base, const void* offs,
                                bool in_order, const uint8_t* mask, const void* src);

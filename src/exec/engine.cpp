@@ -415,6 +415,7 @@ void init_program(Program& p, std::vector<std::byte>& storage, Launch& L, Worker
   auto base = reinterpret_cast<uintptr_t>(storage.data());
   auto aligned = reinterpret_cast<std::byte*>((base + 63) & ~uintptr_t{63});
   p.slot.resize(plan.slots.size());
+  p.frame = aligned;
   for (size_t i = 0; i < plan.slots.size(); ++i)  // a shared constant is only read (Planner::share_constant)
     p.slot[i] =
         plan.slot_shared[i] ? const_cast<std::byte*>(plan.slot_shared[i]) : aligned + plan.slot_offset[i];

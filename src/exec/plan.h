@@ -164,6 +164,10 @@ struct Program {
   ProgramId pid{0, 0, 0};
   std::array<int32_t, 3> grid{1, 1, 1};
   std::vector<std::byte*> slot;  // storage of each slot
+  /// The first byte of the program's frame (Plan::slot_offset counts from it); null outside a launch.
+  /// A slot's storage is frame + slot_offset unless the slot is a shared constant, or a load left its
+  /// value where it lies in the buffer (ops::fuse_addresses, "in place").
+  std::byte* frame = nullptr;
   Memory* memory = nullptr;
   const Plan* plan = nullptr;
   Launch* launch = nullptr;            // null outside a launch (unit tests)

@@ -166,6 +166,7 @@ struct LoadAux {
   exec::LoadAffineFn affine = nullptr;
   int base = -1, offsets = -1;
   bool in_order = false;  // the offsets are offs[0] + i by construction (modulo their width)
+  bool in_place = false;  // the tile may be read where it lies in the buffer (fuse_addresses)
 };
 
 void load_kernel(Program& p, const Step& s) {
@@ -199,11 +200,15 @@ void store_kernel(Program& p, const Step& s) {
 // and the access computes its lanes from base and offsets (exec::LoadAffineFn).
 
 void load_fused_kernel(Program& p, const Step& s) {
-  if (p.observed & exec::kSeesAddresses) return load_kernel(p, s);
   const auto& x = s.data<LoadAux>();
-  x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets], x.in_order,
-           x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
-           x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, p.slot[s.out[0]]);
+  std::byte*& out = p.slot[s.out[0]];
+  const bool in_place = x.in_place && p.frame;
+  if (in_place) out = p.frame + p.plan->slot_offset[s.out[0]];  // its last run may have left it in a buffer
+  if (p.observed & exec::kSeesAddresses) return load_kernel(p, s);
+  if (const std::byte* h = x.affine(p, s.op, x.n, *p.at<uint64_t>(x.base), p.slot[x.offsets], x.in_order,
+                                    in_place, x.mask >= 0 ? p.at<uint8_t>(s.in[x.mask]) : nullptr,
+                                    x.other >= 0 ? p.slot[s.in[x.other]] : nullptr, out))
+    out = const_cast<std::byte*>(h);  // only read: no op writes a slot but its own results (plan.cpp)
 }
 
 void store_fused_kernel(Program& p, const Step& s) {
@@ -786,6 +791,73 @@ void lower_desc_scatter(const Op& op, Planner& p, Step& s) {
 // ---------------------------------------------------------------------------------------------
 // Plan pass: fused pointer tiles
 
+namespace {
+
+/// Whether running `s` may change memory, or let another program run and change it: a write, an
+/// atomic, a barrier, a wait for another program (ir::may_wait: atomics, volatile loads), a call, or a
+/// region op holding one of these.
+bool may_change_memory(const Step& s) {
+  using namespace ir::effect;
+  if ((ir::op_def(s.op->code()).effects & (write | atomic | sync)) || ir::may_wait(*s.op) || s.callee)
+    return true;
+  for (const exec::RegionPlan& r : s.regions)
+    for (const exec::BlockPlan& b : r.blocks)
+      for (const Step& in : b.steps)
+        if (may_change_memory(in)) return true;
+  return false;
+}
+
+/// How many times `s` reads `slot` (operands, fused reads, and inside its regions: steps and
+/// terminators), and each slot's count over a region.
+int reads_of(const Step& s, int slot);
+int reads_of(const exec::BlockPlan& b, int slot) {
+  int k = static_cast<int>(std::count(b.term.operands.begin(), b.term.operands.end(), slot)) +
+          (b.term.cond == slot ? 1 : 0);
+  for (const auto& ops : b.term.target_operands)
+    k += static_cast<int>(std::count(ops.begin(), ops.end(), slot));
+  for (const Step& st : b.steps) k += reads_of(st, slot);
+  return k;
+}
+int reads_of(const Step& s, int slot) {
+  int k = static_cast<int>(std::count(s.in.begin(), s.in.end(), slot) +
+                           std::count(s.reads.begin(), s.reads.end(), slot));
+  for (const exec::RegionPlan& r : s.regions)
+    for (const exec::BlockPlan& b : r.blocks) k += reads_of(b, slot);
+  return k;
+}
+
+/// Fused loads whose tile may be read where it lies (LoadAffineFn's `in_place`): every read of the
+/// value comes after the load in its own block (or inside a later step's regions there), with nothing
+/// from the load to the last read that may change memory (may_change_memory). Those reads then see the
+/// bytes the load would have copied, and nothing writes through the slot (no op writes a slot but its own
+/// results, plan.cpp). A read by a terminator (a yield, a branch, a return) or from another block keeps
+/// the copy.
+void read_in_place(exec::FunctionPlan& fp) {
+  auto walk = [&](auto& self, exec::RegionPlan& r) -> void {
+    for (exec::BlockPlan& b : r.blocks)
+      for (size_t i = 0; i < b.steps.size(); ++i) {
+        Step& st = b.steps[i];
+        for (exec::RegionPlan& sub : st.regions) self(self, sub);
+        if (st.fn != load_fused_kernel) continue;
+        const int v = st.out[0];
+        int all = 0;
+        for (const exec::BlockPlan& fb : fp.body.blocks) all += reads_of(fb, v);
+        int seen = 0;
+        for (size_t j = i + 1; j < b.steps.size() && seen < all; ++j) {
+          if (may_change_memory(b.steps[j])) break;
+          seen += reads_of(b.steps[j], v);
+        }
+        if (seen != all) continue;
+        LoadAux x = st.data<LoadAux>();
+        x.in_place = true;
+        st.aux = make_aux(x);
+      }
+  };
+  walk(walk, fp.body);
+}
+
+}  // namespace
+
 void fuse_addresses(exec::FunctionPlan& fp) {
   using ir::Opcode;
   // Every step of the function (regions included), who writes each slot, and how many reads each slot
@@ -898,6 +970,7 @@ void fuse_addresses(exec::FunctionPlan& fp) {
   }
   for (auto [splat, n] : fused_addptrs)
     if (n == reads[splat]) def[splat]->fn = splat_unless_fused;
+  read_in_place(fp);
 }
 
 }  // namespace tilescope::ops

@@ -5,13 +5,15 @@
 // definition (reference §1.2: sign-extended offsets scaled by the pointee size; §5.1: masked-off lanes
 // get `other` or 0, out-of-bounds lanes are skipped and counted), for consecutive, reversed and strided
 // offsets, offsets that wrap around in i32, negative ones, ones past the buffer, with and without a
-// mask and `other`, i32 and i64 offsets, and 1- to 8-byte elements.
+// mask and `other`, i32 and i64 offsets, and 1- to 8-byte elements; and a loaded tile read where it lies
+// in the buffer (in place) never sees a later write and is read only within its lanes.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -61,11 +63,12 @@ struct Case {
   bool mask, other, i64;
   Side side;
   int32_t start;
+  bool via = false;  // the loaded tile passes through an arith.select (all lanes true) before the store
 };
 
 /// The kernel: lane i of program pid has offset o = start + pid·N + f(i) (i32 arithmetic, wrapping),
-/// f as Offs says; mask: o < n. Side::load: out[pid·N + i] = x[o] (masked); Side::store:
-/// out[o] = x[pid·N + i] (masked).
+/// f as Offs says; mask: o < n. Side::load: out[pid·N + i] = x[o] (masked; `via`: every lane stored,
+/// masked-off ones as loaded); Side::store: out[o] = x[pid·N + i] (masked).
 std::string kernel(const Case& c) {
   const std::string t = c.elem, N = std::to_string(kN);
   std::string f;
@@ -119,7 +122,16 @@ std::string kernel(const Case& c) {
   k += fmt::format("    %os = tt.splat %out : !tt.ptr<{0}> -> tensor<{1}x!tt.ptr<{0}>>\n", t, N);
   k += fmt::format("    %op = tt.addptr %os, {2} : tensor<{1}x!tt.ptr<{0}>>, tensor<{1}x{3}>\n", t, N, so,
                    sot);
-  k += fmt::format("    tt.store %op, %v{2} : tensor<{1}x!tt.ptr<{0}>>\n", t, N, c.mask ? ", %m" : "");
+  std::string stored = "%v";
+  if (c.via) {  // an op reads the tile before the store: a load that may read it in place (fuse_addresses)
+    k += fmt::format("    %yes = arith.constant dense<true> : tensor<{0}xi1>\n", N);
+    k += fmt::format("    %w = arith.select %yes, %v, %v : tensor<{1}xi1>, tensor<{1}x{0}>\n", t, N);
+    stored = "%w";
+  }
+  // Through the select, a load-side kernel stores every lane: masked-off lanes show what the load gave.
+  const bool store_mask = c.mask && !(c.via && c.side == Side::load);
+  k += fmt::format("    tt.store %op, {2}{3} : tensor<{1}x!tt.ptr<{0}>>\n", t, N, stored,
+                   store_mask ? ", %m" : "");
   k += "    tt.return\n  }\n}\n";
   return k;
 }
@@ -163,7 +175,7 @@ Outcome expected(const Case& c, const std::vector<uint8_t>& x, std::vector<uint8
         if (active) e.out_of_bounds++;
         if (c.other) v = fill;
       }
-      if (!active) continue;  // the store is masked off too
+      if (!active && !(c.via && c.side == Side::load)) continue;  // the store is masked off too
       if (dst >= 0 && dst < len_out)
         std::memcpy(&out[static_cast<size_t>(dst * c.eb)], v.data(), static_cast<size_t>(c.eb));
       else
@@ -217,26 +229,27 @@ TEST(FusedPointerTiles, EveryOffsetFormGivesWhatTheTtirMeansObservedOrNot) {
             // Inside; a tail past n (masked) and past the buffer; negative; wrapping around in i32;
             // far past the buffer.
             for (int32_t start : {0, static_cast<int32_t>(kLen - kN / 2 - 2 * kN), -5, INT32_MAX - 70,
-                                  static_cast<int32_t>(10 * kLen)}) {
-              const Case c{el.name, el.eb, offs, masking > 0, masking == 2, i64, side, start};
-              const int32_t n = static_cast<int32_t>(kLen - kN / 2);
-              const std::vector<uint8_t> x = pattern(kLen, el.eb, 1);
-              const std::vector<uint8_t> out = pattern(side == Side::load ? kGrid * kN : kLen, el.eb, 99);
-              const std::vector<uint8_t> fill = pattern(1, el.eb, 42);
-              uint64_t fill_bits = 0;
-              std::memcpy(&fill_bits, fill.data(), fill.size());
-              const Outcome want = expected(c, x, out, n, fill);
-              for (bool observed : {false, true}) {
-                const Outcome got = run(c, x, out, n, fill_bits, observed);
-                const std::string what = fmt::format(
-                    "{} offsets {} side {} masking {} i64 {} start {} observed {}", el.name,
-                    static_cast<int>(offs), static_cast<int>(side), masking, i64, start, observed);
-                ASSERT_EQ(got.out, want.out) << what;
-                ASSERT_EQ(got.out_of_bounds, want.out_of_bounds) << what;
+                                  static_cast<int32_t>(10 * kLen)})
+              for (bool via : {false, true}) {
+                const Case c{el.name, el.eb, offs, masking > 0, masking == 2, i64, side, start, via};
+                const int32_t n = static_cast<int32_t>(kLen - kN / 2);
+                const std::vector<uint8_t> x = pattern(kLen, el.eb, 1);
+                const std::vector<uint8_t> out = pattern(side == Side::load ? kGrid * kN : kLen, el.eb, 99);
+                const std::vector<uint8_t> fill = pattern(1, el.eb, 42);
+                uint64_t fill_bits = 0;
+                std::memcpy(&fill_bits, fill.data(), fill.size());
+                const Outcome want = expected(c, x, out, n, fill);
+                for (bool observed : {false, true}) {
+                  const Outcome got = run(c, x, out, n, fill_bits, observed);
+                  const std::string what = fmt::format(
+                      "{} offsets {} side {} masking {} i64 {} start {} via {} observed {}", el.name,
+                      static_cast<int>(offs), static_cast<int>(side), masking, i64, start, via, observed);
+                  ASSERT_EQ(got.out, want.out) << what;
+                  ASSERT_EQ(got.out_of_bounds, want.out_of_bounds) << what;
+                }
+                ++cases;
               }
-              ++cases;
-            }
-  EXPECT_EQ(cases, 4 * 4 * 2 * 3 * 2 * 5);
+  EXPECT_EQ(cases, 4 * 4 * 2 * 3 * 2 * 5 * 2);
 }
 
 // A fused load reads the splat's pointer and the offsets when it runs, after their last use as
@@ -425,4 +438,145 @@ TEST(FusedPointerTiles, AnObserverOfOpsSeesThePointerTiles) {
   EXPECT_EQ(sees.checked.load(), 2 * 4 * 64);  // 2 programs, 2 splats and 2 addptrs of 64 lanes
   EXPECT_EQ(sees.wrong.load(), 0);
   EXPECT_EQ(out, x);
+}
+
+// A fused load may leave its tile where it lies in the buffer (LoadAffineFn's in_place) only while
+// nothing can change that memory before the value's last read. Each kernel loads x, then (between the
+// load and a read of the value) writes x through another pointer tile: a store, an atomic, a loop that
+// stores, a loop that stores and reads the value in its body, a branch to a block that stores before
+// reading. The value read must be the one loaded (reference §5.1: a load's result is a copy), unobserved
+// (the fused form) and observed (as written); the last kernel has nothing in between (the in-place case).
+TEST(FusedPointerTiles, ALoadReadInPlaceNeverSeesALaterWrite) {
+  struct Kernel {
+    const char* what;
+    std::string between;  // TTIR after %v's load; defines %u, the value read from %v
+    float scale;          // out = scale · x_old + 1
+  };
+  const std::string store_x = "    tt.store %xp2, %c : tensor<16x!tt.ptr<f32>>\n";
+  const std::vector<Kernel> kernels = {
+      {"a store", store_x + "    %u = arith.addf %v, %zero : tensor<16xf32>\n", 1},
+      {"an atomic",
+       "    %old = tt.atomic_rmw fadd, relaxed, gpu, %xp2, %c, %yes : (tensor<16x!tt.ptr<f32>>, "
+       "tensor<16xf32>, tensor<16xi1>) -> tensor<16xf32>\n"
+       "    %u = arith.addf %v, %zero : tensor<16xf32>\n",
+       1},
+      {"a loop that stores",
+       "    scf.for %i = %c0 to %c2 step %c1  : i32 {\n" + store_x +
+           "    }\n    %u = arith.addf %v, %zero : tensor<16xf32>\n",
+       1},
+      {"a loop that stores, then reads the value",
+       "    %u = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %zero) -> (tensor<16xf32>)  : i32 {\n" +
+           store_x +
+           "      %a2 = arith.addf %a, %v : tensor<16xf32>\n"
+           "      scf.yield %a2 : tensor<16xf32>\n    }\n",
+       2},
+      {"a branch to a block that stores",
+       "    cf.br ^bb1\n  ^bb1:\n" + store_x + "    %u = arith.addf %v, %zero : tensor<16xf32>\n", 1},
+      {"nothing", "    %u = arith.addf %v, %zero : tensor<16xf32>\n", 1},
+  };
+  for (const Kernel& kn : kernels) {
+    const std::string k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16xf32>
+    %one = arith.constant dense<1.000000e+00> : tensor<16xf32>
+    %c = arith.constant dense<1.000000e+02> : tensor<16xf32>
+    %yes = arith.constant dense<true> : tensor<16xi1>
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %xs2 = tt.splat %x : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %xp2 = tt.addptr %xs2, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    %v = tt.load %xp : tensor<16x!tt.ptr<f32>>
+)" + kn.between + R"(    %w = arith.addf %u, %one : tensor<16xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    tt.store %op, %w : tensor<16x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+    Planned p(k);
+    EXPECT_FALSE(p.step("tt.load").reads.empty()) << kn.what << ": the load is fused";
+    for (bool observed : {false, true}) {
+      std::vector<float> x(16), out(16, -1.0f);
+      std::iota(x.begin(), x.end(), 0.5f);
+      const std::vector<float> x_old = x;
+      exec::Memory mem;
+      int xb = test::add_buffer(mem, x, "x", Elem::f32);
+      int ob = test::add_buffer(mem, out, "out", Elem::f32);
+      run_maybe_observed(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {1, 1, 1}, observed);
+      for (int i = 0; i < 16; ++i)
+        EXPECT_EQ(out[i], kn.scale * x_old[i] + 1.0f)
+            << kn.what << ", lane " << i << ", observed " << observed;
+    }
+  }
+}
+
+// A tile read in place is read only within its lanes: here the last program's tile ends where the
+// buffer's page ends and the next page has no access, and the tile goes through SLEEF's exp (whole
+// vectors and a padded tail), a reduction and elementwise ops. Expected values: std::exp and exact sums
+// of small integers.
+TEST(FusedPointerTiles, ATileReadInPlaceIsReadOnlyWithinItsLanes) {
+  constexpr size_t kPage = 4096;
+  constexpr int64_t kLen = kPage / sizeof(float);  // the buffer: one page of floats
+  void* m = mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<std::byte*>(m) + kPage, kPage, PROT_NONE), 0);
+  auto* x = static_cast<float*>(m);
+  for (int64_t i = 0; i < kLen; ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  for (int64_t lanes : {4, 16, 64}) {  // 4: only SLEEF's padded tail (8 lanes a vector with AVX2)
+    const std::string k = fmt::format(R"(module {{
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {{noinline = false}} {{
+    %cN = arith.constant {0} : i32
+    %pid = tt.get_program_id x : i32
+    %base = arith.muli %pid, %cN : i32
+    %r = tt.make_range {{end = {0} : i32, start = 0 : i32}} : tensor<{0}xi32>
+    %bs = tt.splat %base : i32 -> tensor<{0}xi32>
+    %offs = arith.addi %bs, %r : tensor<{0}xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<{0}x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<{0}x!tt.ptr<f32>>, tensor<{0}xi32>
+    %v = tt.load %xp : tensor<{0}x!tt.ptr<f32>>
+    %e = math.exp %v : tensor<{0}xf32>
+    %s = "tt.reduce"(%v) <{{axis = 0 : i32}}> ({{
+    ^bb0(%a: f32, %b: f32):
+      %t = arith.addf %a, %b : f32
+      tt.reduce.return %t : f32
+    }}) : (tensor<{0}xf32>) -> f32
+    %ss = tt.splat %s : f32 -> tensor<{0}xf32>
+    %w = arith.addf %e, %ss : tensor<{0}xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<{0}x!tt.ptr<f32>>
+    %op = tt.addptr %os, %offs : tensor<{0}x!tt.ptr<f32>>, tensor<{0}xi32>
+    tt.store %op, %w : tensor<{0}x!tt.ptr<f32>>
+    tt.return
+  }}
+}})",
+                                      lanes);
+    const int64_t tiles = kLen / lanes;  // the last tile ends where the page does
+    for (bool observed : {false, true}) {
+      exec::Memory mem;
+      exec::Buffer b;
+      b.name = "x";
+      b.dtype = Elem::f32;
+      b.host = static_cast<std::byte*>(m);
+      b.bytes = kPage;
+      b.shape = {kLen};
+      b.strides = {1};
+      const int xb = mem.add(std::move(b));
+      std::vector<float> out(kLen, -1.0f);
+      const int ob = test::add_buffer(mem, out, "out", Elem::f32);
+      run_maybe_observed(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {tiles, 1, 1}, observed);
+      for (int64_t t = 0; t < tiles; ++t) {
+        float sum = 0;
+        for (int64_t i = 0; i < lanes; ++i) sum += x[t * lanes + i];  // small integers: exact in any order
+        for (int64_t i = 0; i < lanes; ++i) {
+          const float want = std::exp(x[t * lanes + i]) + sum;
+          ASSERT_NEAR(out[t * lanes + i], want, 4e-7f * std::fabs(want) + 1e-6f)
+              << lanes << " lanes, tile " << t << " lane " << i << " observed " << observed;
+        }
+      }
+    }
+  }
+  munmap(m, 2 * kPage);
 }
