@@ -807,23 +807,25 @@ bool may_change_memory(const Step& s) {
   return false;
 }
 
-/// How many times `s` reads `slot` (operands, fused reads, and inside its regions: steps and
-/// terminators), and each slot's count over a region.
-int reads_of(const Step& s, int slot);
-int reads_of(const exec::BlockPlan& b, int slot) {
-  int k = static_cast<int>(std::count(b.term.operands.begin(), b.term.operands.end(), slot)) +
-          (b.term.cond == slot ? 1 : 0);
-  for (const auto& ops : b.term.target_operands)
-    k += static_cast<int>(std::count(ops.begin(), ops.end(), slot));
-  for (const Step& st : b.steps) k += reads_of(st, slot);
-  return k;
+/// Calls f(slot) for each read of a slot by `s`: its operands, its fused reads (Step::reads), and
+/// inside its regions every step's and terminator's; for a region, by all of its blocks.
+template <class F>
+void for_each_read(const exec::RegionPlan& r, F&& f);
+template <class F>
+void for_each_read(const Step& s, F&& f) {
+  for (int i : s.in) f(i);
+  for (int i : s.reads) f(i);
+  for (const exec::RegionPlan& r : s.regions) for_each_read(r, f);
 }
-int reads_of(const Step& s, int slot) {
-  int k = static_cast<int>(std::count(s.in.begin(), s.in.end(), slot) +
-                           std::count(s.reads.begin(), s.reads.end(), slot));
-  for (const exec::RegionPlan& r : s.regions)
-    for (const exec::BlockPlan& b : r.blocks) k += reads_of(b, slot);
-  return k;
+template <class F>
+void for_each_read(const exec::RegionPlan& r, F&& f) {
+  for (const exec::BlockPlan& b : r.blocks) {
+    for (const Step& st : b.steps) for_each_read(st, f);
+    for (int i : b.term.operands) f(i);
+    if (b.term.cond >= 0) f(b.term.cond);
+    for (const auto& ops : b.term.target_operands)
+      for (int i : ops) f(i);
+  }
 }
 
 /// Fused loads whose tile may be read where it lies (LoadAffineFn's `in_place`): every read of the
@@ -831,21 +833,22 @@ int reads_of(const Step& s, int slot) {
 /// from the load to the last read that may change memory (may_change_memory). Those reads then see the
 /// bytes the load would have copied, and nothing writes through the slot (no op writes a slot but its own
 /// results, plan.cpp). A read by a terminator (a yield, a branch, a return) or from another block keeps
-/// the copy.
+/// the copy. Another program writing the range meanwhile is a data race (a release after the load would
+/// close the window); there two reads of the value may differ (CONTRIBUTING.md, "Value storage").
 void read_in_place(exec::FunctionPlan& fp) {
+  std::unordered_map<int, int> reads;  // of each slot, in the whole function
+  for_each_read(fp.body, [&](int slot) { reads[slot]++; });
   auto walk = [&](auto& self, exec::RegionPlan& r) -> void {
     for (exec::BlockPlan& b : r.blocks)
       for (size_t i = 0; i < b.steps.size(); ++i) {
         Step& st = b.steps[i];
         for (exec::RegionPlan& sub : st.regions) self(self, sub);
         if (st.fn != load_fused_kernel) continue;
-        const int v = st.out[0];
-        int all = 0;
-        for (const exec::BlockPlan& fb : fp.body.blocks) all += reads_of(fb, v);
+        const int v = st.out[0], all = reads[v];
         int seen = 0;
         for (size_t j = i + 1; j < b.steps.size() && seen < all; ++j) {
           if (may_change_memory(b.steps[j])) break;
-          seen += reads_of(b.steps[j], v);
+          for_each_read(b.steps[j], [&](int slot) { seen += slot == v; });
         }
         if (seen != all) continue;
         LoadAux x = st.data<LoadAux>();
@@ -866,21 +869,15 @@ void fuse_addresses(exec::FunctionPlan& fp) {
   std::unordered_map<int, Step*> def;
   std::unordered_map<int, int> reads;
   auto walk = [&](auto& self, exec::RegionPlan& r) -> void {
-    for (exec::BlockPlan& b : r.blocks) {
+    for (exec::BlockPlan& b : r.blocks)
       for (Step& st : b.steps) {
         steps.push_back(&st);
         for (int o : st.out) def[o] = &st;
-        for (int i : st.in) reads[i]++;
-        for (int i : st.reads) reads[i]++;
         for (exec::RegionPlan& sub : st.regions) self(self, sub);
       }
-      for (int i : b.term.operands) reads[i]++;
-      if (b.term.cond >= 0) reads[b.term.cond]++;
-      for (const auto& ops : b.term.target_operands)
-        for (int i : ops) reads[i]++;
-    }
   };
   walk(walk, fp.body);
+  for_each_read(fp.body, [&](int slot) { reads[slot]++; });
   auto made_by = [&](int slot, Opcode code) -> Step* {
     auto it = def.find(slot);
     return it != def.end() && it->second->op->code() == code ? it->second : nullptr;

@@ -25,7 +25,9 @@ void register_lowering(ir::Opcode code, LowerFn fn);
 /// pointer tile nothing else reads, computes its lanes from p and the offsets (Step::reads); the addptr
 /// makes the tile (from p) only in launches where an observer can see addresses (exec::kSeesAddresses),
 /// and the splat only for an observer that watches it. A tile of consecutive offsets in one buffer is
-/// then one range check and one copy: no 64-bit address per lane, no contiguity test over them.
+/// then one range check and one copy: no 64-bit address per lane, no contiguity test over them. A fused
+/// load whose value is read only later in its block, with nothing in between that may change memory,
+/// reads such a tile in place: its result slot points into the buffer (CONTRIBUTING.md "Value storage").
 void fuse_addresses(exec::FunctionPlan& fp);
 
 }  // namespace tilescope::ops
