@@ -138,15 +138,10 @@ class Liveness {
         for (const RegionPlan& sub : s.regions) region(sub, s_start);
         const int64_t s_end = t_++;
         end_level(s_end);
-        for (int i : s.in) use(i, depth, s_end);
-        for (int i : s.reads) use(i, depth, s_end);
+        for_each_own_read(s, [&](int i) { use(i, depth, s_end); });
       }
       const int64_t t = t_++;
-      const Terminator& term = b.term;
-      for (int i : term.operands) use(i, depth, t);
-      if (term.cond >= 0) use(term.cond, depth, t);
-      for (const auto& ops : term.target_operands)
-        for (int i : ops) use(i, depth, t);
+      for_each_read(b.term, [&](int i) { use(i, depth, t); });
     }
     if (r.blocks.size() > 1) {
       const int64_t end = t_++;

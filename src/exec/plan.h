@@ -79,6 +79,22 @@ struct Step {
   }
 };
 
+/// Calls f(slot) for each slot a step reads itself (its operands and Step::reads; the steps inside its
+/// regions read for themselves), and for each slot a terminator reads (its operands, its condition, its
+/// branches' operands). What storage liveness (plan.cpp) and the plan passes count as reads.
+template <class F>
+void for_each_own_read(const Step& s, F&& f) {
+  for (int i : s.in) f(i);
+  for (int i : s.reads) f(i);
+}
+template <class F>
+void for_each_read(const Terminator& t, F&& f) {
+  for (int i : t.operands) f(i);
+  if (t.cond >= 0) f(t.cond);
+  for (const auto& ops : t.target_operands)
+    for (int i : ops) f(i);
+}
+
 struct FunctionPlan {
   const ir::Function* fn = nullptr;
   RegionPlan body;

@@ -813,18 +813,14 @@ template <class F>
 void for_each_read(const exec::RegionPlan& r, F&& f);
 template <class F>
 void for_each_read(const Step& s, F&& f) {
-  for (int i : s.in) f(i);
-  for (int i : s.reads) f(i);
+  exec::for_each_own_read(s, f);
   for (const exec::RegionPlan& r : s.regions) for_each_read(r, f);
 }
 template <class F>
 void for_each_read(const exec::RegionPlan& r, F&& f) {
   for (const exec::BlockPlan& b : r.blocks) {
     for (const Step& st : b.steps) for_each_read(st, f);
-    for (int i : b.term.operands) f(i);
-    if (b.term.cond >= 0) f(b.term.cond);
-    for (const auto& ops : b.term.target_operands)
-      for (int i : ops) f(i);
+    exec::for_each_read(b.term, f);
   }
 }
 

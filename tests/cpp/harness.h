@@ -10,16 +10,23 @@
 
 namespace tilescope::test {
 
-template <class T>
-int add_buffer(exec::Memory& m, std::vector<T>& v, const std::string& name, ir::Elem e) {
+/// Register `bytes` at `host` (memory the test owns: a vector, an mmap) as a 1-D buffer of `elems`
+/// elements of `e`; returns its id.
+inline int add_buffer(exec::Memory& m, void* host, uint64_t bytes, int64_t elems, const std::string& name,
+                      ir::Elem e) {
   exec::Buffer b;
   b.name = name;
   b.dtype = e;
-  b.host = reinterpret_cast<std::byte*>(v.data());
-  b.bytes = v.size() * sizeof(T);
-  b.shape = {static_cast<int64_t>(v.size())};
+  b.host = static_cast<std::byte*>(host);
+  b.bytes = bytes;
+  b.shape = {elems};
   b.strides = {1};
   return m.add(std::move(b));
+}
+
+template <class T>
+int add_buffer(exec::Memory& m, std::vector<T>& v, const std::string& name, ir::Elem e) {
+  return add_buffer(m, v.data(), v.size() * sizeof(T), static_cast<int64_t>(v.size()), name, e);
 }
 
 /// Read, verify and run `kernel` (default: the first public function) of `ttir` on `grid`.

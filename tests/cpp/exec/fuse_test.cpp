@@ -195,14 +195,7 @@ Outcome run(const Case& c, std::vector<uint8_t> x, std::vector<uint8_t> out, int
   exec::Memory mem;
   const Elem e = elem_of(c);
   auto add = [&](std::vector<uint8_t>& v, const char* name) {
-    exec::Buffer b;
-    b.name = name;
-    b.dtype = e;
-    b.host = reinterpret_cast<std::byte*>(v.data());
-    b.bytes = v.size();
-    b.shape = {static_cast<int64_t>(v.size()) / c.eb};
-    b.strides = {1};
-    return mem.add(std::move(b));
+    return test::add_buffer(mem, v.data(), v.size(), static_cast<int64_t>(v.size()) / c.eb, name, e);
   };
   const int xb = add(x, "x"), ob = add(out, "out");
   Arg fill = Arg::i64(0);
@@ -360,14 +353,7 @@ TEST(FusedPointerTiles, OffsetsThatWrapInsideATileAreNotOneRange) {
   for (int64_t i = 0; i < 4; ++i) x[first + i] = 7.0f + static_cast<float>(i);
   for (bool observed : {false, true}) {
     exec::Memory mem;
-    exec::Buffer b;
-    b.name = "x";
-    b.dtype = Elem::f32;
-    b.host = static_cast<std::byte*>(big);
-    b.bytes = bytes;
-    b.shape = {static_cast<int64_t>(elems)};
-    b.strides = {1};
-    const int xb = mem.add(std::move(b));
+    const int xb = test::add_buffer(mem, big, bytes, static_cast<int64_t>(elems), "x", Elem::f32);
     std::vector<float> out(16, -1.0f);
     const int ob = test::add_buffer(mem, out, "out", Elem::f32);
     const exec::LaunchStats st =
@@ -556,14 +542,7 @@ TEST(FusedPointerTiles, ATileReadInPlaceIsReadOnlyWithinItsLanes) {
     const int64_t tiles = kLen / lanes;  // the last tile ends where the page does
     for (bool observed : {false, true}) {
       exec::Memory mem;
-      exec::Buffer b;
-      b.name = "x";
-      b.dtype = Elem::f32;
-      b.host = static_cast<std::byte*>(m);
-      b.bytes = kPage;
-      b.shape = {kLen};
-      b.strides = {1};
-      const int xb = mem.add(std::move(b));
+      const int xb = test::add_buffer(mem, m, kPage, kLen, "x", Elem::f32);
       std::vector<float> out(kLen, -1.0f);
       const int ob = test::add_buffer(mem, out, "out", Elem::f32);
       run_maybe_observed(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {tiles, 1, 1}, observed);
