@@ -9,7 +9,8 @@ warning per process. Size: ``TILESCOPE_CACHE_MAX_SIZE`` bytes (a K, M or G suffi
 removed until they take at most 80% of it. ``tilescope cache clear`` (src/cli/cache.cpp) empties it.
 
 One file per entry, ``<sha256 of the key>.ttir``: a first line of JSON, ``{"tilescope_ttir_cache": 1,
-"key": KEY, "sha256": SHA256 of the TTIR's UTF-8 bytes, "bytes": their length}``, then the TTIR.
+"key": KEY, "sha256": SHA256 of the TTIR's UTF-8 bytes, "bytes": their length, "used_globals": [[MODULE,
+NAME], ...] (the global variables Triton checks at each launch of the kernel; optional)}``, then the TTIR.
 A read checks all of it; an entry that fails (truncated by a full disk or a killed writer, edited,
 another key's content) is never used: a warning names the file, and the caller compiles the kernel
 again and replaces the entry. An entry of the earlier format (the TTIR alone) is replaced the same
@@ -83,6 +84,7 @@ class Entry:
         self.root = root
         self.key = key
         self.path = os.path.join(root, hashlib.sha256(key.encode()).hexdigest() + ".ttir")
+        self.used_globals: list = []  # [module, name] pairs of a loaded entry (see store)
 
     @classmethod
     def of(cls, key: str) -> Entry | None:
@@ -130,19 +132,27 @@ class Entry:
             return f"{len(body)} bytes of TTIR where {meta.get('bytes')} were written"
         if meta.get("sha256") != hashlib.sha256(body).hexdigest():
             return "checksum mismatch"
+        used = meta.get("used_globals", [])
+        if not (isinstance(used, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                               for p in used)):
+            return "no valid header line"
         try:
             body.decode()
         except UnicodeDecodeError:
             return "not UTF-8"
+        self.used_globals = used
         return None
 
-    def store(self, ttir: str) -> None:
+    def store(self, ttir: str, used_globals: list | None = None) -> None:
         """Write the entry atomically (a temporary file renamed over it); then keep the cache within
-        its size. A failure is reported once per process and otherwise ignored."""
+        its size. A failure is reported once per process and otherwise ignored. used_globals: the
+        [module, name] pairs of the global variables Triton checks at each launch of the kernel
+        (_srckey.used_globals), given back by `load` as `self.used_globals`."""
         global _warned_write
         body = ttir.encode()
         head = json.dumps({"tilescope_ttir_cache": FORMAT, "key": self.key,
-                           "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)})
+                           "sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body),
+                           "used_globals": used_globals or []})
         data = head.encode() + b"\n" + body
         tmp = os.path.join(self.root, f".{os.path.basename(self.path)}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:

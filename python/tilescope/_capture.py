@@ -202,16 +202,19 @@ _CONTEXT = None  # one MLIR context per process (under _compile_lock), as loadin
 def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
     """The TTIR disk cache's key of this specialization (the cache itself: _cache.py).
 
-    Keyed like Triton's own cache: the kernel's source and dependencies (`JITFunction.cache_key`) and
-    where it is defined (file and line: the TTIR's locations name them), the
-    specialization (signature, constexprs, attributes), the compile options, the target and the
-    Triton version (the TTIR is Triton's output alone)."""
+    Keyed like Triton's own cache, by the kernel's source and everything it names (a fingerprint that
+    needs no parse, _srckey.py; Triton's `JITFunction.cache_key` where that fails), where it is defined
+    (file and line: the TTIR's locations name them), the specialization (signature, constexprs,
+    attributes), the compile options, the target and the Triton version (the TTIR is Triton's output alone)."""
     import triton
 
+    from . import _srckey
+
+    source = _srckey.fingerprint(jitfn) or jitfn.cache_key
     opts = options.hash() if hasattr(options, "hash") else repr(options)
     # TTIR carries source locations: the same source in another file or at another line is another entry.
     where = (os.path.abspath(jitfn.fn.__code__.co_filename), jitfn.fn.__code__.co_firstlineno)
-    return repr((jitfn.cache_key, where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
+    return repr((source, where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
                  sorted(attrs.items(), key=str), opts, repr(st.target), triton.__version__))
 
 
@@ -221,7 +224,7 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     from triton.backends.compiler import Language
     from triton.compiler.compiler import ASTSource
 
-    from . import _cache
+    from . import _cache, _srckey
 
     try:
         entry = _cache.Entry.of(_cache_key(jitfn, st, signature, constexprs, attrs, options))
@@ -230,6 +233,8 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     if entry is not None:
         text = entry.load()
         if text is not None:
+            # Triton's check that the globals the kernel read are unchanged at each launch (run()).
+            _srckey.restore_used_globals(jitfn, entry.used_globals)
             return text
     src = ASTSource(jitfn, signature, constexprs, attrs)
     if _CONTEXT is None:
@@ -243,7 +248,8 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     mod = stages["ttir"](mod, {})
     text = str(mod)
     if entry is not None:
-        entry.store(text)
+        jitfn.cache_key  # noqa: B018 - fills used_global_vals, which the entry keeps
+        entry.store(text, _srckey.used_globals(jitfn))
     return text
 
 

@@ -689,6 +689,129 @@ def test_ttir_disk_cache_is_reused_and_gives_the_same_results(tmp_path):
     assert len(list(cache.iterdir())) == 2
 
 
+def test_ttir_disk_cache_key_follows_helpers_and_constants_in_other_files(tmp_path):
+    # The cache key is a fingerprint of the kernel's source and of what it names (_srckey.py): a @jit
+    # helper in another file, a global constexpr, and a constexpr reached through a module attribute
+    # (which Triton's own key leaves out). Each process checks its output against the constants the
+    # test wrote (passed in the environment), so a stale cached TTIR fails it.
+    cache = tmp_path / "cache"
+    helpers = tmp_path / "kernel_helpers.py"
+
+    def write_helpers(bump, offset):
+        helpers.write_text(textwrap.dedent(f"""
+            import triton, triton.language as tl
+
+            OFFSET = tl.constexpr({offset})
+
+            @triton.jit
+            def bump(x):
+                return x + {bump}
+        """))
+
+    s = write(tmp_path, "uses_helpers.py", """
+        import os
+        import kernel_helpers
+
+        SCALE = tl.constexpr(float(os.environ["SCALE"]))
+
+        @triton.jit
+        def k(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs)
+            tl.store(y_ptr + offs, kernel_helpers.bump(x) * SCALE + kernel_helpers.OFFSET)
+
+        x = torch.randn(64)
+        y = torch.empty(64)
+        k[(1,)](x, y, BLOCK=64)
+        want = (x + float(os.environ["BUMP"])) * float(os.environ["SCALE"]) + float(os.environ["OFFSET"])
+        torch.testing.assert_close(y, want)
+        print("OUTPUT-OK")
+    """)
+
+    def run(bump, scale, offset):
+        # No .pyc: an edit of the helpers within the same second would otherwise import the old bytecode.
+        env = {"TILESCOPE_CACHE_DIR": str(cache), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1", "BUMP": str(bump),
+               "SCALE": str(scale), "OFFSET": str(offset)}
+        p = sanitize(["--", sys.executable, s], tmp_path, env)
+        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+        return {e.name: e.stat().st_mtime_ns for e in cache.iterdir()}
+
+    write_helpers(1.0, 0.5)
+    first = run(1.0, 2.0, 0.5)
+    assert len(first) == 1
+    assert run(1.0, 2.0, 0.5) == first  # the same source and values: read, not rewritten
+    write_helpers(3.0, 0.5)  # the helper's body edited in its own file
+    assert len(run(3.0, 2.0, 0.5)) == 2
+    assert len(run(3.0, 5.0, 0.5)) == 3  # another value of the kernel's global constexpr
+    write_helpers(3.0, 7.0)  # a constexpr reached through the module attribute
+    assert len(run(3.0, 5.0, 7.0)) == 4
+    write_helpers(1.0, 0.5)  # back to the first source and values: the first entry again
+    assert len(run(1.0, 2.0, 0.5)) == 4
+
+
+def test_ttir_disk_cache_key_follows_a_helper_in_a_lazily_imported_submodule(tmp_path):
+    # A package whose __getattr__ imports submodules on demand (PEP 562): the kernel's helper is not
+    # in the package until Triton's front end asks for it, so the key must still see an edit of it.
+    pkg = tmp_path / "lazy_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent("""
+        import importlib
+
+        def __getattr__(name):
+            try:
+                return importlib.import_module(f".{name}", __name__)
+            except ModuleNotFoundError:
+                raise AttributeError(name) from None
+    """))
+    s = write(tmp_path, "uses_lazy.py", """
+        import os
+        import lazy_pkg
+
+        @triton.jit
+        def k(x_ptr, y_ptr):
+            offs = tl.arange(0, 16)
+            tl.store(y_ptr + offs, lazy_pkg.helpers.bump(tl.load(x_ptr + offs)))
+
+        x, y = torch.randn(16), torch.empty(16)
+        k[(1,)](x, y)
+        torch.testing.assert_close(y, x + float(os.environ["BUMP"]))
+        print("OUTPUT-OK")
+    """)
+    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    for bump in (1.0, 2.0, 1.0):
+        (pkg / "helpers.py").write_text(f"import triton\n\n@triton.jit\ndef bump(x):\n    return x + {bump}\n")
+        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "BUMP": str(bump)})
+        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_a_kernel_read_from_the_ttir_cache_keeps_tritons_changed_global_check(tmp_path):
+    # Triton refuses to launch a kernel again after a global it read at compile time changed; a kernel
+    # whose TTIR came from the disk cache (second process) must be refused the same way.
+    s = write(tmp_path, "global_changes.py", """
+        G = tl.constexpr(3)
+
+        @triton.jit
+        def k(y_ptr):
+            tl.store(y_ptr + tl.arange(0, 4), tl.full((4,), G, tl.int32))
+
+        y = torch.zeros(4, dtype=torch.int32)
+        k[(1,)](y)
+        assert y.tolist() == [3] * 4
+        G = tl.constexpr(4)
+        try:
+            k[(1,)](y)
+        except RuntimeError as e:
+            print("REFUSED", e)
+    """)
+    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache")}
+    for _ in range(2):  # compiled, then read from the cache
+        p = sanitize(["--", sys.executable, s], tmp_path, env)
+        assert p.returncode == 0, p.stderr
+        assert "REFUSED Global variable G has changed since we compiled this kernel" in p.stdout, p.stdout + p.stderr
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
+
 def test_read_only_arrays_are_never_written_and_grid_limits_hold(tmp_path):
     # A store into a read-only numpy array (np.frombuffer of immutable bytes) must neither crash nor
     # change the bytes; a grid past CUDA's y limit (65535) is a LaunchError, as it fails on a GPU.

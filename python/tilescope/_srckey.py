@@ -1,0 +1,195 @@
+"""The source part of the TTIR disk cache's key (_cache.py): what a kernel's TTIR can depend on.
+
+Triton's own key of a kernel's source (``JITFunction.cache_key``) parses the source and walks its AST
+(``DependenciesFinder``) to find the @jit functions it calls and the global constants it reads: 0.5-3.5 ms
+per kernel on this project's machine, paid by every process at its first launch of each kernel, where a
+launch read from the cache costs well under a millisecond otherwise. ``fingerprint`` covers the same
+ground without parsing, and covers more of it:
+
+- the kernel's source text, its first line and its ``noinline``;
+- every identifier of the source (each run of word characters, comments and strings included: a
+  superset of the names the AST refers to) that names something in the function's globals or its
+  closure, with that thing's fingerprint: a scalar or ``tl.constexpr`` by value, a @jit function by its own
+  fingerprint (recursively: a helper in another file is in the key), a module, class or other object by
+  its name and the fingerprints of its attributes named by an identifier of the source (``helpers.fn``,
+  ``cfg.BLOCK``: reached however deep the attribute chain), any other callable by its qualified name
+  (Triton refuses a kernel that calls one, so nothing a kernel can use is reached through it).
+  Attributes are read as stored (the instance's, its class's and their bases' __dict__), never through
+  a property or a __getattr__; where a module has its own __getattr__ (lazy submodules, PEP 562) and lacks
+  a name the source uses, there is no fingerprint and Triton's key is used (torch is the exception: its
+  lazy attributes are its own submodules, which hold no kernel's @jit helpers).
+
+Triton's own modules (``triton``, ``triton.*``) are fingerprinted by name only: the Triton version is in the
+key. Everything Triton's key depends on is in the fingerprint (it also holds a constant reached through
+an attribute, which Triton's key leaves out), so a fingerprint that matches never names a stale TTIR; a
+change to anything the source names (even a global only a comment mentions) only costs a compilation.
+No value is fingerprinted by its address: the fingerprint is the same in every process that has the same
+source and values.
+
+``used_globals`` / ``restore_used_globals``: Triton checks at every launch that the global variables a
+kernel read at compile time still hold those values (``JITFunction.used_global_vals``, filled by its
+``cache_key``). A kernel read from the cache never computes that key; the entry keeps the list of those
+globals (module and name) so that the same check holds for it.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import re
+import sys
+import types
+
+_IDENT = re.compile(r"\w+")
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_MISSING = object()
+
+
+class _Dynamic(Exception):
+    """A module that makes attributes on demand: the fingerprint cannot see what the source reaches."""
+
+
+def _is_triton(name: str) -> bool:
+    return name == "triton" or name.startswith("triton.")
+
+
+def _qualname(obj) -> str:
+    """Module and qualified name of a class or function, else of the object's class (an attribute read on
+    any other object could run its __getattr__)."""
+    if not isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        obj = type(obj)
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', '?')}"
+
+
+class _Walk:
+    """One fingerprint computation: memoised per (object, identifier set); cycles end at a placeholder."""
+
+    def __init__(self):
+        from triton.language.core import constexpr
+        from triton.runtime.jit import JITCallable
+
+        self.jit, self.constexpr = JITCallable, constexpr
+        self.memo: dict = {}
+        self.keep: list = []  # objects whose id() is in memo, alive until the walk ends
+
+    def function(self, fn) -> str:
+        """Fingerprint of a @jit function (a JITCallable)."""
+        key = ("fn", id(fn))
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = f"recursion:{_qualname(fn.fn)}"
+        self.keep.append(fn)
+        src = fn.src
+        ids = frozenset(_IDENT.findall(src))
+        self.keep.append(ids)
+        # The function's globals, then its closure (the cells of its free variables): where Triton looks.
+        scopes = [fn.fn.__globals__, {}]
+        for name, cell in zip(fn.fn.__code__.co_freevars, fn.fn.__closure__ or ()):
+            try:
+                scopes[1][name] = cell.cell_contents
+            except ValueError:  # an empty cell
+                pass
+        parts = [src, fn.starting_line_number, repr(getattr(fn, "noinline", None))]
+        for i, scope in enumerate(scopes):
+            for name in sorted(n for n in (scope if len(scope) < len(ids) else ids) if n in ids and n in scope):
+                parts.append(f"{i}:{name}={self.value(scope[name], ids)}")
+        fp = hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()
+        self.memo[key] = fp
+        return fp
+
+    def value(self, v, ids: frozenset) -> str:
+        """Fingerprint of a value a source names, its attributes looked up by the identifiers `ids`."""
+        if isinstance(v, _SCALARS):
+            return f"{type(v).__name__}:{v!r}"
+        if isinstance(v, self.jit):
+            return f"jit:{self.function(v)}"
+        if isinstance(v, self.constexpr):
+            return f"constexpr:{self.value(v.value, ids)}"
+        if isinstance(v, (tuple, list, frozenset, set)):
+            items = [self.value(x, ids) for x in v]
+            return f"{type(v).__name__}:[{','.join(sorted(items) if isinstance(v, (set, frozenset)) else items)}]"
+        if isinstance(v, dict):
+            return "dict:{" + ",".join(f"{k!r}:{self.value(x, ids)}" for k, x in v.items()
+                                       if isinstance(k, _SCALARS)) + "}"
+        key = (id(v), id(ids))
+        if key in self.memo:
+            return self.memo[key]
+        if isinstance(v, types.ModuleType):
+            head = f"module:{v.__name__}"
+            if _is_triton(v.__name__):
+                return head  # Triton's own: the Triton version is in the key
+        elif callable(v) and not isinstance(v, type):
+            # A function or other callable that is not @jit: Triton refuses a kernel that calls one, so
+            # nothing a kernel can use is reached through it.
+            return f"callable:{_qualname(v)}"
+        else:
+            head = f"{'class' if isinstance(v, type) else 'object'}:{_qualname(v)}"
+            if _is_triton(getattr(v if isinstance(v, type) else type(v), "__module__", "") or ""):
+                # Triton's own classes and objects (dtypes, ...): by name, or by value where it has one.
+                name = inspect.getattr_static(v, "name", None)
+                return head + (f"={name}" if isinstance(name, str) else "")
+        self.memo[key] = head + ":recursion"
+        self.keep.append(v)
+        attrs = [f"{a}={self.value(x, ids)}" for a, x in _attributes(v, ids)]
+        fp = head + "{" + ",".join(attrs) + "}"
+        self.memo[key] = fp
+        return fp
+
+
+def _attributes(v, ids: frozenset):
+    """(name, value) of `v`'s attributes named in `ids`, sorted, as Python would find them for a plain
+    attribute read, without calling anything (no property, no __getattr__): the instance's own
+    __dict__, then its class's and their bases' (object's left out); a module's own __dict__."""
+    if isinstance(v, types.ModuleType):
+        dicts = [v.__dict__]
+        if "__getattr__" in v.__dict__ and not ids <= v.__dict__.keys() and v.__name__.partition(".")[0] != "torch":
+            # A module's own __getattr__ (PEP 562: lazy submodules) may give a name that is not in it yet.
+            # torch's give torch's own submodules, which hold no kernel's @jit helpers.
+            raise _Dynamic(v.__name__)
+    else:
+        cls = v if isinstance(v, type) else type(v)
+        dicts = [c.__dict__ for c in cls.__mro__ if c is not object]
+        if not isinstance(v, type):
+            try:
+                own = object.__getattribute__(v, "__dict__")
+            except (AttributeError, TypeError):
+                own = None
+            if isinstance(own, dict):
+                dicts.insert(0, own)
+    found = {}
+    for d in dicts:
+        for a in (d if len(d) < len(ids) else ids):
+            if a in ids and a in d and a not in found:
+                found[a] = d[a]
+    return sorted(found.items())
+
+
+def fingerprint(jitfn) -> str | None:
+    """The fingerprint of a @jit function's source and of everything it names (module docstring), or
+    None where it cannot be made (a module with its own __getattr__ that may make a name the source
+    uses, or any other failure): the caller then uses Triton's key. Raises nothing."""
+    try:
+        return _Walk().function(jitfn)
+    except Exception:  # noqa: BLE001 - an odd global must never stop a launch
+        return None
+
+
+def used_globals(jitfn) -> list[list[str]]:
+    """The globals Triton's compile-time check watches for `jitfn` (its ``used_global_vals``, filled
+    by ``cache_key``), as [module name, variable name] pairs; those of no loaded module are left out."""
+    by_dict = {id(m.__dict__): m.__name__ for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+    return sorted([by_dict[id(d)], name] for (name, _), (_, d) in jitfn.used_global_vals.items() if id(d) in by_dict)
+
+
+def restore_used_globals(jitfn, pairs) -> None:
+    """Set `jitfn`'s ``used_global_vals`` from an entry's [module, name] pairs, with the values they hold
+    now (a matching fingerprint says they are the values the entry was compiled with), so that
+    Triton's check (a global changed since the kernel was compiled) holds for a kernel read from the cache."""
+    if jitfn.used_global_vals:
+        return
+    vals = {}
+    for module, name in pairs:
+        m = sys.modules.get(module)
+        if m is not None and name in m.__dict__:
+            vals[(name, id(m.__dict__))] = (copy.deepcopy(m.__dict__[name]), m.__dict__)
+    jitfn.used_global_vals = vals
