@@ -41,6 +41,7 @@ import sys
 import types
 
 _IDENT = re.compile(r"\w+")
+_ASCII_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)  # the same on ASCII text, faster
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _MISSING = object()
 
@@ -80,7 +81,7 @@ class _Walk:
         self.memo[key] = f"recursion:{_qualname(fn.fn)}"
         self.keep.append(fn)
         src = fn.src
-        ids = frozenset(_IDENT.findall(src))
+        ids = frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src))
         self.keep.append(ids)
         # The function's globals, then its closure (the cells of its free variables): where Triton looks.
         scopes = [fn.fn.__globals__, {}]
