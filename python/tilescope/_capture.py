@@ -210,11 +210,17 @@ def _cache_key(jitfn, st, signature, constexprs, attrs, options) -> str:
 
     from . import _srckey
 
-    source = _srckey.fingerprint(jitfn) or jitfn.cache_key
+    from triton.runtime.jit import JITCallable
+
+    def source(fn):
+        return _srckey.fingerprint(fn) or fn.cache_key
+
+    # A @jit function passed as a constexpr argument is part of the kernel: by its source, as the kernel.
+    constexprs = {k: f"jit:{source(v)}" if isinstance(v, JITCallable) else v for k, v in constexprs.items()}
     opts = options.hash() if hasattr(options, "hash") else repr(options)
     # TTIR carries source locations: the same source in another file or at another line is another entry.
     where = (os.path.abspath(jitfn.fn.__code__.co_filename), jitfn.fn.__code__.co_firstlineno)
-    return repr((source, where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
+    return repr((source(jitfn), where, sorted(signature.items(), key=str), sorted(constexprs.items(), key=str),
                  sorted(attrs.items(), key=str), opts, repr(st.target), triton.__version__))
 
 
@@ -248,7 +254,13 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     mod = stages["ttir"](mod, {})
     text = str(mod)
     if entry is not None:
-        jitfn.cache_key  # noqa: B018 - fills used_global_vals, which the entry keeps
+        restored = dict(jitfn.used_global_vals)  # from an earlier specialization read from the cache
+        try:
+            jitfn.cache_key  # noqa: B018 - fills used_global_vals, which the entry keeps
+        except Exception:  # noqa: BLE001 - the TTIR is made; without the key it is only not cached
+            return text
+        # Triton keeps the values a global had when the kernel was first compiled in this process.
+        jitfn.used_global_vals = {**jitfn.used_global_vals, **restored}
         entry.store(text, _srckey.used_globals(jitfn))
     return text
 

@@ -4,27 +4,33 @@ Triton's own key of a kernel's source (``JITFunction.cache_key``) parses the sou
 (``DependenciesFinder``) to find the @jit functions it calls and the global constants it reads: 0.5-3.5 ms
 per kernel on this project's machine, paid by every process at its first launch of each kernel, where a
 launch read from the cache costs well under a millisecond otherwise. ``fingerprint`` covers the same
-ground without parsing, and covers more of it:
+ground without parsing (0.02-0.15 ms on Liger's kernels), and more of it:
 
-- the kernel's source text, its first line and its ``noinline``;
-- every identifier of the source (each run of word characters, comments and strings included: a
-  superset of the names the AST refers to) that names something in the function's globals or its
-  closure, with that thing's fingerprint: a scalar or ``tl.constexpr`` by value, a @jit function by its own
-  fingerprint (recursively: a helper in another file is in the key), a module, class or other object by
-  its name and the fingerprints of its attributes named by an identifier of the source (``helpers.fn``,
+- each function's source text, its file and ``def`` line (the TTIR's locations count from them) and
+  its ``noinline``;
+- every name its code object uses (globals, attribute names, free variables, also in nested code
+  objects; string constants that are identifiers), not its local variables, which may share a name
+  with a global (a source replaced after the definition: every identifier of its text instead), that
+  names something in the function's globals or its closure, with that thing's fingerprint: a scalar or
+  ``tl.constexpr`` by value, an Enum member by class and name, a @jit function by its own fingerprint
+  (recursively: a helper in another file is in the key), an aggregate class (``tl.core._aggregate``) by
+  its ``__init__`` and methods, a list, tuple, set or dict by its items, a module, class or other object
+  by its name and the fingerprints of its attributes that those names name (``helpers.fn``,
   ``cfg.BLOCK``: reached however deep the attribute chain), any other callable by its qualified name
   (Triton refuses a kernel that calls one, so nothing a kernel can use is reached through it).
-  Attributes are read as stored (the instance's, its class's and their bases' __dict__), never through
-  a property or a __getattr__; where a module has its own __getattr__ (lazy submodules, PEP 562) and lacks
-  a name the source uses, there is no fingerprint and Triton's key is used (torch is the exception: its
-  lazy attributes are its own submodules, which hold no kernel's @jit helpers).
 
-Triton's own modules (``triton``, ``triton.*``) are fingerprinted by name only: the Triton version is in the
-key. Everything Triton's key depends on is in the fingerprint (it also holds a constant reached through
-an attribute, which Triton's key leaves out), so a fingerprint that matches never names a stale TTIR; a
-change to anything the source names (even a global only a comment mentions) only costs a compilation.
-No value is fingerprinted by its address: the fingerprint is the same in every process that has the same
-source and values.
+Triton's own modules and objects are fingerprinted by name (the Triton version is in the key), torch's
+objects by their repr (no @jit helper is reached through them). Attributes are read as stored (the
+instance's, its class's and their bases' ``__dict__``), never through code. Where that cannot see what
+the source reaches, there is no fingerprint and the caller uses Triton's key: a module with a
+``__getattr__`` (its own, PEP 562, or its class's, as lazy loaders do; torch's excepted: they give
+torch's own submodules) that lacks a name the code uses, an object whose class has ``__getattr__``,
+``__getattribute__`` or ``__slots__``, a property or other descriptor read on an instance, a collection
+of more than 256 items. Everything Triton's key depends on is in the fingerprint (it also holds a
+constant reached through an attribute, which Triton's key leaves out), so a fingerprint that matches
+never names a stale TTIR; a change to anything the code names only costs a compilation. No value is
+fingerprinted by its address: the fingerprint is the same in every process that has the same source and
+values.
 
 ``used_globals`` / ``restore_used_globals``: Triton checks at every launch that the global variables a
 kernel read at compile time still hold those values (``JITFunction.used_global_vals``, filled by its
@@ -34,6 +40,7 @@ globals (module and name) so that the same check holds for it.
 from __future__ import annotations
 
 import copy
+import enum
 import hashlib
 import inspect
 import re
@@ -43,6 +50,7 @@ import types
 _IDENT = re.compile(r"\w+")
 _ASCII_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)  # the same on ASCII text, faster
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_MAX_ITEMS = 256  # a longer list, tuple, set or dict that the source names: Triton's key instead
 _MISSING = object()
 
 
@@ -81,7 +89,7 @@ class _Walk:
         self.memo[key] = f"recursion:{_qualname(fn.fn)}"
         self.keep.append(fn)
         src = fn.src
-        ids = frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src))
+        ids = _names(fn, src)
         self.keep.append(ids)
         # The function's globals, then its closure (the cells of its free variables): where Triton looks.
         scopes = [fn.fn.__globals__, {}]
@@ -90,7 +98,10 @@ class _Walk:
                 scopes[1][name] = cell.cell_contents
             except ValueError:  # an empty cell
                 pass
-        parts = [src, fn.starting_line_number, repr(getattr(fn, "noinline", None))]
+        from triton.runtime.jit import get_jit_fn_file_line
+
+        # The file and the `def` line: the TTIR's locations of this function's ops are counted from them.
+        parts = [src, *get_jit_fn_file_line(fn), repr(getattr(fn, "noinline", None))]
         for i, scope in enumerate(scopes):
             for name in sorted(n for n in (scope if len(scope) < len(ids) else ids) if n in ids and n in scope):
                 parts.append(f"{i}:{name}={self.value(scope[name], ids)}")
@@ -99,22 +110,33 @@ class _Walk:
         return fp
 
     def value(self, v, ids: frozenset) -> str:
-        """Fingerprint of a value a source names, its attributes looked up by the identifiers `ids`."""
+        """Fingerprint of a value a source names, its attributes looked up by the identifiers `ids`.
+        Raises _Dynamic where the value's effect on the TTIR cannot be seen without running code."""
         if isinstance(v, _SCALARS):
             return f"{type(v).__name__}:{v!r}"
         if isinstance(v, self.jit):
             return f"jit:{self.function(v)}"
         if isinstance(v, self.constexpr):
             return f"constexpr:{self.value(v.value, ids)}"
-        if isinstance(v, (tuple, list, frozenset, set)):
-            items = [self.value(x, ids) for x in v]
-            return f"{type(v).__name__}:[{','.join(sorted(items) if isinstance(v, (set, frozenset)) else items)}]"
-        if isinstance(v, dict):
-            return "dict:{" + ",".join(f"{k!r}:{self.value(x, ids)}" for k, x in v.items()
-                                       if isinstance(k, _SCALARS)) + "}"
+        if isinstance(v, enum.Enum):
+            return f"enum:{_qualname(type(v))}.{v.name}={self.value(v.value, ids)}"
         key = (id(v), id(ids))
         if key in self.memo:
             return self.memo[key]
+        self.memo[key] = "recursion"
+        self.keep.append(v)
+        fp = self._value(v, ids)
+        self.memo[key] = fp
+        return fp
+
+    def _value(self, v, ids: frozenset) -> str:
+        if isinstance(v, (tuple, list, frozenset, set, dict)):
+            if len(v) > _MAX_ITEMS:
+                raise _Dynamic(f"a {type(v).__name__} of {len(v)} items")
+            if isinstance(v, dict):
+                return "dict:{" + ",".join(f"{self.value(k, ids)}:{self.value(x, ids)}" for k, x in v.items()) + "}"
+            items = [self.value(x, ids) for x in v]
+            return f"{type(v).__name__}:[{','.join(sorted(items) if isinstance(v, (set, frozenset)) else items)}]"
         if isinstance(v, types.ModuleType):
             head = f"module:{v.__name__}"
             if _is_triton(v.__name__):
@@ -124,32 +146,64 @@ class _Walk:
             # nothing a kernel can use is reached through it.
             return f"callable:{_qualname(v)}"
         else:
+            cls = v if isinstance(v, type) else type(v)
             head = f"{'class' if isinstance(v, type) else 'object'}:{_qualname(v)}"
-            if _is_triton(getattr(v if isinstance(v, type) else type(v), "__module__", "") or ""):
+            module = getattr(cls, "__module__", "") or ""
+            if _is_triton(module):
                 # Triton's own classes and objects (dtypes, ...): by name, or by value where it has one.
                 name = inspect.getattr_static(v, "name", None)
                 return head + (f"={name}" if isinstance(name, str) else "")
-        self.memo[key] = head + ":recursion"
-        self.keep.append(v)
+            if module.partition(".")[0] == "torch":
+                # torch's own (dtypes, op namespaces): no @jit helper is reached through them; by value.
+                text = repr(v)
+                return head + ("" if "0x" in text else f"={text}")
+            if isinstance(v, type) and inspect.getattr_static(v, "__triton_aggregate__", False):
+                # A @tl.core._aggregate class: its __init__ and methods, as Triton's own key has them.
+                return head + "{" + ",".join(self.value(a, ids) for a in inspect.getattr_static(v, "hash_attrs", ())) + "}"
         attrs = [f"{a}={self.value(x, ids)}" for a, x in _attributes(v, ids)]
-        fp = head + "{" + ",".join(attrs) + "}"
-        self.memo[key] = fp
-        return fp
+        return head + "{" + ",".join(attrs) + "}"
+
+
+def _names(fn, src: str) -> frozenset:
+    """The names the source can refer to globals or attributes by. Where the source Triton compiles is the
+    function's own (it ends the text its definition was read from), the names its code object uses
+    (globals, attributes, free variables; nested code objects; string constants that are identifiers):
+    exactly what it reads, and not its local variables, which may share a name with a global. Otherwise
+    (a source replaced after the definition) every identifier of the text."""
+    if "".join(fn.raw_src).endswith(src):
+        names: set = set()
+        stack = [fn.fn.__code__]
+        while stack:
+            code = stack.pop()
+            names.update(code.co_names, code.co_freevars)
+            for c in code.co_consts:
+                if isinstance(c, types.CodeType):
+                    stack.append(c)
+                elif isinstance(c, str) and c.isidentifier():
+                    names.add(c)
+        return frozenset(names)
+    return frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src))
 
 
 def _attributes(v, ids: frozenset):
     """(name, value) of `v`'s attributes named in `ids`, sorted, as Python would find them for a plain
     attribute read, without calling anything (no property, no __getattr__): the instance's own
     __dict__, then its class's and their bases' (object's left out); a module's own __dict__."""
+    torch = isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] == "torch"
     if isinstance(v, types.ModuleType):
         dicts = [v.__dict__]
-        if "__getattr__" in v.__dict__ and not ids <= v.__dict__.keys() and v.__name__.partition(".")[0] != "torch":
-            # A module's own __getattr__ (PEP 562: lazy submodules) may give a name that is not in it yet.
-            # torch's give torch's own submodules, which hold no kernel's @jit helpers.
+        # A module's own __getattr__ (PEP 562: lazy submodules), or its class's (a module whose class was
+        # replaced, as lazy loaders do), may give a name that is not in it yet. torch's give torch's own
+        # submodules, which hold no kernel's @jit helpers.
+        dynamic = "__getattr__" in v.__dict__ or type(v) is not types.ModuleType
+        if dynamic and not torch and not ids <= v.__dict__.keys():
             raise _Dynamic(v.__name__)
     else:
         cls = v if isinstance(v, type) else type(v)
         dicts = [c.__dict__ for c in cls.__mro__ if c is not object]
+        if not isinstance(v, type) and any("__getattr__" in d or "__getattribute__" in d or "__slots__" in d
+                                           for d in dicts):
+            raise _Dynamic(_qualname(v))  # its attributes are made by code, or are not in a __dict__
         if not isinstance(v, type):
             try:
                 own = object.__getattribute__(v, "__dict__")
@@ -162,6 +216,10 @@ def _attributes(v, ids: frozenset):
         for a in (d if len(d) < len(ids) else ids):
             if a in ids and a in d and a not in found:
                 found[a] = d[a]
+    if not isinstance(v, (types.ModuleType, type)):
+        for a, x in found.items():  # on an instance, a class attribute that is a property runs code
+            if hasattr(type(x), "__get__") and not isinstance(x, (types.FunctionType, staticmethod, classmethod)):
+                raise _Dynamic(f"{_qualname(v)}.{a}")
     return sorted(found.items())
 
 
@@ -192,5 +250,8 @@ def restore_used_globals(jitfn, pairs) -> None:
     for module, name in pairs:
         m = sys.modules.get(module)
         if m is not None and name in m.__dict__:
-            vals[(name, id(m.__dict__))] = (copy.deepcopy(m.__dict__[name]), m.__dict__)
+            try:
+                vals[(name, id(m.__dict__))] = (copy.deepcopy(m.__dict__[name]), m.__dict__)
+            except Exception:  # noqa: BLE001 - a value that cannot be copied is not watched (nor by Triton)
+                pass
     jitfn.used_global_vals = vals

@@ -749,6 +749,53 @@ def test_ttir_disk_cache_key_follows_helpers_and_constants_in_other_files(tmp_pa
     assert len(run(1.0, 2.0, 0.5)) == 4
 
 
+def test_ttir_disk_cache_key_follows_enum_constants_jit_arguments_and_the_def_line(tmp_path):
+    # Three more things a kernel's TTIR depends on (review of the fingerprint key): an Enum member as a
+    # global constexpr, a @jit function passed as a constexpr argument (edited in its own file), and
+    # the `def` line (the TTIR's locations: a decorator split over more lines moves the kernel down).
+    acts = tmp_path / "acts_mod.py"
+    body = """
+        import enum, os
+        import acts_mod
+
+        class Act(enum.Enum):
+            IDENTITY = 1
+            NEGATE = 2
+
+        ACT = tl.constexpr(Act[os.environ["ACT"]])
+        NEGATE = tl.constexpr(Act.NEGATE)
+
+        @triton.jit{decorator_args}
+        def k(x_ptr, y_ptr, F: tl.constexpr):
+            offs = tl.arange(0, 16)
+            x = F(tl.load(x_ptr + offs))
+            if ACT == NEGATE:
+                x = -x
+            tl.store(y_ptr + offs, x)
+
+        x, y = torch.ones(16), torch.empty(16)
+        k[(1,)](x, y, F=acts_mod.f)
+        want = (1.0 + float(os.environ["BUMP"])) * (-1.0 if os.environ["ACT"] == "NEGATE" else 1.0)
+        assert y.tolist() == [want] * 16, (y.tolist(), want)
+        print("OUTPUT-OK")
+        k[(1,)](x, torch.empty(8), F=acts_mod.f)  # a store past the end, reported at its line
+    """
+    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(act, bump, decorator_args=""):
+        acts.write_text(f"import triton\n\n@triton.jit\ndef f(x):\n    return x + {bump}\n")
+        s = write(tmp_path, "enum_kernel.py", body.replace("{decorator_args}", decorator_args))
+        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "ACT": act, "BUMP": str(bump)})
+        assert "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+        line = next(i for i, t in enumerate(open(s).read().splitlines(), 1) if "tl.store(y_ptr" in t)
+        assert f"enum_kernel.py:{line}:" in p.stderr, p.stderr  # the finding's line: the TTIR's locations
+
+    run("IDENTITY", 1.0)
+    run("NEGATE", 1.0)
+    run("NEGATE", 2.0)
+    run("NEGATE", 2.0, "(\n            do_not_specialize=[],\n        )")  # indented as the body, which write() dedents
+
+
 def test_ttir_disk_cache_key_follows_a_helper_in_a_lazily_imported_submodule(tmp_path):
     # A package whose __getattr__ imports submodules on demand (PEP 562): the kernel's helper is not
     # in the package until Triton's front end asks for it, so the key must still see an edit of it.
