@@ -6,8 +6,8 @@ per kernel on this project's machine, paid by every process at its first launch 
 launch read from the cache costs well under a millisecond otherwise. ``fingerprint`` covers the same
 ground without parsing (0.02-0.15 ms on Liger's kernels), and more of it:
 
-- each function's source text, its file and ``def`` line (the TTIR's locations count from them) and
-  its ``noinline``;
+- each function's source text, its file and ``def`` line (the TTIR's locations count from them), its
+  ``noinline`` and its parameters' default values;
 - every name its code object uses (globals, attribute names, free variables, also in nested code
   objects; string constants that are identifiers), not its local variables, which may share a name
   with a global (a source replaced after the definition: every identifier of its text instead), that
@@ -102,6 +102,9 @@ class _Walk:
 
         # The file and the `def` line: the TTIR's locations of this function's ops are counted from them.
         parts = [src, *get_jit_fn_file_line(fn), repr(getattr(fn, "noinline", None))]
+        # Default values of its parameters, fixed when it was defined (a helper called without them).
+        parts.append(self.value(fn.fn.__defaults__ or (), ids))
+        parts.append(self.value(fn.fn.__kwdefaults__ or {}, ids))
         for i, scope in enumerate(scopes):
             for name in sorted(n for n in (scope if len(scope) < len(ids) else ids) if n in ids and n in scope):
                 parts.append(f"{i}:{name}={self.value(scope[name], ids)}")
