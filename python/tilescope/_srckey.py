@@ -9,10 +9,13 @@ ground without parsing (0.02-0.15 ms on Liger's kernels), and more of it:
 - each function's source text, its file and ``def`` line (the TTIR's locations count from them), its
   ``noinline`` and its parameters' default values;
 - every name its code object uses (globals, attribute names, free variables, also in nested code
-  objects; string constants that are identifiers), not its local variables, which may share a name
-  with a global (a source replaced after the definition: every identifier of its text instead), that
-  names something in the function's globals or its closure, with that thing's fingerprint: a scalar or
-  ``tl.constexpr`` by value, an Enum member by class and name, a @jit function by its own fingerprint
+  objects; string constants that are identifiers) that names something in the function's globals or its
+  closure; and a local variable's name where a global of that name is one Triton's code generator reads
+  (it reads the global when no assignment to the local ran; other globals sharing a local's name, such
+  as a script's tensors, are left out); a source replaced after the definition: every identifier of its
+  text instead. Each with that thing's fingerprint: a scalar, a number (numpy's scalars) or
+  ``tl.constexpr`` by value, an Enum member by class and name, a @jit function by its own fingerprint,
+  also behind a ``staticmethod`` or ``classmethod``
   (recursively: a helper in another file is in the key), an aggregate class (``tl.core._aggregate``) by
   its ``__init__`` and methods, a list, tuple, set or dict by its items, a module, class or other object
   by its name and the fingerprints of its attributes that those names name (``helpers.fn``,
@@ -25,12 +28,13 @@ instance's, its class's and their bases' ``__dict__``), never through code. Wher
 the source reaches, there is no fingerprint and the caller uses Triton's key: a module with a
 ``__getattr__`` (its own, PEP 562, or its class's, as lazy loaders do; torch's excepted: they give
 torch's own submodules) that lacks a name the code uses, an object whose class has ``__getattr__``,
-``__getattribute__`` or ``__slots__``, a property or other descriptor read on an instance, a collection
-of more than 256 items. Everything Triton's key depends on is in the fingerprint (it also holds a
+``__getattribute__`` or ``__slots__`` or that has no ``__dict__``, a property or other descriptor read on
+an instance, a collection of more than 256 items. Everything Triton's key depends on is in the fingerprint (it also holds a
 constant reached through an attribute, which Triton's key leaves out), so a fingerprint that matches
 never names a stale TTIR; a change to anything the code names only costs a compilation. No value is
 fingerprinted by its address: the fingerprint is the same in every process that has the same source and
-values.
+values. Known gaps (names Triton's code generator reads that the code object does not list): a name used
+only in a local variable's annotation (``v: ANN = ...``), and in an ``assert`` under ``python -O``.
 
 ``used_globals`` / ``restore_used_globals``: Triton checks at every launch that the global variables a
 kernel read at compile time still hold those values (``JITFunction.used_global_vals``, filled by its
@@ -43,8 +47,10 @@ import copy
 import enum
 import hashlib
 import inspect
+import numbers
 import re
 import sys
+import textwrap
 import types
 
 _IDENT = re.compile(r"\w+")
@@ -89,7 +95,7 @@ class _Walk:
         self.memo[key] = f"recursion:{_qualname(fn.fn)}"
         self.keep.append(fn)
         src = fn.src
-        ids = _names(fn, src)
+        ids, local = _names(fn, src)
         self.keep.append(ids)
         # The function's globals, then its closure (the cells of its free variables): where Triton looks.
         scopes = [fn.fn.__globals__, {}]
@@ -108,6 +114,9 @@ class _Walk:
         for i, scope in enumerate(scopes):
             for name in sorted(n for n in (scope if len(scope) < len(ids) else ids) if n in ids and n in scope):
                 parts.append(f"{i}:{name}={self.value(scope[name], ids)}")
+            # A local that shares a global's name: the global where Triton would read it.
+            for name in sorted(n for n in local if n in scope and _triton_global(scope[n], self.constexpr, self.jit)):
+                parts.append(f"{i}:local {name}={self.value(scope[name], ids)}")
         fp = hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()
         self.memo[key] = fp
         return fp
@@ -123,6 +132,10 @@ class _Walk:
             return f"constexpr:{self.value(v.value, ids)}"
         if isinstance(v, enum.Enum):
             return f"enum:{_qualname(type(v))}.{v.name}={self.value(v.value, ids)}"
+        if isinstance(v, numbers.Number):  # numpy's scalars and other numbers: by value
+            return f"{_qualname(type(v))}:{v!r}"
+        if isinstance(v, (staticmethod, classmethod)):  # as a class's attribute: the function it wraps
+            return f"{type(v).__name__}:{self.value(v.__func__, ids)}"
         key = (id(v), id(ids))
         if key in self.memo:
             return self.memo[key]
@@ -160,6 +173,11 @@ class _Walk:
                 # torch's own (dtypes, op namespaces): no @jit helper is reached through them; by value.
                 text = repr(v)
                 return head + ("" if "0x" in text else f"={text}")
+            if not isinstance(v, type):
+                try:
+                    object.__getattribute__(v, "__dict__")
+                except (AttributeError, TypeError):
+                    raise _Dynamic(f"a {_qualname(v)} (no __dict__)") from None
             if isinstance(v, type) and inspect.getattr_static(v, "__triton_aggregate__", False):
                 # A @tl.core._aggregate class: its __init__ and methods, as Triton's own key has them.
                 return head + "{" + ",".join(self.value(a, ids) for a in inspect.getattr_static(v, "hash_attrs", ())) + "}"
@@ -167,25 +185,55 @@ class _Walk:
         return head + "{" + ",".join(attrs) + "}"
 
 
-def _names(fn, src: str) -> frozenset:
-    """The names the source can refer to globals or attributes by. Where the source Triton compiles is the
-    function's own (it ends the text its definition was read from), the names its code object uses
-    (globals, attributes, free variables; nested code objects; string constants that are identifiers):
-    exactly what it reads, and not its local variables, which may share a name with a global. Otherwise
-    (a source replaced after the definition) every identifier of the text."""
-    if "".join(fn.raw_src).endswith(src):
+def _own_source(fn, src: str) -> bool:
+    """Whether `src`, the source Triton compiles, is the one the function was defined with (as
+    JITCallable derives it: the definition's text dedented, from its `def` line), so that its code object
+    is that source's; false after the source was replaced (`_unsafe_update_src`)."""
+    raw = "".join(fn.raw_src)
+    if raw.endswith(src):  # a kernel at the module's top level with no whitespace-only line: most of them
+        return True
+    text = textwrap.dedent(raw)
+    m = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
+    return m is not None and text[m.start():] == src
+
+
+def _names(fn, src: str) -> tuple[frozenset, frozenset]:
+    """The names the source can refer to globals or attributes by, and the names of its local variables
+    (not its parameters). Where the source Triton compiles is the function's own, the names its code object
+    uses (globals, attributes, free variables; nested code objects; string constants that are identifiers)
+    and its local variables' names: a local is read from the globals where the code reads it before it is
+    assigned (Triton looks a name up in the globals when no assignment ran). Otherwise every identifier of
+    the text, and no locals."""
+    if _own_source(fn, src):
         names: set = set()
+        local: set = set()
         stack = [fn.fn.__code__]
         while stack:
             code = stack.pop()
             names.update(code.co_names, code.co_freevars)
+            params = code.co_argcount + code.co_kwonlyargcount
+            local.update(code.co_varnames[params:], code.co_cellvars)
             for c in code.co_consts:
                 if isinstance(c, types.CodeType):
                     stack.append(c)
                 elif isinstance(c, str) and c.isidentifier():
                     names.add(c)
-        return frozenset(names)
-    return frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src))
+        return frozenset(names), frozenset(local - names)
+    return frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src)), frozenset()
+
+
+def _triton_global(v, constexpr, jit) -> bool:
+    """Whether Triton's code generator reads global `v` (its global_lookup accepts it): a constexpr, a
+    module, a @jit function, Triton's own objects, dtypes, aggregates and namedtuples; any value when
+    non-constexpr globals are allowed (TRITON_ALLOW_NON_CONSTEXPR_GLOBALS)."""
+    from triton import knobs
+
+    cls = v if isinstance(v, type) else type(v)
+    return (isinstance(v, (constexpr, jit, types.ModuleType)) or _is_triton(getattr(cls, "__module__", "") or "")
+            or bool(inspect.getattr_static(v, "__triton_aggregate__", False))
+            or bool(inspect.getattr_static(v, "__triton_builtin__", False))
+            or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
+            or bool(knobs.compilation.allow_non_constexpr_globals))
 
 
 def _attributes(v, ids: frozenset):

@@ -796,6 +796,62 @@ def test_ttir_disk_cache_key_follows_enum_constants_jit_arguments_and_the_def_li
     run("NEGATE", 2.0, "(\n            do_not_specialize=[],\n        )")  # indented as the body, which write() dedents
 
 
+def test_ttir_disk_cache_key_follows_static_methods_numpy_scalars_and_globals_behind_locals(tmp_path):
+    # A second review's cases: a @jit helper behind a @staticmethod in another file, a numpy scalar as a
+    # global constexpr, and a global that Triton reads where a local of the same name was not assigned
+    # (a branch not taken); the kernel has a whitespace-only line (its source is then not a suffix of
+    # the text it was read from) and module globals that share names with its locals, and still hits.
+    helpers = tmp_path / "sm_helpers.py"
+    body = """
+        import os
+        import numpy as np
+        import sm_helpers
+
+        MODE = tl.constexpr(np.int64(os.environ["MODE"]))
+        SCALE = tl.constexpr(float(os.environ["SCALE"]))
+        TWICE = tl.constexpr(False)
+        x = torch.ones(16)
+        offs = np.arange(3)
+
+        @triton.jit
+        def k(x_ptr, y_ptr):
+            offs = tl.arange(0, 16)
+            x = sm_helpers.Ops.bump(tl.load(x_ptr + offs))
+            if TWICE:
+                SCALE = 2.0
+            WS_LINE
+            if int(MODE) == 2:
+                x = -x
+            tl.store(y_ptr + offs, x * SCALE)
+
+        y = torch.empty(16)
+        k[(1,)](x, y)
+        want = (1.0 + float(os.environ["BUMP"])) * (-1.0 if os.environ["MODE"] == "2" else 1.0) * float(os.environ["SCALE"])
+        assert y.tolist() == [want] * 16, (y.tolist(), want)
+        print("OUTPUT-OK")
+    """
+    s = write(tmp_path, "sm_kernel.py", body)
+    text = open(s).read()
+    with open(s, "w") as f:
+        f.write(text.replace("    WS_LINE\n", "    \n"))  # a line of four spaces in the kernel
+    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(bump, mode, scale):
+        helpers.write_text(f"import triton\n\nclass Ops:\n    @staticmethod\n    @triton.jit\n    def bump(x):\n"
+                           f"        return x + {bump}\n")
+        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "BUMP": str(bump), "MODE": str(mode),
+                                                           "SCALE": str(scale)})
+        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+        return {e.name: e.stat().st_mtime_ns for e in (tmp_path / "cache").iterdir()}
+
+    assert "\n    \n" in open(s).read()  # the whitespace-only line is there
+    first = run(1.0, 1, 1.0)
+    assert run(1.0, 1, 1.0) == first and len(first) == 1  # read, not rewritten
+    assert len(run(2.0, 1, 1.0)) == 2
+    assert len(run(2.0, 2, 1.0)) == 3
+    assert len(run(2.0, 2, 3.0)) == 4
+
+
 def test_ttir_disk_cache_key_follows_a_helper_in_a_lazily_imported_submodule(tmp_path):
     # A package whose __getattr__ imports submodules on demand (PEP 562): the kernel's helper is not
     # in the package until Triton's front end asks for it, so the key must still see an edit of it.
