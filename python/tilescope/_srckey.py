@@ -4,7 +4,7 @@ Triton's own key of a kernel's source (``JITFunction.cache_key``) parses the sou
 (``DependenciesFinder``) to find the @jit functions it calls and the global constants it reads: 0.5-3.5 ms
 per kernel on this project's machine, paid by every process at its first launch of each kernel, where a
 launch read from the cache costs well under a millisecond otherwise. ``fingerprint`` covers the same
-ground without parsing (0.02-0.15 ms on Liger's kernels), and more of it:
+ground without parsing (0.1-0.2 ms on Liger's kernels at a process's first call), and more of it:
 
 - each function's source text, its file and ``def`` line (the TTIR's locations count from them), its
   ``noinline`` and its parameters' default values;
