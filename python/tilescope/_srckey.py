@@ -57,15 +57,19 @@ _IDENT = re.compile(r"\w+")
 _ASCII_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)  # the same on ASCII text, faster
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _MAX_ITEMS = 256  # a longer list, tuple, set or dict that the source names: Triton's key instead
-_MISSING = object()
 
 
 class _Dynamic(Exception):
-    """A module that makes attributes on demand: the fingerprint cannot see what the source reaches."""
+    """A value whose effect on the TTIR cannot be seen without running code (module docstring): no
+    fingerprint, Triton's key instead."""
 
 
 def _is_triton(name: str) -> bool:
     return name == "triton" or name.startswith("triton.")
+
+
+def _is_torch(name: str) -> bool:
+    return name.partition(".")[0] == "torch"
 
 
 def _qualname(obj) -> str:
@@ -80,10 +84,12 @@ class _Walk:
     """One fingerprint computation: memoised per (object, identifier set); cycles end at a placeholder."""
 
     def __init__(self):
+        from triton import knobs
         from triton.language.core import constexpr
-        from triton.runtime.jit import JITCallable
+        from triton.runtime.jit import JITCallable, get_jit_fn_file_line
 
-        self.jit, self.constexpr = JITCallable, constexpr
+        self.jit, self.constexpr, self.file_line = JITCallable, constexpr, get_jit_fn_file_line
+        self.any_global = bool(knobs.compilation.allow_non_constexpr_globals)
         self.memo: dict = {}
         self.keep: list = []  # objects whose id() is in memo, alive until the walk ends
 
@@ -104,10 +110,8 @@ class _Walk:
                 scopes[1][name] = cell.cell_contents
             except ValueError:  # an empty cell
                 pass
-        from triton.runtime.jit import get_jit_fn_file_line
-
         # The file and the `def` line: the TTIR's locations of this function's ops are counted from them.
-        parts = [src, *get_jit_fn_file_line(fn), repr(getattr(fn, "noinline", None))]
+        parts = [src, *self.file_line(fn), repr(getattr(fn, "noinline", None))]
         # Default values of its parameters, fixed when it was defined (a helper called without them).
         parts.append(self.value(fn.fn.__defaults__ or (), ids))
         parts.append(self.value(fn.fn.__kwdefaults__ or {}, ids))
@@ -115,11 +119,22 @@ class _Walk:
             for name in sorted(n for n in (scope if len(scope) < len(ids) else ids) if n in ids and n in scope):
                 parts.append(f"{i}:{name}={self.value(scope[name], ids)}")
             # A local that shares a global's name: the global where Triton would read it.
-            for name in sorted(n for n in local if n in scope and _triton_global(scope[n], self.constexpr, self.jit)):
+            for name in sorted(n for n in local if n in scope and self.triton_global(scope[n])):
                 parts.append(f"{i}:local {name}={self.value(scope[name], ids)}")
         fp = hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()
         self.memo[key] = fp
         return fp
+
+    def triton_global(self, v) -> bool:
+        """Whether Triton's code generator reads global `v` (its global_lookup accepts it): a constexpr, a
+        module, a @jit function, Triton's own objects, dtypes, aggregates and namedtuples; any value when
+        non-constexpr globals are allowed (TRITON_ALLOW_NON_CONSTEXPR_GLOBALS)."""
+        cls = v if isinstance(v, type) else type(v)
+        return (self.any_global or isinstance(v, (self.constexpr, self.jit, types.ModuleType))
+                or _is_triton(getattr(cls, "__module__", "") or "")
+                or bool(inspect.getattr_static(v, "__triton_aggregate__", False))
+                or bool(inspect.getattr_static(v, "__triton_builtin__", False))
+                or (isinstance(v, tuple) and hasattr(type(v), "_fields")))
 
     def value(self, v, ids: frozenset) -> str:
         """Fingerprint of a value a source names, its attributes looked up by the identifiers `ids`.
@@ -169,15 +184,10 @@ class _Walk:
                 # Triton's own classes and objects (dtypes, ...): by name, or by value where it has one.
                 name = inspect.getattr_static(v, "name", None)
                 return head + (f"={name}" if isinstance(name, str) else "")
-            if module.partition(".")[0] == "torch":
+            if _is_torch(module):
                 # torch's own (dtypes, op namespaces): no @jit helper is reached through them; by value.
                 text = repr(v)
                 return head + ("" if "0x" in text else f"={text}")
-            if not isinstance(v, type):
-                try:
-                    object.__getattribute__(v, "__dict__")
-                except (AttributeError, TypeError):
-                    raise _Dynamic(f"a {_qualname(v)} (no __dict__)") from None
             if isinstance(v, type) and inspect.getattr_static(v, "__triton_aggregate__", False):
                 # A @tl.core._aggregate class: its __init__ and methods, as Triton's own key has them.
                 return head + "{" + ",".join(self.value(a, ids) for a in inspect.getattr_static(v, "hash_attrs", ())) + "}"
@@ -222,32 +232,17 @@ def _names(fn, src: str) -> tuple[frozenset, frozenset]:
     return frozenset((_ASCII_IDENT if src.isascii() else _IDENT).findall(src)), frozenset()
 
 
-def _triton_global(v, constexpr, jit) -> bool:
-    """Whether Triton's code generator reads global `v` (its global_lookup accepts it): a constexpr, a
-    module, a @jit function, Triton's own objects, dtypes, aggregates and namedtuples; any value when
-    non-constexpr globals are allowed (TRITON_ALLOW_NON_CONSTEXPR_GLOBALS)."""
-    from triton import knobs
-
-    cls = v if isinstance(v, type) else type(v)
-    return (isinstance(v, (constexpr, jit, types.ModuleType)) or _is_triton(getattr(cls, "__module__", "") or "")
-            or bool(inspect.getattr_static(v, "__triton_aggregate__", False))
-            or bool(inspect.getattr_static(v, "__triton_builtin__", False))
-            or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
-            or bool(knobs.compilation.allow_non_constexpr_globals))
-
-
 def _attributes(v, ids: frozenset):
     """(name, value) of `v`'s attributes named in `ids`, sorted, as Python would find them for a plain
     attribute read, without calling anything (no property, no __getattr__): the instance's own
     __dict__, then its class's and their bases' (object's left out); a module's own __dict__."""
-    torch = isinstance(v, types.ModuleType) and v.__name__.partition(".")[0] == "torch"
     if isinstance(v, types.ModuleType):
         dicts = [v.__dict__]
         # A module's own __getattr__ (PEP 562: lazy submodules), or its class's (a module whose class was
         # replaced, as lazy loaders do), may give a name that is not in it yet. torch's give torch's own
         # submodules, which hold no kernel's @jit helpers.
         dynamic = "__getattr__" in v.__dict__ or type(v) is not types.ModuleType
-        if dynamic and not torch and not ids <= v.__dict__.keys():
+        if dynamic and not _is_torch(v.__name__) and not ids <= v.__dict__.keys():
             raise _Dynamic(v.__name__)
     else:
         cls = v if isinstance(v, type) else type(v)
@@ -260,8 +255,9 @@ def _attributes(v, ids: frozenset):
                 own = object.__getattribute__(v, "__dict__")
             except (AttributeError, TypeError):
                 own = None
-            if isinstance(own, dict):
-                dicts.insert(0, own)
+            if not isinstance(own, dict):
+                raise _Dynamic(f"{_qualname(v)} (no __dict__)")  # its state is not where it can be read
+            dicts.insert(0, own)
     found = {}
     for d in dicts:
         for a in (d if len(d) < len(ids) else ids):
@@ -276,8 +272,8 @@ def _attributes(v, ids: frozenset):
 
 def fingerprint(jitfn) -> str | None:
     """The fingerprint of a @jit function's source and of everything it names (module docstring), or
-    None where it cannot be made (a module with its own __getattr__ that may make a name the source
-    uses, or any other failure): the caller then uses Triton's key. Raises nothing."""
+    None where it cannot be made (a value only code could show, or any other failure): the caller then
+    uses Triton's key. Raises nothing."""
     try:
         return _Walk().function(jitfn)
     except Exception:  # noqa: BLE001 - an odd global must never stop a launch

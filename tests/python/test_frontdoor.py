@@ -689,12 +689,24 @@ def test_ttir_disk_cache_is_reused_and_gives_the_same_results(tmp_path):
     assert len(list(cache.iterdir())) == 2
 
 
+def run_cached(script, tmp_path, returncode=0, **env):
+    """Runs `script` under `tilescope sanitize` with the TTIR cache in tmp_path/cache, tmp_path on the
+    import path and no .pyc (an edit of a helper within the same second would otherwise import the old
+    bytecode), `env` added; asserts that it printed OUTPUT-OK and exited with `returncode` (1: findings).
+    Returns the process and the cache's entries (name -> modification time)."""
+    cache = tmp_path / "cache"
+    env = {"TILESCOPE_CACHE_DIR": str(cache), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1",
+           **{k: str(v) for k, v in env.items()}}
+    p = sanitize(["--", sys.executable, script], tmp_path, env)
+    assert p.returncode == returncode and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+    return p, {e.name: e.stat().st_mtime_ns for e in cache.iterdir()}
+
+
 def test_ttir_disk_cache_key_follows_helpers_and_constants_in_other_files(tmp_path):
     # The cache key is a fingerprint of the kernel's source and of what it names (_srckey.py): a @jit
     # helper in another file, a global constexpr, and a constexpr reached through a module attribute
     # (which Triton's own key leaves out). Each process checks its output against the constants the
     # test wrote (passed in the environment), so a stale cached TTIR fails it.
-    cache = tmp_path / "cache"
     helpers = tmp_path / "kernel_helpers.py"
 
     def write_helpers(bump, offset):
@@ -729,12 +741,7 @@ def test_ttir_disk_cache_key_follows_helpers_and_constants_in_other_files(tmp_pa
     """)
 
     def run(bump, scale, offset):
-        # No .pyc: an edit of the helpers within the same second would otherwise import the old bytecode.
-        env = {"TILESCOPE_CACHE_DIR": str(cache), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1", "BUMP": str(bump),
-               "SCALE": str(scale), "OFFSET": str(offset)}
-        p = sanitize(["--", sys.executable, s], tmp_path, env)
-        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
-        return {e.name: e.stat().st_mtime_ns for e in cache.iterdir()}
+        return run_cached(s, tmp_path, BUMP=bump, SCALE=scale, OFFSET=offset)[1]
 
     write_helpers(1.0, 0.5)
     first = run(1.0, 2.0, 0.5)
@@ -780,13 +787,11 @@ def test_ttir_disk_cache_key_follows_enum_constants_jit_arguments_and_the_def_li
         print("OUTPUT-OK")
         k[(1,)](x, torch.empty(8), F=acts_mod.f)  # a store past the end, reported at its line
     """
-    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(act, bump, decorator_args=""):
         acts.write_text(f"import triton\n\n@triton.jit\ndef f(x):\n    return x + {bump}\n")
         s = write(tmp_path, "enum_kernel.py", body.replace("{decorator_args}", decorator_args))
-        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "ACT": act, "BUMP": str(bump)})
-        assert "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+        p, _ = run_cached(s, tmp_path, returncode=1, ACT=act, BUMP=bump)  # the store past the end
         line = next(i for i, t in enumerate(open(s).read().splitlines(), 1) if "tl.store(y_ptr" in t)
         assert f"enum_kernel.py:{line}:" in p.stderr, p.stderr  # the finding's line: the TTIR's locations
 
@@ -834,15 +839,11 @@ def test_ttir_disk_cache_key_follows_static_methods_numpy_scalars_and_globals_be
     text = open(s).read()
     with open(s, "w") as f:
         f.write(text.replace("    WS_LINE\n", "    \n"))  # a line of four spaces in the kernel
-    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
 
     def run(bump, mode, scale):
         helpers.write_text(f"import triton\n\nclass Ops:\n    @staticmethod\n    @triton.jit\n    def bump(x):\n"
                            f"        return x + {bump}\n")
-        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "BUMP": str(bump), "MODE": str(mode),
-                                                           "SCALE": str(scale)})
-        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
-        return {e.name: e.stat().st_mtime_ns for e in (tmp_path / "cache").iterdir()}
+        return run_cached(s, tmp_path, BUMP=bump, MODE=mode, SCALE=scale)[1]
 
     assert "\n    \n" in open(s).read()  # the whitespace-only line is there
     first = run(1.0, 1, 1.0)
@@ -880,12 +881,10 @@ def test_ttir_disk_cache_key_follows_a_helper_in_a_lazily_imported_submodule(tmp
         torch.testing.assert_close(y, x + float(os.environ["BUMP"]))
         print("OUTPUT-OK")
     """)
-    env = {"TILESCOPE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
     for bump in (1.0, 2.0, 1.0):
         (pkg / "helpers.py").write_text(f"import triton\n\n@triton.jit\ndef bump(x):\n    return x + {bump}\n")
-        p = sanitize(["--", sys.executable, s], tmp_path, {**env, "BUMP": str(bump)})
-        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
-    assert len(list((tmp_path / "cache").iterdir())) == 2
+        _, entries = run_cached(s, tmp_path, BUMP=bump)
+    assert len(entries) == 2
 
 
 def test_a_kernel_read_from_the_ttir_cache_keeps_tritons_changed_global_check(tmp_path):
