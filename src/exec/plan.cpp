@@ -88,6 +88,12 @@ void Planner::share_constant(Step& s, const std::vector<std::byte>& value) {
 //   in the region lives from the region's start to its end.
 // Values then take the storage of a value of the same size (64-byte lines) whose interval ended
 // before theirs starts, most recently freed first, or new bytes at the end of the function's storage.
+//
+// A view's result (Step::view: a reshape keeps its operand's bytes) takes its operand's storage, and
+// the two hold it from the operand's start to the later of their ends: both hold the same bytes, each
+// written once where it is defined (the operand first). Not when the operand is a block argument (a
+// terminator writes it while the view may still be read: `scf.yield %x, %view_of_arg`) or a shared
+// constant (not in the frame).
 
 namespace {
 
@@ -183,9 +189,47 @@ class Liveness {
 
 }  // namespace
 
+namespace {
+
+/// Per slot, the slot whose storage it takes: itself, or for a view's result the owner of its
+/// operand's storage (see above).
+std::vector<int> storage_owners(const RegionPlan& body, const Plan& plan) {
+  std::vector<int> owner(plan.slots.size());
+  for (size_t i = 0; i < owner.size(); ++i) owner[i] = static_cast<int>(i);
+  std::vector<bool> block_arg(plan.slots.size());
+  std::function<void(const RegionPlan&)> args = [&](const RegionPlan& r) {
+    for (const BlockPlan& b : r.blocks) {
+      for (int a : b.args) block_arg[static_cast<size_t>(a)] = true;
+      for (const Step& s : b.steps)
+        for (const RegionPlan& sub : s.regions) args(sub);
+    }
+  };
+  args(body);
+  std::function<void(const RegionPlan&)> views = [&](const RegionPlan& r) {
+    for (const BlockPlan& b : r.blocks)
+      for (const Step& s : b.steps) {
+        for (const RegionPlan& sub : s.regions) views(sub);
+        if (!s.view) continue;
+        const auto in = static_cast<size_t>(s.in[0]), out = static_cast<size_t>(s.out[0]);
+        if (block_arg[in] || plan.slot_shared[in] || plan.slots[in].bytes != plan.slots[out].bytes) continue;
+        owner[out] = owner[in];  // the operand is defined before the view: its owner is final
+      }
+  };
+  views(body);
+  return owner;
+}
+
+}  // namespace
+
 void Planner::assign_storage(const FunctionPlan& fp) {
   Liveness live(plan_.slots.size());
   live.function(fp.body);
+  const std::vector<int> owner = storage_owners(fp.body, plan_);
+  std::vector<int64_t> end(plan_.slots.size(), -1);  // an owner's storage is held until its views end
+  for (int s : live.slots()) {
+    int64_t& e = end[static_cast<size_t>(owner[static_cast<size_t>(s)])];
+    e = std::max(e, live.end(s));
+  }
   // Sizes in whole 64-byte lines, at least one: a value of no bytes still has an offset of its own.
   auto rounded = [](int64_t bytes) { return std::max<int64_t>(64, (bytes + 63) / 64 * 64); };
   // Intervals still holding their storage, soonest end first; free storage by size, last freed last.
@@ -196,6 +240,7 @@ void Planner::assign_storage(const FunctionPlan& fp) {
   int64_t top = base;
   for (int s : live.slots()) {
     if (plan_.slot_shared[s]) continue;  // read from the plan's constant, not the frame
+    if (owner[s] != s) continue;         // a view: its owner's bytes, below
     while (!held.empty() && held.top().first < live.start(s)) {
       int done = held.top().second;
       held.pop();
@@ -210,20 +255,31 @@ void Planner::assign_storage(const FunctionPlan& fp) {
       plan_.slot_offset[s] = top;
       top += size;
     }
-    held.emplace(live.end(s), s);
-    assert(plan_.slot_offset[s] % 64 == 0 && plan_.slot_offset[s] >= base && live.start(s) <= live.end(s));
+    held.emplace(end[s], s);
+    assert(plan_.slot_offset[s] % 64 == 0 && plan_.slot_offset[s] >= base && live.start(s) <= end[s]);
   }
   plan_.frame_bytes = top;
+  for (int s : live.slots())
+    if (owner[s] != s) plan_.slot_offset[s] = plan_.slot_offset[owner[s]];
 #ifndef NDEBUG
-  // Slots that share bytes have the same size and disjoint intervals (checked in assert builds: ASan,
+  // Owners that share bytes have the same size and disjoint intervals (their views' included), and a
+  // view has its owner's size and starts inside its owner's interval (checked in assert builds: ASan,
   // TSan, the fuzzer).
   std::map<int64_t, std::vector<int>> by_offset;
-  for (int s : live.slots())
-    if (!plan_.slot_shared[s]) by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
+  for (int s : live.slots()) {
+    if (plan_.slot_shared[s]) continue;
+    const int o = owner[s];
+    if (o == s) {
+      by_offset[plan_.slot_offset[s]].push_back(s);  // each in order of start
+    } else {
+      assert(plan_.slots[s].bytes == plan_.slots[o].bytes && plan_.slot_offset[s] == plan_.slot_offset[o]);
+      assert(live.start(o) <= live.start(s) && live.start(s) <= end[o]);
+    }
+  }
   for (const auto& [off, group] : by_offset)
     for (size_t i = 1; i < group.size(); ++i) {
       assert(rounded(plan_.slots[group[i]].bytes) == rounded(plan_.slots[group[0]].bytes));
-      assert(live.end(group[i - 1]) < live.start(group[i]));
+      assert(end[group[i - 1]] < live.start(group[i]));
     }
 #endif
 }

@@ -69,6 +69,10 @@ struct Step {
   std::vector<int> reads;
   std::vector<const ir::Type*> in_types, out_types;
   int64_t n = 0;  // elements of result 0 (of operand 0 when the op has no result)
+  /// Result 0 holds operand 0's bytes unchanged (tt.reshape, tt.expand_dims: the row-major order is
+  /// kept), so it may share the operand's storage (Planner::assign_storage); the kernel then copies
+  /// nothing.
+  bool view = false;
   std::vector<RegionPlan> regions;
   const FunctionPlan* callee = nullptr;  // tt.call
   std::shared_ptr<const void> aux;       // kernel data built at plan time (constants, strides)

@@ -91,7 +91,9 @@ int64_t int_attr(const Op& op, Planner& p, const char* name, int64_t dflt, bool 
 template <int B>
 struct CopyK {  // reshape, expand_dims, unsplat: the row-major bytes do not change
   static void run(Program& p, const Step& s) {
-    std::memcpy(p.slot[s.out[0]], p.slot[s.in[0]], static_cast<size_t>(s.n) * B);
+    // A view (Step::view) whose result shares the operand's storage has nothing to copy.
+    if (p.slot[s.out[0]] != p.slot[s.in[0]])
+      std::memcpy(p.slot[s.out[0]], p.slot[s.in[0]], static_cast<size_t>(s.n) * B);
   }
 };
 
@@ -353,6 +355,7 @@ void lower_reshape(const Op& op, Planner& p, Step& s) {
   need(op, p, s, 1, 1);
   if (s.in_types[0]->numel() != s.out_types[0]->numel()) p.unsupported(op, "element counts differ");
   s.fn = by_size<CopyK>(elem_size_or_fail(op, p, s.out_types[0]));
+  s.view = true;
 }
 
 void lower_broadcast(const Op& op, Planner& p, Step& s) {

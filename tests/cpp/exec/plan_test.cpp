@@ -174,6 +174,89 @@ TEST(PlanStorage, ValuesOfABranchLoopLiveForTheWholeRegion) {
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], 8.0f * x[i]) << i;
 }
 
+// A reshape keeps its operand's bytes (Step::view), so its result takes the operand's storage and
+// copies nothing; the storage is then held until the later of their last reads. Here `a` is last read
+// by %t while its views `b` and `bb` are read after %u, a new tile of a's size, is made: %u must not
+// take the bytes. out = (2a)^2 + a with a = x + x.
+TEST(PlanStorage, AReshapeTakesItsOperandsStorageUntilItsLastRead) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %l = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %a = arith.addf %l, %l : tensor<64xf32>
+    %b = tt.reshape %a : tensor<64xf32> -> tensor<8x8xf32>
+    %e = tt.expand_dims %b {axis = 0 : i32} : tensor<8x8xf32> -> tensor<1x8x8xf32>
+    %t = arith.addf %a, %a : tensor<64xf32>
+    %u = arith.mulf %t, %t : tensor<64xf32>
+    %bb = tt.reshape %e : tensor<1x8x8xf32> -> tensor<64xf32>
+    %s = arith.addf %u, %bb : tensor<64xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %op, %s : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  Planned p(k);
+  for (const char* view : {"b", "e", "bb"}) EXPECT_EQ(p.offset(view), p.offset("a")) << view;
+  for (const char* other : {"l", "t", "u", "s"}) EXPECT_NE(p.offset(other), p.offset("a")) << other;
+  std::vector<float> x(64), out(64, -1.0f);
+  std::iota(x.begin(), x.end(), -20.0f);
+  for (int threads : {1, 2}) {
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", Elem::f32);
+    int ob = test::add_buffer(mem, out, "out", Elem::f32);
+    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {3, 1, 1}, threads);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(out[i], 16.0f * x[i] * x[i] + 2.0f * x[i]) << i;
+  }
+}
+
+// Where a reshape's operand is a loop-carried value, the yield writes the operand while the reshape's
+// result may still be read (here by the same yield), so the result keeps storage of its own; a
+// reshape of a constant (read from the plan, not the frame) too. p_{k+1} = p_k + 1, q_{k+1} = p_k:
+// after 3 iterations from (x, 0): p = x + 3, q = x + 2 (+ the constant 0.5).
+TEST(PlanStorage, AReshapeOfALoopCarriedValueOrAConstantHasStorageOfItsOwn) {
+  const char* k = R"(module {
+  tt.func public @k(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>) attributes {noinline = false} {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c3 = arith.constant 3 : i32
+    %r = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %r : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    %a = tt.load %xp : tensor<256x!tt.ptr<f32>>
+    %zero = arith.constant dense<0.000000e+00> : tensor<256xf32>
+    %one = arith.constant dense<1.000000e+00> : tensor<256xf32>
+    %half = arith.constant dense<5.000000e-01> : tensor<16x16xf32>
+    %halfv = tt.reshape %half : tensor<16x16xf32> -> tensor<256xf32>
+    %res:2 = scf.for %i = %c0 to %c3 step %c1 iter_args(%p = %a, %q = %zero) -> (tensor<256xf32>, tensor<256xf32>)  : i32 {
+      %v = tt.reshape %p : tensor<256xf32> -> tensor<256xf32>
+      %n = arith.addf %p, %one : tensor<256xf32>
+      scf.yield %n, %v : tensor<256xf32>, tensor<256xf32>
+    }
+    %sum = arith.addf %res#1, %halfv : tensor<256xf32>
+    %w = arith.mulf %res#0, %sum : tensor<256xf32>
+    %os = tt.splat %out : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %op = tt.addptr %os, %r : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    tt.store %op, %w : tensor<256x!tt.ptr<f32>>
+    tt.return
+  }
+})";
+  Planned p(k);
+  EXPECT_NE(p.offset("v"), p.offset("p"));
+  ASSERT_NE(p.plan.slot_shared[p.slot("half")], nullptr);  // the constant is read from the plan
+  std::vector<float> x(256), out(256, -1.0f);
+  std::iota(x.begin(), x.end(), -7.0f);
+  for (int threads : {1, 2}) {
+    exec::Memory mem;
+    int xb = test::add_buffer(mem, x, "x", Elem::f32);
+    int ob = test::add_buffer(mem, out, "out", Elem::f32);
+    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {2, 1, 1}, threads);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(out[i], (x[i] + 3.0f) * (x[i] + 2.5f)) << i;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The memory limit
 
