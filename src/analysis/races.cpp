@@ -130,8 +130,10 @@ struct Shard {
   std::vector<std::unique_ptr<Page[]>> pages;  // chunks of kPagesPerChunk; the last has `pages_left`
   size_t pages_left = 0;
   std::vector<std::unique_ptr<Node>> nodes;
-  std::vector<std::unique_ptr<Seg[]>> chunks;  // segment arrays are cut from these
-  size_t size = 0, left = 0;                   // chunks.back()'s segments, and the unused ones at its end
+  // Segment arrays are cut from these, left unzeroed: a page reads only the nsegs segments it wrote
+  // (Seg is an implicit-lifetime aggregate, so the bytes hold Segs once written).
+  std::vector<std::unique_ptr<std::byte[]>> chunks;
+  size_t size = 0, left = 0;  // chunks.back()'s segments, and the unused ones at its end
 
   /// A new page (under mu).
   Page* page() {
@@ -147,11 +149,11 @@ struct Shard {
   Seg* segs(size_t n) {
     if (left < n) {
       size = std::clamp<size_t>(size * 2, 64, 4096);
-      chunks.push_back(std::make_unique<Seg[]>(size));
+      chunks.push_back(std::make_unique_for_overwrite<std::byte[]>(size * sizeof(Seg)));
       left = size;
     }
     left -= n;
-    return chunks.back().get() + (size - left - n);
+    return reinterpret_cast<Seg*>(chunks.back().get()) + (size - left - n);
   }
 
   void clear() {
