@@ -41,6 +41,7 @@
 // the 3.6-era file, e.g. the woct0rdho/triton-windows mirror of it); cvt.rna.tf32.f32 rounds to
 // nearest with ties away from zero (PTX ISA, cvt .rna).
 #include <fmt/format.h>
+#include <immintrin.h>
 
 #include <Eigen/Core>
 #include <bit>
@@ -209,16 +210,49 @@ enum class Prec { tf32, tf32x3, ieee, bf16x3, bf16x6 };
 
 // The same loop twice: GCC only emits vfmadd (and vectorises the j loop) inside a function that
 // carries the target attribute itself.
-__attribute__((target("avx2,fma"))) void fma_gemm_hw(const float* A, const float* Bm, float* D, int64_t M,
-                                                     int64_t N, int64_t K) {
-  for (int64_t i = 0; i < M; ++i) {
+__attribute__((target("avx2,fma"))) void fma_rows_hw(const float* A, const float* Bm, float* D, int64_t i0,
+                                                     int64_t i1, int64_t j0, int64_t N, int64_t K) {
+  for (int64_t i = i0; i < i1; ++i) {
     float* d = D + i * N;
     for (int64_t k = 0; k < K; ++k) {
       const float a = A[i * K + k];
       const float* b = Bm + k * N;
-      for (int64_t j = 0; j < N; ++j) d[j] = __builtin_fmaf(a, b[j], d[j]);
+      for (int64_t j = j0; j < N; ++j) d[j] = __builtin_fmaf(a, b[j], d[j]);
     }
   }
+}
+// Blocks of 4 rows x 16 columns whose 8 accumulator registers stay in registers over the whole k
+// range, each row of b loaded once per block: every output is still the one FMA chain in k order
+// from c, so the bits are those of the plain loop (fma_rows_hw), which takes the rows and columns
+// left over.
+__attribute__((target("avx2,fma"))) void fma_gemm_hw(const float* A, const float* Bm, float* D, int64_t M,
+                                                     int64_t N, int64_t K) {
+  constexpr int64_t R = 4, C = 16;
+  int64_t i = 0;
+  for (; i + R <= M; i += R) {
+    int64_t j = 0;
+    for (; j + C <= N; j += C) {
+      __m256 acc[R][2];
+      for (int64_t r = 0; r < R; ++r) {
+        acc[r][0] = _mm256_loadu_ps(D + (i + r) * N + j);
+        acc[r][1] = _mm256_loadu_ps(D + (i + r) * N + j + 8);
+      }
+      for (int64_t k = 0; k < K; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(Bm + k * N + j), b1 = _mm256_loadu_ps(Bm + k * N + j + 8);
+        for (int64_t r = 0; r < R; ++r) {
+          const __m256 a = _mm256_broadcast_ss(A + (i + r) * K + k);
+          acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+        }
+      }
+      for (int64_t r = 0; r < R; ++r) {
+        _mm256_storeu_ps(D + (i + r) * N + j, acc[r][0]);
+        _mm256_storeu_ps(D + (i + r) * N + j + 8, acc[r][1]);
+      }
+    }
+    if (j < N) fma_rows_hw(A, Bm, D, i, i + R, j, N, K);
+  }
+  if (i < M) fma_rows_hw(A, Bm, D, i, M, 0, N, K);
 }
 void fma_gemm_sw(const float* A, const float* Bm, float* D, int64_t M, int64_t N, int64_t K) {
   for (int64_t i = 0; i < M; ++i) {

@@ -134,6 +134,36 @@ TEST(DotOps, IeeeIsAFusedMultiplyAddChainFromC) {
   EXPECT_EQ(d[0], std::ldexp(1.0f, -24));
 }
 
+// ieee on tiles of every shape class the kernel splits into (blocks of 4 rows x 16 columns, the rows
+// and the columns left over): each output bit for bit the FMA chain in k order from c, computed here
+// with std::fma. Inputs of mixed magnitudes, so that another summation order changes the bits.
+TEST(DotOps, IeeeKeepsTheChainOrderOnEveryTileShape) {
+  const int64_t shapes[][3] = {{1, 8, 4},    {2, 16, 8},   {4, 8, 16},    {4, 16, 2},   {8, 32, 32},
+                               {16, 64, 16}, {64, 64, 32}, {32, 128, 64}, {16, 16, 256}};
+  uint32_t seed = 100;
+  for (const auto& sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    auto a = randu(M * K, seed++), b = randu(K * N, seed++), c = randu(M * N, seed++, -8.0f, 8.0f);
+    for (size_t i = 0; i < a.size(); i += 3) a[i] *= 1024.0f;
+    for (size_t i = 1; i < b.size(); i += 5) b[i] *= 1.0f / 4096.0f;
+    const auto d = run_dot_f32(a, b, c, M, N, K, "ieee");
+    int64_t reordered_differs = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        float chain = c[i * N + j], backwards = c[i * N + j];
+        for (int64_t k = 0; k < K; ++k) chain = std::fma(a[i * K + k], b[k * N + j], chain);
+        for (int64_t k = K - 1; k >= 0; --k) backwards = std::fma(a[i * K + k], b[k * N + j], backwards);
+        ASSERT_EQ(std::bit_cast<uint32_t>(d[i * N + j]), std::bit_cast<uint32_t>(chain))
+            << M << "x" << N << "x" << K << " at " << i << "," << j;
+        reordered_differs += chain != backwards;
+      }
+    }
+    if (K >= 8) {
+      EXPECT_GT(reordered_differs, 0) << "the inputs do not tell orders apart";
+    }
+  }
+}
+
 TEST(DotOps, Batched3D) {
   const int64_t B = 2, M = 16, N = 16, K = 32;
   auto a = randu(B * M * K, 4), b = randu(B * K * N, 5), c = randu(B * M * N, 6);
