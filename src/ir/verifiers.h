@@ -25,7 +25,11 @@ inline bool float_like(const Type* t) { return is_float(t->elem); }
 inline bool is_i1(const Type* t) { return t->elem == Elem::i1; }
 inline bool scalar_i32(const Type* t) { return !t->is_tensor && t->elem == Elem::i32; }
 inline bool scalar_i64(const Type* t) { return !t->is_tensor && t->elem == Elem::i64; }
-inline std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, "x")); }
+/// A shape as the messages print it, "[4x8]", formatted only when a failing check builds its message
+/// (Verifier::check). It refers to the vector: pass it straight to check.
+struct Dims {
+  const std::vector<int64_t>& shape;
+};
 
 namespace verifiers {
 
@@ -114,3 +118,11 @@ TS_VERIFIER(no_operands)
 
 }  // namespace verifiers
 }  // namespace tilescope::ir
+
+template <>
+struct fmt::formatter<tilescope::ir::Dims> {
+  constexpr auto parse(format_parse_context& ctx) { return ctx.begin(); }
+  auto format(const tilescope::ir::Dims& d, format_context& ctx) const {
+    return fmt::format_to(ctx.out(), "[{}]", fmt::join(d.shape, "x"));
+  }
+};

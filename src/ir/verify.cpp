@@ -33,18 +33,18 @@ const Type* Verifier::out(const Op& o, size_t i) const {
 }
 
 void Verifier::counts(const Op& o, size_t nops, size_t nres) const {
-  check(o.operands.size() == nops, o, fmt::format("expects {} operand(s), has {}", nops, o.operands.size()));
-  check(o.results.size() == nres, o, fmt::format("expects {} result(s), has {}", nres, o.results.size()));
+  check(o.operands.size() == nops, o, "expects {} operand(s), has {}", nops, o.operands.size());
+  check(o.results.size() == nres, o, "expects {} result(s), has {}", nres, o.results.size());
 }
 
 void Verifier::operands_between(const Op& o, size_t lo, size_t hi) const {
-  check(o.operands.size() >= lo && o.operands.size() <= hi, o,
-        fmt::format("expects {} to {} operands, has {}", lo, hi, o.operands.size()));
+  check(o.operands.size() >= lo && o.operands.size() <= hi, o, "expects {} to {} operands, has {}", lo, hi,
+        o.operands.size());
 }
 
 const Attr* Verifier::need(const Op& o, const char* k, Attr::Kind kind) const {
   const Attr* a = o.attr(k);
-  check(a && a->kind == kind, o, fmt::format("missing or malformed attribute '{}'", k));
+  check(a && a->kind == kind, o, "missing or malformed attribute '{}'", k);
   return a;
 }
 
@@ -52,10 +52,10 @@ void Verifier::keyword_in(const Op& o, const char* k, std::initializer_list<std:
                           bool required) const {
   const Attr* a = o.attr(k);
   if (!a) {
-    check(!required, o, fmt::format("missing '{}'", k));
+    check(!required, o, "missing '{}'", k);
     return;
   }
-  check(a->kind == Attr::Kind::Keyword, o, fmt::format("'{}' must be a keyword", k));
+  check(a->kind == Attr::Kind::Keyword, o, "'{}' must be a keyword", k);
   for (auto s : allowed)
     if (a->s == s) return;
   fail(o, fmt::format("invalid {} '{}' (expected one of {})", k, a->s, fmt::join(allowed, ", ")));
@@ -67,8 +67,8 @@ void Verifier::tensor_size(const Op& o, const Type* t) const {
   if (!t->is_tensor) return;
   int64_t n = t->numel();
   check(n > 0 && n <= kMaxTensorNumel && (n & (n - 1)) == 0, o,
-        fmt::format("tensor {} has {} elements; Triton requires a power of two no larger than {}", t->str(),
-                    n, kMaxTensorNumel));
+        "tensor {} has {} elements; Triton requires a power of two no larger than {}", *t, n,
+        kMaxTensorNumel);
 }
 
 void Verifier::run() {

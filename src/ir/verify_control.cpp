@@ -24,23 +24,20 @@ const Op* parent_op(const Op& o) { return o.parent && o.parent->parent ? o.paren
 void types_equal_from(Verifier& v, const Op& o, size_t from, const std::vector<const Type*>& want,
                       const std::string& what) {
   auto got = operand_types(o, from);
-  v.check(got.size() == want.size(), o,
-          fmt::format("{} {} value(s) expected, {} given", want.size(), what, got.size()));
+  v.check(got.size() == want.size(), o, "{} {} value(s) expected, {} given", want.size(), what, got.size());
   for (size_t i = 0; i < want.size(); ++i)
-    v.check(got[i] == want[i], o,
-            fmt::format("value {} has type {}, {} expects {}", i, got[i]->str(), what, want[i]->str()));
+    v.check(got[i] == want[i], o, "value {} has type {}, {} expects {}", i, *got[i], what, *want[i]);
 }
 
 void region_args(Verifier& v, const Op& o, const Region& r, const std::vector<const Type*>& want,
                  const char* what) {
-  v.check(!r.blocks.empty(), o, fmt::format("{} region is empty", what));
+  v.check(!r.blocks.empty(), o, "{} region is empty", what);
   const auto& args = r.blocks[0]->args;
-  v.check(args.size() == want.size(), o,
-          fmt::format("{} region has {} arguments, expected {}", what, args.size(), want.size()));
+  v.check(args.size() == want.size(), o, "{} region has {} arguments, expected {}", what, args.size(),
+          want.size());
   for (size_t i = 0; i < want.size(); ++i)
-    v.check(args[i]->type == want[i], o,
-            fmt::format("{} region argument {} has type {}, expected {}", what, i, args[i]->type->str(),
-                        want[i]->str()));
+    v.check(args[i]->type == want[i], o, "{} region argument {} has type {}, expected {}", what, i,
+            *args[i]->type, *want[i]);
 }
 
 void scalar_condition(Verifier& v, const Op& o) {
@@ -54,13 +51,11 @@ void successors(Verifier& v, const Op& o) {
     const Block* b = o.successors[s];
     const auto& vals = o.successor_operands[s];
     v.check(b->parent == o.parent->parent, o, "successor must be in the same region");
-    v.check(
-        vals.size() == b->args.size(), o,
-        fmt::format("passes {} value(s) to '^{}', which takes {}", vals.size(), b->label, b->args.size()));
+    v.check(vals.size() == b->args.size(), o, "passes {} value(s) to '^{}', which takes {}", vals.size(),
+            b->label, b->args.size());
     for (size_t i = 0; i < vals.size(); ++i)
-      v.check(vals[i]->type == b->args[i]->type, o,
-              fmt::format("value {} for '^{}' has type {}, expected {}", i, b->label, vals[i]->type->str(),
-                          b->args[i]->type->str()));
+      v.check(vals[i]->type == b->args[i]->type, o, "value {} for '^{}' has type {}, expected {}", i,
+              b->label, *vals[i]->type, *b->args[i]->type);
   }
 }
 
@@ -86,13 +81,12 @@ void assume(Verifier& v, const Op& o) {
 void call(Verifier& v, const Op& o) {
   const Attr* c = v.need(o, "callee", Attr::Kind::Symbol);
   const Function* f = v.module().find(c->s);
-  v.check(f != nullptr, o, fmt::format("unknown callee '@{}'", c->s));
+  v.check(f != nullptr, o, "unknown callee '@{}'", c->s);
   const auto& args = f->args();
-  v.check(args.size() == o.operands.size(), o, fmt::format("'@{}' takes {} arguments", c->s, args.size()));
+  v.check(args.size() == o.operands.size(), o, "'@{}' takes {} arguments", c->s, args.size());
   for (size_t i = 0; i < args.size(); ++i)
-    v.check(args[i]->type == v.in(o, i), o,
-            fmt::format("argument {} has type {}, '@{}' expects {}", i, v.in(o, i)->str(), c->s,
-                        args[i]->type->str()));
+    v.check(args[i]->type == v.in(o, i), o, "argument {} has type {}, '@{}' expects {}", i, *v.in(o, i), c->s,
+            *args[i]->type);
   v.check(o.results.size() == f->result_types.size(), o, "result count differs from the callee's");
   for (size_t i = 0; i < o.results.size(); ++i)
     v.check(v.out(o, i) == f->result_types[i], o, "result type differs from the callee's");
@@ -126,7 +120,7 @@ void region_return(Verifier& v, const Op& o) {
   v.check(p != nullptr, o, "must be inside a region op");
   const std::string& n = o.name;
   std::string owner = n.substr(0, n.size() - std::string_view(".return").size());
-  v.check(p->name == owner, o, fmt::format("must terminate '{}'", owner));
+  v.check(p->name == owner, o, "must terminate '{}'", owner);
   std::vector<const Type*> want;
   if (p->def->code == Opcode::tt_map_elementwise) {
     int64_t pack = p->attr("pack") ? p->attr("pack")->i : 1;
@@ -135,12 +129,11 @@ void region_return(Verifier& v, const Op& o) {
   } else {
     for (auto* x : p->operands) want.push_back(x->type);
   }
-  v.check(o.operands.size() == want.size(), o,
-          fmt::format("returns {} value(s), expected {}", o.operands.size(), want.size()));
+  v.check(o.operands.size() == want.size(), o, "returns {} value(s), expected {}", o.operands.size(),
+          want.size());
   for (size_t i = 0; i < want.size(); ++i)
     v.check(elem_eq(v.in(o, i), want[i]) && !v.in(o, i)->is_tensor, o,
-            fmt::format("value {} has type {}, expected the element type {}", i, v.in(o, i)->str(),
-                        want[i]->str()));
+            "value {} has type {}, expected the element type {}", i, *v.in(o, i), *want[i]);
 }
 
 void nested_func(Verifier& v, const Op& o) { v.fail(o, "cannot appear inside a function"); }

@@ -10,17 +10,16 @@ const Type* same_type(Verifier& v, const Op& o, size_t nops) {
   v.counts(o, nops, 1);
   const Type* t = v.out(o);
   for (auto* x : o.operands)
-    v.check(x->type == t, o,
-            fmt::format("operand type {} differs from result type {}", x->type->str(), t->str()));
+    v.check(x->type == t, o, "operand type {} differs from result type {}", *x->type, *t);
   return t;
 }
 
 void need_int(Verifier& v, const Op& o, const Type* t) {
-  v.check(int_like(t), o, fmt::format("needs integer operands, found {}", t->str()));
+  v.check(int_like(t), o, "needs integer operands, found {}", *t);
 }
 
 void need_float(Verifier& v, const Op& o, const Type* t) {
-  v.check(float_like(t), o, fmt::format("needs float operands, found {}", t->str()));
+  v.check(float_like(t), o, "needs float operands, found {}", *t);
 }
 
 /// One operand, one result of the same shape (casts).
@@ -28,8 +27,7 @@ std::pair<const Type*, const Type*> cast_types(Verifier& v, const Op& o) {
   v.counts(o, 1, 1);
   const Type* a = v.in(o, 0);
   const Type* b = v.out(o);
-  v.check(same_shape(a, b), o,
-          fmt::format("operand {} and result {} must have the same shape", a->str(), b->str()));
+  v.check(same_shape(a, b), o, "operand {} and result {} must have the same shape", *a, *b);
   return {a, b};
 }
 
@@ -44,7 +42,7 @@ void fma(Verifier& v, const Op& o) { need_float(v, o, same_type(v, o, 3)); }
 // 3.9: F32 or tensor of F32 only (TritonOps.td).
 void approx_divf(Verifier& v, const Op& o) {
   const Type* t = same_type(v, o, 2);
-  v.check(t->elem == Elem::f32, o, fmt::format("needs f32 operands, found {}", t->str()));
+  v.check(t->elem == Elem::f32, o, "needs f32 operands, found {}", *t);
 }
 
 void clampf(Verifier& v, const Op& o) {
@@ -65,8 +63,8 @@ void make_range(Verifier& v, const Op& o) {
   const Attr* s = v.need(o, "start", Attr::Kind::Int);
   const Attr* e = v.need(o, "end", Attr::Kind::Int);
   v.check(t->is_tensor && t->rank() == 1 && t->elem == Elem::i32, o, "result must be a 1-D tensor of i32");
-  v.check(e->i > s->i && e->i - s->i == t->shape[0], o,
-          fmt::format("end - start = {} but the result has {} elements", e->i - s->i, t->shape[0]));
+  v.check(e->i > s->i && e->i - s->i == t->shape[0], o, "end - start = {} but the result has {} elements",
+          e->i - s->i, t->shape[0]);
 }
 
 void program_id(Verifier& v, const Op& o) {

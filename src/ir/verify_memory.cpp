@@ -58,10 +58,9 @@ void load(Verifier& v, const Op& o) {
   v.check(same_shape(p, r) && elem_eq(r, p->pointee), o,
           "result must be the pointee with the pointer's shape");
   if (o.operands.size() >= 2)
-    v.check(is_i1(v.in(o, 1)) && same_shape(v.in(o, 1), p), o,
-            fmt::format("mask {} must be i1 with the pointer's shape", v.in(o, 1)->str()));
-  if (o.operands.size() == 3)
-    v.check(v.in(o, 2) == r, o, fmt::format("other {} must have type {}", v.in(o, 2)->str(), r->str()));
+    v.check(is_i1(v.in(o, 1)) && same_shape(v.in(o, 1), p), o, "mask {} must be i1 with the pointer's shape",
+            *v.in(o, 1));
+  if (o.operands.size() == 3) v.check(v.in(o, 2) == r, o, "other {} must have type {}", *v.in(o, 2), *r);
   cache_hints(v, o);
 }
 
@@ -77,7 +76,7 @@ void store(Verifier& v, const Op& o) {
     return;
   }
   v.check(same_shape(p, x) && elem_eq(x, p->pointee), o,
-          fmt::format("value {} must be the pointee with the pointer's shape ({})", x->str(), p->str()));
+          "value {} must be the pointee with the pointer's shape ({})", *x, *p);
   if (o.operands.size() == 3)
     v.check(is_i1(v.in(o, 2)) && same_shape(v.in(o, 2), p), o, "mask must be i1 with the pointer's shape");
   cache_hints(v, o);
@@ -164,8 +163,7 @@ size_t block_ptr_rank(Verifier& v, const Op& o) {
 void make_tensor_ptr(Verifier& v, const Op& o) {
   size_t r = block_ptr_rank(v, o);
   const Type* blk = v.out(o)->pointee;
-  v.check(o.operands.size() == 1 + 3 * r, o,
-          fmt::format("expects base, {} shape, {} strides, {} offsets", r, r, r));
+  v.check(o.operands.size() == 1 + 3 * r, o, "expects base, {} shape, {} strides, {} offsets", r, r, r);
   const Type* base = v.in(o, 0);
   v.check(base->elem == Elem::ptr && !base->is_tensor && base->pointee && base->pointee->elem == blk->elem, o,
           "base must be a pointer to the block's element");
@@ -186,8 +184,7 @@ void make_desc(Verifier& v, const Op& o) {
           "result must be a tensor descriptor");
   const Type* blk = v.out(o)->pointee;
   size_t r = static_cast<size_t>(blk->rank());
-  v.check(o.operands.size() == 1 + 2 * r, o,
-          fmt::format("expects base, {} shape and {} stride operands", r, r));
+  v.check(o.operands.size() == 1 + 2 * r, o, "expects base, {} shape and {} stride operands", r, r);
   const Type* base = v.in(o, 0);
   v.check(base->elem == Elem::ptr && !base->is_tensor && base->pointee && base->pointee->elem == blk->elem, o,
           "base must be a pointer to the block's element");
@@ -201,8 +198,7 @@ void reinterpret_desc(Verifier& v, const Op& o) {
   v.counts(o, 1, 1);
   const Type* a = v.in(o, 0);
   const Type* b = v.out(o);
-  v.check(same_shape(a, b), o,
-          fmt::format("operand {} and result {} must have the same shape", a->str(), b->str()));
+  v.check(same_shape(a, b), o, "operand {} and result {} must have the same shape", *a, *b);
 }
 
 void desc_load(Verifier& v, const Op& o) {
@@ -210,8 +206,7 @@ void desc_load(Verifier& v, const Op& o) {
   const Type* d = v.in(o, 0);
   v.check(d->elem == Elem::tensordesc && d->pointee, o, "first operand must be a tensor descriptor");
   const Type* blk = d->pointee;
-  v.check(o.operands.size() == 1 + static_cast<size_t>(blk->rank()), o,
-          fmt::format("expects {} indices", blk->rank()));
+  v.check(o.operands.size() == 1 + static_cast<size_t>(blk->rank()), o, "expects {} indices", blk->rank());
   for (size_t i = 1; i < o.operands.size(); ++i) v.check(scalar_i32(v.in(o, i)), o, "indices must be i32");
   v.check(v.out(o)->is_tensor && elem_eq(v.out(o), blk) && v.out(o)->numel() == blk->numel(), o,
           "result must match the descriptor's block");
@@ -220,8 +215,7 @@ void desc_load(Verifier& v, const Op& o) {
 void desc_store(Verifier& v, const Op& o) {
   no_results(v, o);
   const Type* blk = desc_block(v, o, 2);
-  v.check(o.operands.size() == 2 + static_cast<size_t>(blk->rank()), o,
-          fmt::format("expects {} indices", blk->rank()));
+  v.check(o.operands.size() == 2 + static_cast<size_t>(blk->rank()), o, "expects {} indices", blk->rank());
   for (size_t i = 1; i + 1 < o.operands.size(); ++i)
     v.check(scalar_i32(v.in(o, i)), o, "indices must be i32");
   const Type* src = o.operands.back()->type;

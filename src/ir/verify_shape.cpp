@@ -8,7 +8,7 @@ void splat(Verifier& v, const Op& o) {
   const Type* s = v.in(o, 0);
   const Type* r = v.out(o);
   v.check(!s->is_tensor && r->is_tensor && elem_eq(s, r), o,
-          fmt::format("needs a scalar and a tensor of it, found {} -> {}", s->str(), r->str()));
+          "needs a scalar and a tensor of it, found {} -> {}", *s, *r);
 }
 
 void unsplat(Verifier& v, const Op& o) {
@@ -25,8 +25,8 @@ void broadcast(Verifier& v, const Op& o) {
   v.check(s->is_tensor && r->is_tensor && s->rank() == r->rank() && elem_eq(s, r), o,
           "operand and result must be tensors of equal rank and element");
   for (int i = 0; i < s->rank(); ++i)
-    v.check(s->shape[i] == r->shape[i] || s->shape[i] == 1, o,
-            fmt::format("cannot broadcast {} to {}", shape_str(s->shape), shape_str(r->shape)));
+    v.check(s->shape[i] == r->shape[i] || s->shape[i] == 1, o, "cannot broadcast {} to {}", Dims{s->shape},
+            Dims{r->shape});
 }
 
 void expand_dims(Verifier& v, const Op& o) {
@@ -37,8 +37,7 @@ void expand_dims(Verifier& v, const Op& o) {
   v.check(s->is_tensor && a->i >= 0 && a->i <= s->rank(), o, "axis out of range");
   std::vector<int64_t> want = s->shape;
   want.insert(want.begin() + a->i, 1);
-  v.check(r->is_tensor && r->shape == want && elem_eq(s, r), o,
-          fmt::format("result must be {}", shape_str(want)));
+  v.check(r->is_tensor && r->shape == want && elem_eq(s, r), o, "result must be {}", Dims{want});
 }
 
 void reshape(Verifier& v, const Op& o) {
@@ -46,7 +45,7 @@ void reshape(Verifier& v, const Op& o) {
   const Type* s = v.in(o, 0);
   const Type* r = v.out(o);
   v.check(s->is_tensor && r->is_tensor && s->numel() == r->numel() && elem_eq(s, r), o,
-          fmt::format("cannot reshape {} to {}", s->str(), r->str()));
+          "cannot reshape {} to {}", *s, *r);
 }
 
 void trans(Verifier& v, const Op& o) {
@@ -63,7 +62,7 @@ void trans(Verifier& v, const Op& o) {
     seen[d] = true;
     want.push_back(s->shape[d]);
   }
-  v.check(r->shape == want, o, fmt::format("result shape must be {}", shape_str(want)));
+  v.check(r->shape == want, o, "result shape must be {}", Dims{want});
 }
 
 namespace {
@@ -87,7 +86,7 @@ void join(Verifier& v, const Op& o) {
   const Type* s = two_of_a_kind(v, o);
   std::vector<int64_t> want = s->shape;
   want.push_back(2);
-  v.check(v.out(o)->shape == want, o, fmt::format("result shape must be {}", shape_str(want)));
+  v.check(v.out(o)->shape == want, o, "result shape must be {}", Dims{want});
 }
 
 void split(Verifier& v, const Op& o) {
@@ -97,7 +96,7 @@ void split(Verifier& v, const Op& o) {
   std::vector<int64_t> want(s->shape.begin(), s->shape.end() - 1);
   for (int i = 0; i < 2; ++i)
     v.check(v.out(o, i)->is_tensor && v.out(o, i)->shape == want && elem_eq(v.out(o, i), s), o,
-            fmt::format("results must be {} of the operand's element type", shape_str(want)));
+            "results must be {} of the operand's element type", Dims{want});
 }
 
 void gather(Verifier& v, const Op& o) {
@@ -134,9 +133,8 @@ void dot(Verifier& v, const Op& o) {
       o, "operands must be 2-D (or batched 3-D) tensors of equal rank");
   int k = r - 2;
   int64_t M = a->shape[k], K = a->shape[k + 1], K2 = b->shape[k], N = b->shape[k + 1];
-  v.check(K == K2, o, fmt::format("inner dimensions differ: {} * {}", a->str(), b->str()));
-  v.check(c->shape[k] == M && c->shape[k + 1] == N, o,
-          fmt::format("accumulator {} must be {}x{}", c->str(), M, N));
+  v.check(K == K2, o, "inner dimensions differ: {} * {}", *a, *b);
+  v.check(c->shape[k] == M && c->shape[k + 1] == N, o, "accumulator {} must be {}x{}", *c, M, N);
   if (r == 3) v.check(a->shape[0] == b->shape[0] && a->shape[0] == c->shape[0], o, "batch dimensions differ");
   if (int_like(a)) {
     v.check(int_like(b) && int_like(c), o, "integer dot needs integer operands and accumulator");
@@ -166,25 +164,25 @@ void reduce_or_scan(Verifier& v, const Op& o, bool scan) {
   v.check(s0->is_tensor, o, "operands must be tensors");
   for (auto* x : o.operands)
     v.check(x->type->is_tensor && x->type->shape == s0->shape, o, "operands must share a shape");
-  v.check(ax->i >= 0 && ax->i < s0->rank(), o,
-          fmt::format("axis {} out of range for rank {}", ax->i, s0->rank()));
+  v.check(ax->i >= 0 && ax->i < s0->rank(), o, "axis {} out of range for rank {}", ax->i, s0->rank());
   std::vector<int64_t> want = s0->shape;
   if (!scan) want.erase(want.begin() + ax->i);
   for (size_t i = 0; i < o.results.size(); ++i) {
     const Type* r = v.out(o, i);
     bool ok = elem_eq(r, v.in(o, i)) &&
               (want.empty() && !scan ? !r->is_tensor : (r->is_tensor && r->shape == want));
-    v.check(ok, o,
-            fmt::format("result {} has type {}, expected {} of {}", i, r->str(),
-                        want.empty() ? "a scalar" : shape_str(want), elem_name(v.in(o, i)->elem)));
+    if (ok) continue;
+    std::string shape = want.empty() ? "a scalar" : fmt::format("{}", Dims{want});
+    v.fail(o, fmt::format("result {} has type {}, expected {} of {}", i, *r, shape,
+                          elem_name(v.in(o, i)->elem)));
   }
   const Region& r = *o.regions[0];
   v.check(!r.blocks.empty() && r.blocks[0]->args.size() == 2 * o.operands.size(), o,
           "combine region needs two arguments per operand");
   for (size_t i = 0; i < r.blocks[0]->args.size(); ++i) {
     const Type* a = r.blocks[0]->args[i]->type;
-    v.check(!a->is_tensor && elem_eq(a, v.in(o, i % o.operands.size())), o,
-            fmt::format("combine argument {} has type {}", i, a->str()));
+    v.check(!a->is_tensor && elem_eq(a, v.in(o, i % o.operands.size())), o, "combine argument {} has type {}",
+            i, *a);
   }
 }
 }  // namespace
