@@ -52,6 +52,10 @@ _lock = threading.RLock()  # re-entrant: a weakref callback may run (GC) while i
 _entries: dict[int, tuple] = {}  # id(owner) -> (weakref, host, nbytes, dtype, itemsize, name)
 _original_data_ptr = None
 _SKIP_DIRS: tuple[str, ...] = ()
+# own_reads.on: the data_ptr() calls on this thread are tilescope's own, not the program's (Triton's
+# binder reads each tensor argument's address for its alignment; the launch then notes the tensor
+# under its argument's name), so the wrapper registers nothing.
+own_reads = threading.local()
 
 
 def raw_data_ptr(t) -> int:
@@ -176,7 +180,7 @@ def install() -> None:
 
     def data_ptr(self):
         p = original(self)
-        if p:
+        if p and not getattr(own_reads, "on", False):
             try:
                 if self.device.type == "cpu":
                     frame = sys._getframe(1)

@@ -404,7 +404,11 @@ def run(jitfn, args, grid, warmup, kwargs):
         st = _state_of(jitfn)
     wargs = [_wrap(a) for a in args]
     wkwargs = {k: _wrap(v) for k, v in kwargs.items()}
-    bound_args, specialization, options = st.binder(*wargs, **wkwargs)
+    _alloc.own_reads.on = True  # the binder's data_ptr() calls: the tensors are noted below, by name
+    try:
+        bound_args, specialization, options = st.binder(*wargs, **wkwargs)
+    finally:
+        _alloc.own_reads.on = False
 
     from triton.runtime.jit import compute_cache_key
 

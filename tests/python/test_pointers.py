@@ -109,3 +109,14 @@ def test_numpy_arrays_seen_by_a_launch_are_live_allocations():
                        np.array([16], dtype=np.int32), BLOCK=32)
     assert tilescope.findings() == []
     np.testing.assert_array_equal(out, a * 2)
+
+
+def test_a_tensor_first_seen_by_a_launch_is_named_by_its_argument():
+    # Triton's binder reads each tensor argument's data_ptr() for its alignment; that read is
+    # tilescope's own, not the program's, so the tensor is named by the launch that passed it.
+    a, out = torch.randn(10), torch.zeros(32)
+    touch[(1,)](a, out)
+    found = launch([a], [out], [32])  # a has 10 elements, the kernel reads 32
+    assert [f["kind"] for f in found] == ["out-of-bounds-load"], found
+    assert found[0]["buffer"]["name"] == "'x_ptr' of a launch of touch", found[0]["buffer"]
+    torch.testing.assert_close(out[:10], a * 2)
