@@ -282,6 +282,7 @@ struct DotAux {
   int bytes_a = 0, bytes_b = 0, bytes_c = 0, bytes_d = 0;
   Prec prec = Prec::ieee;
   bool f32_inputs = false;
+  bool f32_out = false;  // c and d are f32: the sums can accumulate straight into d
 };
 
 /// acc (M x N, row-major) += X (M x K) · Y (K x N), f32 sums (Eigen).
@@ -304,18 +305,34 @@ void dot_f32(Program& p, const Step& s) {
   A.resize(M * K);
   Bm.resize(K * N);
   C.resize(M * N);
+  // Where the sums go straight into an f32 accumulator, they go into d itself (a result never shares
+  // bytes with an operand of its own op: plan.cpp), and ieee reads f32 inputs where they are.
+  const bool ieee = a.f32_inputs && a.prec == Prec::ieee;
+  const bool into_d = a.f32_out && (!a.f32_inputs || ieee || a.prec == Prec::tf32);
   for (int64_t bi = 0; bi < a.batch; ++bi) {
-    a.load_a(p.slot[s.in[0]] + bi * M * K * a.bytes_a, A.data(), M * K);
-    a.load_b(p.slot[s.in[1]] + bi * K * N * a.bytes_b, Bm.data(), K * N);
-    a.load_c(p.slot[s.in[2]] + bi * M * N * a.bytes_c, C.data(), M * N);
-    if (!a.f32_inputs) {
-      gemm_acc(A.data(), Bm.data(), C.data(), M, N, K);  // exact products, f32 sums
-    } else if (a.prec == Prec::ieee) {
-      fma_gemm(A.data(), Bm.data(), C.data(), M, N, K);
+    const std::byte* xa = p.slot[s.in[0]] + bi * M * K * a.bytes_a;
+    const std::byte* xb = p.slot[s.in[1]] + bi * K * N * a.bytes_b;
+    const std::byte* xc = p.slot[s.in[2]] + bi * M * N * a.bytes_c;
+    std::byte* xd = p.slot[s.out[0]] + bi * M * N * a.bytes_d;
+    float* acc = C.data();
+    if (into_d) {
+      acc = reinterpret_cast<float*>(xd);
+      std::memcpy(acc, xc, static_cast<size_t>(M * N) * 4);
+    } else {
+      a.load_c(xc, C.data(), M * N);
+    }
+    if (!ieee) {
+      a.load_a(xa, A.data(), M * K);
+      a.load_b(xb, Bm.data(), K * N);
+    }
+    if (ieee) {
+      fma_gemm(reinterpret_cast<const float*>(xa), reinterpret_cast<const float*>(xb), acc, M, N, K);
+    } else if (!a.f32_inputs) {
+      gemm_acc(A.data(), Bm.data(), acc, M, N, K);  // exact products, f32 sums
     } else if (a.prec == Prec::tf32) {
       for (auto& v : A) v = tf32_trunc(v);
       for (auto& v : Bm) v = tf32_trunc(v);
-      gemm_acc(A.data(), Bm.data(), C.data(), M, N, K);
+      gemm_acc(A.data(), Bm.data(), acc, M, N, K);
     } else if (a.prec == Prec::tf32x3) {
       // t0/t1: big/small of a; t2/t3: big/small of b.
       t0.resize(M * K);
@@ -377,7 +394,7 @@ void dot_f32(Program& p, const Step& s) {
       dot(0, 0);
       for (int64_t i = 0; i < M * N; ++i) C[i] = D[i] + C[i];
     }
-    a.store_d(C.data(), p.slot[s.out[0]] + bi * M * N * a.bytes_d, M * N);
+    if (!into_d) a.store_d(C.data(), xd, M * N);
   }
 }
 
@@ -608,6 +625,7 @@ void lower_dot(const Op& op, Planner& p, Step& s) {
   a->bytes_c = a->bytes_d = ir::elem_bytes(ed);
   // inputPrecision only matters for f32 x f32 (the CUDA default tf32 is printed on f16/i8 dots too).
   a->f32_inputs = ea == Elem::f32 && eb == Elem::f32;
+  a->f32_out = ed == Elem::f32;
   s.aux = a;
   s.fn = &dot_f32;
 }
