@@ -949,6 +949,23 @@ bool clip_pattern(const Op& op) {
   return l && h && *l == -*h;
 }
 
+/// `numel` copies of the `eb` bytes at `one` (eb: 1, 2, 4 or 8) at `out`, as whole words: a constant's
+/// tile is made at its plan's lowering, which every kernel's first launch waits for.
+void fill_elements(std::byte* out, const void* one, int eb, int64_t numel) {
+  auto fill = [&](auto word) {
+    std::memcpy(&word, one, sizeof word);
+    std::fill_n(reinterpret_cast<decltype(word)*>(out), numel, word);
+  };
+  switch (eb) {
+    case 1: return fill(uint8_t{});
+    case 2: return fill(uint16_t{});
+    case 4: return fill(uint32_t{});
+    case 8: return fill(uint64_t{});
+    default:
+      for (int64_t i = 0; i < numel; ++i) std::memcpy(out + i * eb, one, static_cast<size_t>(eb));
+  }
+}
+
 }  // namespace
 
 // ==================================================================================================
@@ -970,13 +987,13 @@ void lower_constant(const Op& op, Planner& p, Step& s) {
       p.unsupported(
           op, fmt::format("dense constant holds {} bytes, {} expects {}", d.bytes.size(), t.str(), need));
     if (d.splat) {
-      for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, d.bytes.data(), eb);
+      fill_elements(data->bytes.data(), d.bytes.data(), eb, numel);
     } else {
       std::memcpy(data->bytes.data(), d.bytes.data(), need);
     }
   } else {
     const uint64_t bits = scalar_bits(op, p, *a, t.elem);
-    for (int64_t i = 0; i < numel; ++i) std::memcpy(data->bytes.data() + i * eb, &bits, eb);  // little endian
+    fill_elements(data->bytes.data(), &bits, eb, numel);  // little endian: the low eb bytes
   }
   if (t.is_tensor && numel * eb >= Planner::kSharedConstantBytes) return p.share_constant(s, data->bytes);
   s.aux = data;
