@@ -1,7 +1,8 @@
 """Kernels and cases of `make bench-peers` (bench/peers.py): the kinds of kernels triton-viz benchmarks
 its sanitizer with, at several sizes.
 
-Written here (for this benchmark): gemm, gemm with a planted out-of-bounds read, an indirect load
+Written here (for this benchmark): gemm, gemm with a planted out-of-bounds read (two kinds: a row mask
+off by one, and triton-viz's own A offset one element too far, for its seven gemm sizes), an indirect load
 (gather), nested loops, a block-pointer loop with tl.advance, a layer norm and SwiGLU. Taken unmodified
 from the installed Liger-Kernel package (`liger-kernel` on PyPI) and called through its own host
 functions: the JSD loss, cross-entropy and the fused linear JSD (torch matmuls around Liger's JSD
@@ -70,6 +71,29 @@ def gemm_oob_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_c
         kk = k0 + ks
         a = tl.load(a_ptr + rows[:, None] * stride_am + kk[None, :],
                     mask=(rows[:, None] <= M) & (kk[None, :] < K), other=0.0)  # planted: <= M
+        b = tl.load(b_ptr + kk[:, None] * stride_bk + cols[None, :],
+                    mask=(kk[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], acc,
+             mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def gemm_shift_oob_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # The same gemm with the planted bug of triton-viz's own gemm_oob benchmark: every A offset is one
+    # element too far (+1), so the last row's last tile reads one element past the end of A (the sizes
+    # are multiples of the tiles, where the row-mask bug above would not fire).
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        kk = k0 + ks
+        a = tl.load(a_ptr + rows[:, None] * stride_am + kk[None, :] + 1,  # planted: + 1
+                    mask=(rows[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(b_ptr + kk[:, None] * stride_bk + cols[None, :],
                     mask=(kk[:, None] < K) & (cols[None, :] < N), other=0.0)
         acc += tl.dot(a, b, input_precision="ieee")
@@ -213,6 +237,33 @@ def _gemm_case(name, kernel_attr, M, N, K, BM, BN, BK, planted=False):
                 planted)
 
 
+# The (M, N, K, tile) sizes of triton-viz's own gemm and gemm_oob benchmarks
+# (benchmarks/bench_sanitizer.py in its repository), all seven run in one case as that script does.
+VIZ_GEMM_SIZES = [(64, 64, 64, 16), (128, 128, 128, 16), (64, 128, 64, 16), (128, 64, 128, 16),
+                  (64, 64, 64, 32), (128, 128, 128, 32), (64, 128, 128, 32)]
+
+
+def _gemm_sweep_case(name, kernel_attr, planted=False, sizes=tuple(VIZ_GEMM_SIZES), label="7 sizes: 64-128, tiles 16 and 32"):
+    def setup(rng):
+        d = {}
+        for i, (M, N, K, _) in enumerate(sizes):
+            # A is the front of a buffer padded with zeros: the planted read past A's end sees 0 in
+            # every tool (tilescope gives an out-of-bounds lane `other`, 0), so the outputs agree.
+            padded = torch.cat([_randn(rng, M * K), torch.zeros(K)])
+            d.update({f"a{i}": padded[:M * K].view(M, K), f"pad{i}": padded, f"b{i}": _randn(rng, K, N),
+                      f"c{i}": torch.zeros(M, N)})
+        return d
+
+    def run(d):
+        k = globals()[kernel_attr]
+        for i, (M, N, K, T) in enumerate(sizes):
+            a, b, c = d[f"a{i}"], d[f"b{i}"], d[f"c{i}"]
+            k[(M // T, N // T)](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), BM=T, BN=T, BK=T)
+        return {f"c{i}": d[f"c{i}"] for i in range(len(sizes))}
+
+    return Case(f"{name} (triton-viz's sizes)", label, setup, run, lambda: [globals()[kernel_attr]], planted)
+
+
 def _gather_case(n, block):
     def setup(rng):
         return dict(idx=_t(rng.permutation(n).astype(np.int32)), src=_randn(rng, n), out=torch.zeros(n))
@@ -341,11 +392,12 @@ def _fused_linear_jsd_case(bt, h, v):
 
 
 def cases(quick: bool = False) -> list[Case]:
-    """The suite: two sizes per kernel (the smoke test's tiny ones when quick)."""
+    """The suite: two sizes per kernel and triton-viz's seven gemm sizes (the smoke test's tiny ones when quick)."""
     if quick:
         return [
             _gemm_case("gemm", "gemm_kernel", 20, 24, 40, 16, 16, 16),
             _gemm_case("gemm_oob", "gemm_oob_kernel", 20, 24, 40, 16, 16, 16, planted=True),
+            _gemm_sweep_case("gemm_oob", "gemm_shift_oob_kernel", True, ((32, 32, 32, 16),), "32x32x32, 16x16x16 tiles"),
             _gather_case(200, 64),
             _nested_case(2, 2, 3, 16),
             _block_ptr_case(20, 40, 16, 16),
@@ -360,6 +412,8 @@ def cases(quick: bool = False) -> list[Case]:
         _gemm_case("gemm", "gemm_kernel", 200, 192, 256, 64, 64, 32),
         _gemm_case("gemm_oob", "gemm_oob_kernel", 100, 96, 80, 32, 32, 16, planted=True),
         _gemm_case("gemm_oob", "gemm_oob_kernel", 200, 192, 256, 64, 64, 32, planted=True),
+        _gemm_sweep_case("gemm", "gemm_kernel"),
+        _gemm_sweep_case("gemm_oob", "gemm_shift_oob_kernel", planted=True),
         _gather_case(4096, 256),
         _gather_case(65536, 1024),
         _nested_case(4, 8, 16, 64),
