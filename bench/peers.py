@@ -605,7 +605,8 @@ def markdown(result, args_line: str) -> str:
         "while computing the outputs; **first, cold** (empty TTIR cache: Triton's front end included), faster "
         "than triton-viz; **first, cache warm** (a second run of the same program: tilescope's disk cache holds "
         "the TTIR, so the front end is the cache key and the read; triton-viz's first launch for comparison), at "
-        "least 5x triton-viz. A ratio below its aim is marked *missed*.",
+        "least 5x triton-viz. A ratio below its aim is marked *missed*; why, case by case: README \"Speed\"; the "
+        "profiles behind it and each change's before / after: `bench/SPEED.md`.",
         "",
         "| kernel | size | again: interp / ts | again: viz / ts | first, cold: viz / ts | first, cold, with the "
         "one-time set-up: viz / ts | first, cache warm: tilescope (of which front end) | first, cache warm: viz / ts |",
