@@ -9,6 +9,10 @@ functions: the JSD loss, cross-entropy and the fused linear JSD (torch matmuls a
 kernel). Liger's own layer-norm and SwiGLU kernels are not used: they call `.to()` on a float scalar
 argument, which neither Triton's interpreter nor triton-viz (built on it) can run.
 
+triton-viz's own benchmark (`benchmarks/bench_sanitizer.py` in its repository) runs these kinds of
+kernels at its own sizes; gemm and gemm_oob also run here at its seven sizes (one case each, as that
+script runs them); the other kernels only at the two sizes below.
+
 Every case is `Case(name, size, setup, run, kernels)`:
   setup(rng) -> dict of torch CPU tensors and ints (deterministic from the numpy generator, so every
                tool gets the same inputs),
