@@ -212,10 +212,14 @@ std::vector<int> storage_owners(const RegionPlan& body, const Plan& plan) {
         if (!s.view) continue;
         const auto in = static_cast<size_t>(s.in[0]), out = static_cast<size_t>(s.out[0]);
         if (block_arg[in] || plan.slot_shared[in] || plan.slots[in].bytes != plan.slots[out].bytes) continue;
-        owner[out] = owner[in];  // the operand is defined before the view: its owner is final
+        owner[out] = static_cast<int>(in);
       }
   };
   views(body);
+  // A view of a view takes the first operand's storage: chains are followed once all are known, so
+  // the result does not depend on the order the steps are visited in.
+  for (int& o : owner)
+    while (owner[static_cast<size_t>(o)] != o) o = owner[static_cast<size_t>(o)];
   return owner;
 }
 
