@@ -196,26 +196,21 @@ namespace {
 std::vector<int> storage_owners(const RegionPlan& body, const Plan& plan) {
   std::vector<int> owner(plan.slots.size());
   for (size_t i = 0; i < owner.size(); ++i) owner[i] = static_cast<int>(i);
+  // A block's arguments are marked before its steps: a value is written before it is read.
   std::vector<bool> block_arg(plan.slots.size());
-  std::function<void(const RegionPlan&)> args = [&](const RegionPlan& r) {
+  std::function<void(const RegionPlan&)> walk = [&](const RegionPlan& r) {
     for (const BlockPlan& b : r.blocks) {
       for (int a : b.args) block_arg[static_cast<size_t>(a)] = true;
-      for (const Step& s : b.steps)
-        for (const RegionPlan& sub : s.regions) args(sub);
-    }
-  };
-  args(body);
-  std::function<void(const RegionPlan&)> views = [&](const RegionPlan& r) {
-    for (const BlockPlan& b : r.blocks)
       for (const Step& s : b.steps) {
-        for (const RegionPlan& sub : s.regions) views(sub);
+        for (const RegionPlan& sub : s.regions) walk(sub);
         if (!s.view) continue;
         const auto in = static_cast<size_t>(s.in[0]), out = static_cast<size_t>(s.out[0]);
         if (block_arg[in] || plan.slot_shared[in] || plan.slots[in].bytes != plan.slots[out].bytes) continue;
         owner[out] = static_cast<int>(in);
       }
+    }
   };
-  views(body);
+  walk(body);
   // A view of a view takes the first operand's storage: chains are followed once all are known, so
   // the result does not depend on the order the steps are visited in.
   for (int& o : owner)

@@ -43,6 +43,18 @@ std::string chain(int64_t n, int k) {
   return t;
 }
 
+/// Runs `kernel(%x, %out)` on `x` and an `out` of as many f32 elements, filled with -1 (a lane that no
+/// program stores stays -1); returns out.
+std::vector<float> run_x_out(const std::string& kernel, std::vector<float> x,
+                             std::array<int64_t, 3> grid = {1, 1, 1}, int threads = 1) {
+  std::vector<float> out(x.size(), -1.0f);
+  exec::Memory mem;
+  int xb = test::add_buffer(mem, x, "x", Elem::f32);
+  int ob = test::add_buffer(mem, out, "out", Elem::f32);
+  test::run_ttir(kernel, {Arg::buf(xb), Arg::buf(ob)}, mem, grid, threads);
+  return out;
+}
+
 }  // namespace
 
 TEST(PlanStorage, LongChainReusesSlots) {
@@ -78,13 +90,10 @@ TEST(PlanStorage, LongChainReusesSlots) {
 
 TEST(PlanStorage, LongChainComputesTheSameValues) {
   constexpr int64_t n = 4096;
-  std::vector<float> x(n), out(n, -1.0f);
+  std::vector<float> x(n);
   std::iota(x.begin(), x.end(), 0.0f);
   for (int threads : {1, 2}) {
-    exec::Memory mem;
-    int xb = test::add_buffer(mem, x, "x", Elem::f32);
-    int ob = test::add_buffer(mem, out, "out", Elem::f32);
-    test::run_ttir(chain(n, 300), {Arg::buf(xb), Arg::buf(ob)}, mem, {3, 1, 1}, threads);
+    const std::vector<float> out = run_x_out(chain(n, 300), x, {3, 1, 1}, threads);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(i) + 300.0f) << i;
   }
 }
@@ -123,12 +132,9 @@ TEST(PlanStorage, ValuesReadInALoopLiveForTheWholeLoop) {
     for (const char* outer : {"a", "acc", "zero", "two", "res"})
       EXPECT_NE(p.offset(inner), p.offset(outer)) << inner << " shares the storage of " << outer;
   EXPECT_NE(p.offset("acc"), p.offset("res"));
-  std::vector<float> x(64), out(64, -1.0f);
+  std::vector<float> x(64);
   std::iota(x.begin(), x.end(), 1.0f);
-  exec::Memory mem;
-  int xb = test::add_buffer(mem, x, "x", Elem::f32);
-  int ob = test::add_buffer(mem, out, "out", Elem::f32);
-  test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem);
+  const std::vector<float> out = run_x_out(k, x);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], 10.0f * x[i]) << i;
 }
 
@@ -165,12 +171,9 @@ TEST(PlanStorage, ValuesOfABranchLoopLiveForTheWholeRegion) {
   Planned p(k);
   for (const char* inner : {"t1", "t2", "t3"})
     EXPECT_NE(p.offset(inner), p.offset("a")) << inner << " shares the storage of a";
-  std::vector<float> x(64), out(64, -1.0f);
+  std::vector<float> x(64);
   std::iota(x.begin(), x.end(), 1.0f);
-  exec::Memory mem;
-  int xb = test::add_buffer(mem, x, "x", Elem::f32);
-  int ob = test::add_buffer(mem, out, "out", Elem::f32);
-  test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem);
+  const std::vector<float> out = run_x_out(k, x);
   for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], 8.0f * x[i]) << i;
 }
 
@@ -201,13 +204,10 @@ TEST(PlanStorage, AReshapeTakesItsOperandsStorageUntilItsLastRead) {
   Planned p(k);
   for (const char* view : {"b", "e", "bb"}) EXPECT_EQ(p.offset(view), p.offset("a")) << view;
   for (const char* other : {"l", "t", "u", "s"}) EXPECT_NE(p.offset(other), p.offset("a")) << other;
-  std::vector<float> x(64), out(64, -1.0f);
+  std::vector<float> x(64);
   std::iota(x.begin(), x.end(), -20.0f);
   for (int threads : {1, 2}) {
-    exec::Memory mem;
-    int xb = test::add_buffer(mem, x, "x", Elem::f32);
-    int ob = test::add_buffer(mem, out, "out", Elem::f32);
-    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {3, 1, 1}, threads);
+    const std::vector<float> out = run_x_out(k, x, {3, 1, 1}, threads);
     for (int i = 0; i < 64; ++i) ASSERT_EQ(out[i], 16.0f * x[i] * x[i] + 2.0f * x[i]) << i;
   }
 }
@@ -246,13 +246,10 @@ TEST(PlanStorage, AReshapeOfALoopCarriedValueOrAConstantHasStorageOfItsOwn) {
   Planned p(k);
   EXPECT_NE(p.offset("v"), p.offset("p"));
   ASSERT_NE(p.plan.slot_shared[p.slot("half")], nullptr);  // the constant is read from the plan
-  std::vector<float> x(256), out(256, -1.0f);
+  std::vector<float> x(256);
   std::iota(x.begin(), x.end(), -7.0f);
   for (int threads : {1, 2}) {
-    exec::Memory mem;
-    int xb = test::add_buffer(mem, x, "x", Elem::f32);
-    int ob = test::add_buffer(mem, out, "out", Elem::f32);
-    test::run_ttir(k, {Arg::buf(xb), Arg::buf(ob)}, mem, {2, 1, 1}, threads);
+    const std::vector<float> out = run_x_out(k, x, {2, 1, 1}, threads);
     for (int i = 0; i < 256; ++i) ASSERT_EQ(out[i], (x[i] + 3.0f) * (x[i] + 2.5f)) << i;
   }
 }
