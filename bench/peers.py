@@ -161,6 +161,9 @@ def child(tool: str, idx: int, quick: bool, out_dir: str, cache_dir: str = "") -
             _load_bench_run()._patch_interpreter_for_numpy_2_4()
         case = peers_kernels.cases(quick)[idx]
         data = case.setup(np.random.default_rng(SEED + idx))
+        if tool == "tilescope" and case.reference is not None:  # before the run: kernels write in place
+            np.savez(os.path.join(out_dir, "reference.npz"),
+                     **{k: v.detach().float().numpy() for k, v in case.reference(data).items()})
         kernels = case.kernels()
         state = {}
         if tool == "tilescope":
@@ -215,6 +218,7 @@ def child(tool: str, idx: int, quick: bool, out_dir: str, cache_dir: str = "") -
             res["frontend"] = state["frontend"][0]
         res["findings"] = _finding_summary(tool, state)
         np.savez(os.path.join(out_dir, "outputs.npz"), **{k: v.detach().float().numpy() for k, v in outs.items()})
+        res["out_dtypes"] = {k: str(v.dtype).removeprefix("torch.") for k, v in outs.items()}
 
         # The same launch(es) again in this process, on fresh inputs.
         if tool == "triton-viz":
@@ -284,17 +288,22 @@ def _preimport():
             pass
 
 
-def _outputs(res):
+def _outputs(res, name="outputs"):
     import numpy as np
 
-    p = os.path.join(res["dir"], "outputs.npz")
+    p = os.path.join(res["dir"], f"{name}.npz")
     if "error" in res or res.get("capped") or not os.path.exists(p):
         return None
     with np.load(p) as z:
         return {k: z[k] for k in z.files}
 
 
-def _same(a, b) -> bool:
+# Relative tolerance of an output by its dtype: one unit in the last place for the 8- and 11-bit
+# significands (two results rounded from float32 math may differ by one), 1e-3 otherwise.
+RTOL = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}
+
+
+def _same(a, b, dtypes=None) -> bool:
     import numpy as np
 
     if a is None or b is None or a.keys() != b.keys():
@@ -304,7 +313,8 @@ def _same(a, b) -> bool:
         if x.shape != y.shape:
             return False
         scale = max(1.0, float(np.nanmax(np.abs(y))) if y.size else 1.0)
-        if not np.allclose(x, y, rtol=1e-3, atol=1e-4 * scale, equal_nan=True):
+        rtol = RTOL.get((dtypes or {}).get(k, ""), 1e-3)
+        if not np.allclose(x, y, rtol=rtol, atol=1e-4 * scale, equal_nan=True):
             return False
     return True
 
@@ -363,8 +373,12 @@ def run_suite(reps=3, cap=60.0, budget=25.0, only=None, quick=False, log=print):
 
 
 def summarize(case, runs, cap):
-    ref = next((_outputs(r) for r in runs["interpreter"] if _outputs(r) is not None), None)
-    row = {"kernel": case.kernel, "size": case.size, "name": case.name, "planted": case.planted, "tools": {}}
+    # The reference outputs: the case's own (torch, float64) where it has them, else the interpreter's.
+    ref = next((o for r in runs["tilescope"] for o in [_outputs(r, "reference")] if o is not None), None)
+    if ref is None and case.reference is None:
+        ref = next((_outputs(r) for r in runs["interpreter"] if _outputs(r) is not None), None)
+    row = {"kernel": case.kernel, "size": case.size, "name": case.name, "planted": case.planted, "tools": {},
+           "reference": "torch" if case.reference is not None else "interpreter"}
     for tool in TOOLS:
         rs = runs[tool]
         ok = [r for r in rs if "cold" in r]
@@ -385,7 +399,7 @@ def summarize(case, runs, cap):
                 info["setup"] = statistics.median(setup)
             info["findings"] = ok[0]["findings"]
             out = _outputs(ok[0])
-            info["outputs_match"] = None if ref is None else _same(out, ref)
+            info["outputs_match"] = None if ref is None else _same(out, ref, ok[0].get("out_dtypes"))
         if any(r.get("capped") for r in rs):
             info["capped"] = cap
         errs = [r["error"] for r in rs if "error" in r]
@@ -572,13 +586,14 @@ def markdown(result, args_line: str) -> str:
         "(`make_ir` + `make_ttir`, called by tilescope's front door), median.",
         f"- A tool stops repeating a case after {result['budget']:.0f} s; a run is killed at {result['cap']:.0f} s "
         "(capped: the ratio is then a lower bound).",
-        "- Outputs compared with the interpreter's (allclose). triton-viz's sanitizer does not compute outputs: it "
-        "evaluates one program symbolically (all programs once a load feeds an address) and leaves the output "
-        "buffers as they were.",
+        "- Outputs compared (allclose; bfloat16 outputs to one unit in the last place) with the reference: the "
+        "interpreter's outputs, or, for a case marked *(torch)*, the outputs computed in float64 with torch, where "
+        "the interpreter's are wrong (bfloat16). triton-viz's sanitizer does not compute outputs: it evaluates one "
+        "program symbolically (all programs once a load feeds an address) and leaves the output buffers as they were.",
         "",
         "| kernel | size | tilescope first / again | of which Triton front end | triton-viz first / again "
         "| TRITON_INTERPRET=1 first / again | viz / ts first | again | interp / ts first | again "
-        "| outputs = interp (ts / viz) |",
+        "| outputs = reference (ts / viz / interp) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
 
@@ -593,7 +608,8 @@ def markdown(result, args_line: str) -> str:
             f"| {_md_cell(t['interpreter'])} | **{fmt_ratio(ratio(row, 'triton-viz'))}** "
             f"| {fmt_ratio(ratio(row, 'triton-viz', 'warm'))} | **{fmt_ratio(ratio(row, 'interpreter'))}** "
             f"| {fmt_ratio(ratio(row, 'interpreter', 'warm'))} | {yn(t['tilescope'].get('outputs_match'))} / "
-            f"{yn(t['triton-viz'].get('outputs_match'))} |")
+            f"{yn(t['triton-viz'].get('outputs_match'))} / {yn(t['interpreter'].get('outputs_match'))}"
+            f"{' *(torch)*' if row.get('reference') == 'torch' else ''} |")
     lines += [
         "",
         "Totals (sums of the medians):",

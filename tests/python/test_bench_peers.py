@@ -49,8 +49,13 @@ def planted_line() -> int:
     return next(i + 1 for i in range(marker, -1, -1) if "tl.load(" in lines[i])
 
 
-KERNELS = ["gemm", "gemm_oob", "gemm_oob (triton-viz's sizes)", "indirect_load", "nested_loops", "block_ptr_advance", "layer_norm", "swiglu",
-           "jsd (Liger)", "cross_entropy (Liger)", "fused_linear_jsd (Liger)"]
+VIZ = "(triton-viz's sizes)"
+KERNELS = ["gemm", "gemm_oob", f"gemm_oob {VIZ}", "indirect_load", "nested_loops", "block_ptr_advance", "layer_norm", "swiglu",
+           "jsd (Liger)", "cross_entropy (Liger)", "fused_linear_jsd (Liger)",
+           # triton-viz's own benchmark suite (benchmarks/bench_sanitizer.py), its kernels at tiny sizes here
+           f"indirect_load {VIZ}", f"nested_loop {VIZ}", f"block_ptr_loop {VIZ}", f"liger_jsd {VIZ}",
+           f"layer_norm, FlagGems' kernels {VIZ}", f"swiglu {VIZ}", f"cross_entropy (Liger) {VIZ}",
+           f"fused_linear_jsd {VIZ}"]
 
 
 def test_every_case_is_there(result):
@@ -81,10 +86,38 @@ def test_both_sanitizers_find_the_planted_oob(result):
     assert row["tools"]["interpreter"]["findings"] == []  # no checks: it reads the padding silently
 
 
-def test_triton_viz_cannot_run_block_pointers(result):
-    viz = result["block_ptr_advance"]["tools"]["triton-viz"]
+@pytest.mark.parametrize("kernel", ["block_ptr_advance", f"block_ptr_loop {VIZ}"])
+def test_triton_viz_cannot_run_block_pointers(result, kernel):
+    viz = result[kernel]["tools"]["triton-viz"]
     assert "median" not in viz
     assert viz["error"] == "NotImplementedError: MakeBlockPtr is not supported yet."
+
+
+def test_bfloat16_outputs_are_compared_with_torch_not_the_interpreter(result):
+    # Liger's JSD in bfloat16 (triton-viz's liger_jsd benchmark): the reference is computed with torch in
+    # float64; tilescope's outputs equal it (to a bfloat16 ulp), the interpreter's do not (it truncates
+    # the bfloat16 stores and misreads the bfloat16 scalar that element_mul_kernel loads).
+    row = result[f"liger_jsd {VIZ}"]
+    assert row["reference"] == "torch"
+    assert row["tools"]["tilescope"]["outputs_match"] is True
+    assert row["tools"]["interpreter"]["outputs_match"] is False
+
+
+def test_outputs_of_a_16_bit_dtype_are_compared_to_one_unit_in_the_last_place():
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("peers", PEERS)
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    ref = {"o": np.array([1.0, 0.5, 3.0], dtype=np.float32)}
+    one_ulp = {"o": ref["o"] * (1 + 2.0 ** -7)}  # bfloat16 keeps 8 significant bits: one ulp at 1.0 is 2**-7
+    two_ulp = {"o": ref["o"] * (1 + 2.0 ** -6)}
+    assert peers._same(one_ulp, ref, {"o": "bfloat16"})
+    assert not peers._same(two_ulp, ref, {"o": "bfloat16"})
+    assert not peers._same(one_ulp, ref, {"o": "float32"})  # float32 outputs keep the 1e-3 tolerance
+    assert not peers._same(one_ulp, ref)
 
 
 def test_triton_viz_does_not_compute_outputs(result):
