@@ -9,6 +9,7 @@
 // attribute holds the structured form: report.h diagnostic_to_json), never a crash.
 #include <fmt/format.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -21,8 +22,10 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "tilescope/analysis/uninit.h"
@@ -80,6 +83,23 @@ launch::ArgRecord arg_record(const nb::handle& a, const std::string& name) {
 // Findings of every launch in this process (so the text report can group across launches).
 std::mutex g_findings_mu;
 std::vector<analysis::Finding> g_findings;
+
+// The launch record of this process's last launch, made into JSON only when asked for (last_record):
+// building and printing it at every launch cost about a fifth of a small launch.
+std::mutex g_last_mu;
+std::optional<launch::LaunchRecord> g_last_record;
+
+/// `parse(text)` for a text the front door passes unchanged at every launch (a kernel's specialization,
+/// the process's analyses): parsed at its first use and kept (a few distinct texts per process).
+template <class T, class Parse>
+const T& parsed_once(const std::string& text, Parse&& parse) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const T>> seen;
+  std::lock_guard<std::mutex> g(mu);
+  auto it = seen.find(text);
+  if (it == seen.end()) it = seen.emplace(text, std::make_shared<const T>(parse(text))).first;
+  return *it->second;
+}
 
 /// Ctrl-C during a launch. Python runs its SIGINT handler between bytecodes on the main thread, which
 /// is inside the engine then, with the GIL released; so for the launch a C handler sets the launch's
@@ -191,18 +211,19 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   for (size_t d = 0; d < grid.size(); ++d) rec.grid[d] = grid[d];
   rec.stack = stack;
   // The front end's specialization, through the record's own JSON reader (README, "Launch record").
-  nlohmann::json spec = nlohmann::json::parse(specialization, nullptr, false);
-  if (!spec.is_object()) throw Error("specialization: a JSON object is needed");
-  rec.specialization =
-      launch::record_from_json(
-          {{"kernel", ""}, {"grid", {1}}, {"args", nlohmann::json::array()}, {"specialization", spec}})
-          .specialization;
+  rec.specialization = parsed_once<launch::Specialization>(specialization, [](const std::string& text) {
+    nlohmann::json spec = nlohmann::json::parse(text, nullptr, false);
+    if (!spec.is_object()) throw Error("specialization: a JSON object is needed");
+    return launch::record_from_json(
+               {{"kernel", ""}, {"grid", {1}}, {"args", nlohmann::json::array()}, {"specialization", spec}})
+        .specialization;
+  });
 
   launch::RunOptions opts;
   opts.threads = threads;
   opts.max_steps = max_steps;
   opts.max_memory = max_memory;
-  opts.analyses = analysis_requests(analyses);
+  opts.analyses = parsed_once<std::vector<launch::AnalysisRequest>>(analyses, analysis_requests);
   InterruptGuard interrupt;
   opts.cancel = interrupt.cancel();
   launch::RunResult res;
@@ -232,8 +253,11 @@ nb::dict launch_kernel(const std::shared_ptr<launch::Kernel>& k, const nb::list&
   out["stderr"] = opts.analyses.empty() ? res.failed_asserts : std::string();
   out["statistics"] = res.statistics.dump();
   out["reports"] = res.reports.dump();  // per analysis name, those with a report (the profiler's counts)
-  out["record"] = launch::to_json(rec, false).dump();  // the launch record, without the TTIR text
   out["trace_error"] = trace_error;
+  {
+    std::lock_guard<std::mutex> g(g_last_mu);
+    g_last_record = std::move(rec);
+  }
   return out;
 }
 
@@ -548,9 +572,17 @@ NB_MODULE(_native, m) {
         "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
         "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
         "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
-        "(per analysis with a report, e.g. 'profile'), 'record': the launch record as JSON text, without "
-        "the TTIR, 'trace_error': why the launch could not be recorded ('' when it was, or no trace)}; the "
-        "caller writes the text. The GIL is released while the grid runs.");
+        "(per analysis with a report, e.g. 'profile'), 'trace_error': why the launch could not be recorded "
+        "('' when it was, or no trace)}; the caller writes the text. The GIL is released while the grid runs.");
+  m.def(
+      "last_record",
+      []() -> std::optional<std::string> {
+        std::lock_guard<std::mutex> g(g_last_mu);
+        if (!g_last_record) return std::nullopt;
+        return launch::to_json(*g_last_record, false).dump();
+      },
+      "The launch record of this process's last launch (README, \"Launch record\") as JSON text, without "
+      "the TTIR; None before the first launch.");
   m.def(
       "analyses",
       [] {

@@ -507,7 +507,6 @@ def run(jitfn, args, grid, warmup, kwargs):
             except (OSError, ValueError):
                 pass
     _state.trace_error(res.get("trace_error"))
-    _state.last_record = res["record"]
     _state.record(res["findings"], kernel.name, stack, res.get("reports", ""))
     return kernel
 

@@ -62,7 +62,16 @@ if _profile_env:
         profile_options = {}
 profilers: list = []  # active tilescope.profile() blocks, innermost last
 _profiles: list[dict] = []  # this process's per-launch profile reports (under `tilescope profile`)
-last_record = None  # the launch record of the last launch (JSON text, README "Launch record")
+
+
+def last_record() -> str | None:
+    """The launch record of this process's last launch (README, "Launch record") as JSON text, without
+    the TTIR; None before the first launch. Made when asked for, not at each launch."""
+    from . import _native
+
+    return _native.last_record()
+
+
 findings_dir = os.environ.get("TILESCOPE_FINDINGS") or None
 # `tilescope sanitize --trace FILE` (or `tilescope trace`): every launch is recorded into this trace file.
 trace_path = os.environ.get("TILESCOPE_TRACE") or ""

@@ -251,6 +251,53 @@ std::vector<int64_t> element_runs(std::vector<int64_t>& bytes, int64_t elem_byte
   return runs;
 }
 
+/// The memory operations and barriers of a module, each with what the detector needs of it; the same
+/// for every launch of the module, so made once (Module::derived).
+struct SiteTable {
+  std::vector<OpInfo> ops;  // index = site id
+  std::unordered_map<const Op*, uint32_t> op_index;
+};
+
+SiteTable site_table(const ir::Module& m) {
+  SiteTable t;
+  std::unordered_set<const ir::Value*> used;
+  std::vector<const Op*> all;
+  auto walk = [&](auto& self, const ir::Region& r) -> void {
+    for (auto& b : r.blocks)
+      for (auto& op : b->ops) {
+        all.push_back(op.get());
+        for (const ir::Value* v : op->operands) used.insert(v);
+        for (auto& so : op->successor_operands)
+          for (const ir::Value* v : so) used.insert(v);
+        for (auto& sub : op->regions) self(self, *sub);
+      }
+  };
+  for (auto& f : m.functions) walk(walk, f->body);
+  for (const Op* op : all) {
+    OpInfo oi;
+    oi.op = op;
+    const unsigned fx = op->def->effects;
+    const bool memop = fx & (ir::effect::read | ir::effect::write);
+    oi.barrier = op->code() == ir::Opcode::gpu_barrier;
+    if (!memop && !oi.barrier) continue;
+    oi.atomic = (fx & ir::effect::atomic) || ir::may_wait(*op);
+    if (fx & ir::effect::ordered) {
+      const ir::Attr* sem = op->attr("sem");
+      const ir::Attr* scope = op->attr("scope");
+      const std::string s = sem ? sem->s : "acq_rel";
+      const bool inter = !(scope && scope->s == "cta");
+      const bool result_used = op->results.empty() || used.count(op->result(0)) > 0;
+      oi.acquire = inter && result_used && (s == "acquire" || s == "acq_rel");
+      oi.release = inter && (s == "release" || s == "acq_rel");
+    }
+    oi.dup_store = op->code() == ir::Opcode::tt_store && !op->operands.empty() &&
+                   op->operands[0]->type->is_tensor && !op->operands[0]->type->is_block_ptr();
+    t.op_index.emplace(op, static_cast<uint32_t>(t.ops.size()));
+    t.ops.push_back(oi);
+  }
+  return t;
+}
+
 using AggKey = std::tuple<int, int, uint32_t, uint32_t, int>;  // kind, race, site a, site b, region
 
 struct Pending {  // one finding of the last launch, before sites are made
@@ -273,8 +320,9 @@ struct Races::Impl {
   const ir::Module& m;
   RacesOptions opts;
   bool evidence = false;    // keep_evidence: every program of each finding
-  std::vector<OpInfo> ops;  // index = site id
-  std::unordered_map<const Op*, uint32_t> op_index;
+  std::shared_ptr<const SiteTable> table;  // the module's (Module::derived): made at its first launch
+  const std::vector<OpInfo>& ops;          // index = site id
+  const std::unordered_map<const Op*, uint32_t>& op_index;
   SiteMaker sites;
 
   // Per launch.
@@ -305,43 +353,13 @@ struct Races::Impl {
   std::map<AggKey, Agg> aggs;
   std::vector<Pending> pending;
 
-  Impl(const ir::Module& mod, const RacesOptions& o) : m(mod), opts(o), sites(mod) {
-    std::unordered_set<const ir::Value*> used;
-    std::vector<const Op*> all;
-    auto walk = [&](auto& self, const ir::Region& r) -> void {
-      for (auto& b : r.blocks)
-        for (auto& op : b->ops) {
-          all.push_back(op.get());
-          for (const ir::Value* v : op->operands) used.insert(v);
-          for (auto& so : op->successor_operands)
-            for (const ir::Value* v : so) used.insert(v);
-          for (auto& sub : op->regions) self(self, *sub);
-        }
-    };
-    for (auto& f : m.functions) walk(walk, f->body);
-    for (const Op* op : all) {
-      OpInfo oi;
-      oi.op = op;
-      const unsigned fx = op->def->effects;
-      const bool memop = fx & (ir::effect::read | ir::effect::write);
-      oi.barrier = op->code() == ir::Opcode::gpu_barrier;
-      if (!memop && !oi.barrier) continue;
-      oi.atomic = (fx & ir::effect::atomic) || ir::may_wait(*op);
-      if (fx & ir::effect::ordered) {
-        const ir::Attr* sem = op->attr("sem");
-        const ir::Attr* scope = op->attr("scope");
-        const std::string s = sem ? sem->s : "acq_rel";
-        const bool inter = !(scope && scope->s == "cta");
-        const bool result_used = op->results.empty() || used.count(op->result(0)) > 0;
-        oi.acquire = inter && result_used && (s == "acquire" || s == "acq_rel");
-        oi.release = inter && (s == "release" || s == "acq_rel");
-      }
-      oi.dup_store = op->code() == ir::Opcode::tt_store && !op->operands.empty() &&
-                     op->operands[0]->type->is_tensor && !op->operands[0]->type->is_block_ptr();
-      op_index.emplace(op, static_cast<uint32_t>(ops.size()));
-      ops.push_back(oi);
-    }
-  }
+  Impl(const ir::Module& mod, const RacesOptions& o)
+      : m(mod),
+        opts(o),
+        table(mod.derived<SiteTable>([&] { return site_table(mod); })),
+        ops(table->ops),
+        op_index(table->op_index),
+        sites(mod) {}
 
   ProgramId pid_of(uint32_t prog) const {
     const int64_t id = prog - 1;

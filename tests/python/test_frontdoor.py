@@ -982,10 +982,10 @@ def test_each_launch_is_one_launch_record(tmp_path):
 
         x = torch.zeros(8, 16)
         add_kernel[(2, 1)](x, x, x, 100, BLOCK=64)
-        r = json.loads(_state.last_record)
+        r = json.loads(_state.last_record())
         print("REC", json.dumps(r))
         add_kernel[(1,)](x, x, x, 1, BLOCK=64)
-        print("REC1", _state.last_record)
+        print("REC1", _state.last_record())
     """)
     p = sanitize(["--", sys.executable, s], tmp_path)
     assert p.returncode in (0, 1), p.stderr
