@@ -68,7 +68,19 @@ def raw_data_ptr(t) -> int:
 
 
 def _dtype_name(dtype) -> str:
-    return str(dtype).split(".")[-1]
+    """A torch or numpy dtype's name ("float32"); kept per dtype (a launch asks for each tensor's)."""
+    try:
+        return _dtype_names[dtype]
+    except (KeyError, TypeError):  # not seen yet, or an unhashable dtype-like object
+        name = str(dtype).split(".")[-1]
+        try:
+            _dtype_names[dtype] = name
+        except TypeError:
+            pass
+        return name
+
+
+_dtype_names: dict = {}  # dtype -> _dtype_name(dtype)
 
 
 def _remove(key, ref):
@@ -96,8 +108,9 @@ def _put(owner, host: int, nbytes: int, dtype: str, itemsize: int, name) -> None
 
 
 def _is_numpy(x) -> bool:
-    t = type(x)
-    return t.__module__ == "numpy" and t.__name__ == "ndarray"
+    """Whether x is a numpy.ndarray itself (not a subclass such as a memmap), without importing numpy."""
+    np = sys.modules.get("numpy")
+    return np is not None and type(x) is np.ndarray
 
 
 def note(obj, name) -> None:

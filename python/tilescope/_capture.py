@@ -14,6 +14,7 @@ Other launches go to Triton unchanged.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import sys
@@ -21,6 +22,7 @@ import sysconfig
 import threading
 
 from . import _alloc, _state, _uninit
+from ._alloc import _dtype_name, _is_numpy
 from ._compiled import Compiled  # noqa: F401  (launches return it)
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -69,19 +71,12 @@ class NumpyArg:
         return self.array.ctypes.data
 
 
-def _is_numpy(x):
-    t = type(x)
-    return t.__module__ == "numpy" and t.__name__ == "ndarray"
-
-
 def _wrap(x):
     if _is_numpy(x):
         return NumpyArg(x)
     return x
 
 
-def _dtype_name(dtype) -> str:
-    return str(dtype).split(".")[-1]
 
 
 class _Staged:
@@ -139,20 +134,26 @@ def _describe_buffer(value, name: str, staged: list):
         else:
             ptr = _alloc.raw_data_ptr(t)
         dtype = _dtype_name(t.dtype)
-    if any(st < 0 for st, n in zip(strides, shape) if n > 1):
-        raise LaunchError(f"argument '{name}': negative strides {strides} are not supported; pass a copy "
-                          f"(np.ascontiguousarray)")
-    numel = 1
-    for n in shape:
-        numel *= n
-    if numel == 0:
-        extent = 0
-    else:
-        extent = 1 + sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
+    # The extent in elements: 1 + the farthest element's offset (0 for an empty view).
+    extent, empty = 1, False
+    for n, st in zip(shape, strides):
+        if n == 0:
+            empty = True
+        elif n > 1:
+            if st < 0:
+                raise LaunchError(f"argument '{name}': negative strides {strides} are not supported; pass a copy "
+                                  f"(np.ascontiguousarray)")
+            extent += (n - 1) * st
+    return _native_module().Buffer(name, dtype, int(ptr), 0 if empty else extent * item, shape, strides)
+
+
+@functools.cache
+def _native_module():
+    """tilescope._native, imported at the first launch (not with the package); later calls skip the
+    import machinery (a few microseconds a launch)."""
     from . import _native
 
-    return _native.Buffer(name, dtype, int(ptr), int(extent * item), [int(n) for n in shape],
-                          [int(s) for s in strides])
+    return _native
 
 
 def _flatten(values, types, name, out):
@@ -383,12 +384,21 @@ def _skipped(path: str, skip) -> bool:
 # The patched JITFunction.run
 
 
+@functools.cache
+def _triton_parts():
+    """(triton.knobs, triton.runtime.jit.compute_cache_key), imported once."""
+    from triton import knobs
+    from triton.runtime.jit import compute_cache_key
+
+    return knobs, compute_cache_key
+
+
 def _handles(jitfn) -> bool:
     return _state.sanitize_all or bool(_state.profilers) or jitfn.__dict__.get("_tilescope_trace", False)
 
 
 def run(jitfn, args, grid, warmup, kwargs):
-    from triton import knobs
+    knobs, compute_cache_key = _triton_parts()
 
     # The program's own options, for the compiled forms Triton makes of the kernel (_compiled.py).
     user_options = {"debug": bool(kwargs.get("debug", jitfn.debug) or knobs.runtime.debug),
@@ -409,8 +419,6 @@ def run(jitfn, args, grid, warmup, kwargs):
         bound_args, specialization, options = st.binder(*wargs, **wkwargs)
     finally:
         _alloc.own_reads.on = False
-
-    from triton.runtime.jit import compute_cache_key
 
     with _compile_lock:
         # The program's own options are part of the key: Triton's later stages are made for them.
@@ -478,8 +486,7 @@ def run(jitfn, args, grid, warmup, kwargs):
                 value = value.item()
             native_args.append(value)
 
-    from . import _native
-
+    _native = _native_module()
     _uninit.install()  # torch or numpy imported after Triton: tracked from now on
     stack = launch_stack()
     try:

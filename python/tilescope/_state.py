@@ -280,8 +280,8 @@ _analyses_text: dict[tuple, str] = {}  # (abort_on_first, races, uninit) -> anal
 
 def record(findings_json: str, kernel: str, stack: list[str], reports_json: str = "") -> None:
     global _launches
-    new = json.loads(findings_json) if findings_json else []
-    reports = json.loads(reports_json) if reports_json else {}
+    new = json.loads(findings_json) if findings_json and findings_json != "[]" else []
+    reports = json.loads(reports_json) if reports_json and reports_json != "{}" else {}
     profile = reports.get("profile")
     with _lock:
         first = _launches == 0
