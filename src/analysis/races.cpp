@@ -774,17 +774,20 @@ struct Races::Impl {
 
     const auto ueb = static_cast<uint32_t>(eb);
     int64_t from = 0;  // the lanes the loop below still has to see
-    if (const int64_t row = e.dense ? e.lanes : e.row_lanes; row > 0 && !scalar) {
-      // The engine found the lanes active, in one buffer, and consecutive (dense) or in rows of
-      // consecutive lanes: the runs are each row's pieces on each shadow page, as the loop below would
-      // find them lane by lane (it joins two rows only when one goes on where the other ends, which a
-      // tile of rows never does: that tile is dense). Elements aligned to their size never straddle a
-      // page; from the first row that is not aligned, the loop does it.
+    // The lanes the engine found active, in one buffer, in rows of consecutive lanes: all of them
+    // (dense), the active prefix (the rest masked off), or rows of row_lanes.
+    const int64_t active = e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes;
+    if (const int64_t row = e.dense ? e.lanes : e.prefix_lanes > 0 ? e.prefix_lanes : e.row_lanes;
+        row > 0 && !scalar) {
+      // The runs are each row's pieces on each shadow page, as the loop below would find them lane by
+      // lane (it joins two rows only when one goes on where the other ends, which a tile of rows never
+      // does: that tile is dense). Elements aligned to their size never straddle a page; from the first
+      // row that is not aligned, the loop does it.
       int region = -1;
       std::byte* h0 = host_of(0, region);
       if (h0) {
         const exec::Buffer& b = mem.buffer(region);
-        for (; from < e.lanes; from += row) {
+        for (; from < active; from += row) {
           std::byte* h = b.host + (e.addrs[from] - b.vbase);
           if (reinterpret_cast<uintptr_t>(h) % ueb != 0) break;
           for (int64_t lane = from; lane < from + row;) {
@@ -806,6 +809,7 @@ struct Races::Impl {
         }
       }
     }
+    if (e.prefix_lanes > 0 && from >= active) from = e.lanes;  // the lanes after the prefix are inactive
     for (int64_t i = from; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
       // The next lanes of a run (no lane is out of bounds, so they are in the run's buffer).

@@ -107,27 +107,46 @@ int64_t equal_rows(uint64_t lo, uint64_t span, int64_t n, const uint64_t* a, con
   return r;
 }
 
+/// Whether none of the n mask bytes is set.
+inline bool none_active(const uint8_t* m, int64_t n) {
+  uint8_t any = 0;
+  for (int64_t i = 0; i < n; ++i) any |= m[i];
+  return any == 0;
+}
+
 /// Fast-path test: are all active lanes inside buffer `b` for an access of EB bytes? Also tells
 /// whether the lanes are contiguous (addrs[i] == addrs[0] + i·EB) and every lane is active (`dense`:
-/// such a tile is one memcpy), or whether the tile is rows of `rows` such lanes (equal_rows: one memcpy
-/// per row; 0 otherwise). A contiguous tile (the common case: a pointer plus a range) is recognised
-/// first by a cheap pass over the addresses and tested as one byte range, its mask scanned bytewise;
-/// then a tile of rows; any other tile takes the branch-free pass over the lanes.
+/// such a tile is one memcpy), or contiguous with the active lanes a prefix [0, `prefix`) and the rest
+/// masked off (a row's last tile, `offs < n`: one memcpy of the prefix), or whether the tile is rows of
+/// `rows` such lanes (equal_rows: one memcpy per row; 0 otherwise). A contiguous tile (the common case:
+/// a pointer plus a range) is recognised first by a cheap pass over the addresses and tested as one byte
+/// range, its mask scanned bytewise; then a tile of rows; any other tile takes the branch-free pass over
+/// the lanes.
 template <int EB, bool M>
 inline bool all_inside(const Buffer& b, int64_t n, const uint64_t* a, const uint8_t* m, bool& dense,
-                       int64_t& rows) {
+                       int64_t& rows, int64_t& prefix) {
   if (b.bytes < static_cast<uint64_t>(EB)) return false;
   const uint64_t lo = b.vbase, span = b.bytes - EB, a0 = a[0];
   const auto last = static_cast<uint64_t>(n - 1) * EB;
   if (a[n - 1] - a0 == last) {
     if (contiguous<EB>(n, a)) {
-      const bool all_active = !M || std::memchr(m, 0, static_cast<size_t>(n)) == nullptr;
-      dense = all_active;
+      const auto* z = M ? static_cast<const uint8_t*>(std::memchr(m, 0, static_cast<size_t>(n))) : nullptr;
+      dense = z == nullptr;
+      // The active lanes are the prefix [0, k) when every lane from the first inactive one is inactive.
+      const int64_t k = dense ? n : z - m;
+      const bool is_prefix = !dense && k > 0 && none_active(z + 1, n - k - 1);
       const uint64_t off0 = a0 - lo;
       // Every lane inside: the whole range is. Otherwise only the masked-off lanes may be outside
-      // (the last program of a grid): the lane pass below decides.
-      if (off0 <= span && last <= span - off0) return true;
-      if (all_active) return false;
+      // (the last program of a grid): an active prefix inside is enough, else the lane pass decides.
+      if (off0 <= span && last <= span - off0) {
+        if (is_prefix) prefix = k;
+        return true;
+      }
+      if (dense) return false;
+      if (is_prefix && off0 <= span && static_cast<uint64_t>(k - 1) * EB <= span - off0) {
+        prefix = k;
+        return true;
+      }
     }
   } else if ((rows = equal_rows<EB, M>(lo, span, n, a, m)) > 0) {
     return true;
@@ -162,13 +181,16 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
   if (n > 0) {
     int r = mem.region(a[0]);
     bool dense = false;
-    int64_t rows = 0;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows)) {
+    int64_t rows = 0, prefix = 0;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows, prefix)) {
       const Buffer& b = mem.buffer(r);
       const std::byte* h = b.host;
       const uint64_t lo = b.vbase;
       if (dense) {
         std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(n) * EB);
+      } else if (prefix > 0) {
+        std::memcpy(out, h + (a[0] - lo), static_cast<size_t>(prefix) * EB);
+        for (int64_t i = prefix; i < n; ++i) out[i] = alt(i);
       } else if (rows > 0) {
         for (int64_t k = 0; k < n; k += rows)
           std::memcpy(&out[k], h + (a[k] - lo), static_cast<size_t>(rows) * EB);
@@ -180,7 +202,7 @@ void load_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, cons
             out[i] = alt(i);
         }
       }
-      report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0, dense, rows);
+      report_access(p, AccessKind::load, op, n, a, M ? m : nullptr, EB, 0, dense, rows, prefix);
       return;
     }
   }
@@ -243,8 +265,8 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
   if (n > 0) {
     int r = mem.region(a[0]);
     bool dense = false;
-    int64_t rows = 0;
-    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows)) {
+    int64_t rows = 0, prefix = 0;
+    if (r >= 0 && all_inside<EB, M>(mem.buffer(r), n, a, m, dense, rows, prefix)) {
       if (p.watching(r)) [[unlikely]] {
         store_watched<EB, M>(p, n, a, m, src_);
       } else {
@@ -253,6 +275,8 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
         const uint64_t lo = b.vbase;
         if (dense) {
           std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(n) * EB);
+        } else if (prefix > 0) {
+          std::memcpy(h + (a[0] - lo), src, static_cast<size_t>(prefix) * EB);
         } else if (rows > 0) {
           // Rows in lane order: where rows overlap, the later row's lanes win, as lane by lane.
           for (int64_t k = 0; k < n; k += rows)
@@ -263,7 +287,7 @@ void store_lanes(Program& p, const ir::Op* op, int64_t n, const uint64_t* a, con
             if (!M || m[i]) std::memcpy(h + (a[i] - lo), &src[i], EB);
         }
       }
-      report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0, dense, rows);
+      report_access(p, AccessKind::store, op, n, a, M ? m : nullptr, EB, 0, dense, rows, prefix);
       return;
     }
   }
@@ -757,7 +781,8 @@ AtomicLanesFn pick_fp(ir::Elem e) {
 // Public entry points
 
 void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
-                 const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense, int64_t row_lanes) {
+                 const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense, int64_t row_lanes,
+                 int64_t prefix_lanes) {
   if (!p.dispatch) return;
   AccessEvent e{kind,
                 op,
@@ -770,7 +795,8 @@ void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, c
                 p.memory,
                 0,
                 dense && bad_lanes == 0,
-                dense || bad_lanes > 0 ? 0 : row_lanes};
+                dense || bad_lanes > 0 ? 0 : row_lanes,
+                dense || bad_lanes > 0 || mask == nullptr ? 0 : prefix_lanes};
   const Dispatch& d = *p.dispatch;
   for (int i : bad_lanes > 0 ? d.out_of_bounds : d.access) d.observers[i]->on_access(e, p.state[i]);
 }

@@ -28,16 +28,17 @@ namespace tilescope::exec {
 /// active); the event then carries an all-ones mask, never null.
 void emit_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
                  const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense = false,
-                 int64_t row_lanes = 0);
+                 int64_t row_lanes = 0, int64_t prefix_lanes = 0);
 
 /// Count bad lanes in the program's stats and emit an event if anyone observes it (one mask test
-/// when nobody does). `dense`: AccessEvent::dense (only where the caller checked it).
+/// when nobody does). `dense`, `row_lanes`, `prefix_lanes`: AccessEvent's (only where the caller checked
+/// them).
 inline void report_access(Program& p, AccessKind kind, const ir::Op* op, int64_t lanes, const uint64_t* addrs,
                           const uint8_t* mask, int elem_bytes, int64_t bad_lanes, bool dense = false,
-                          int64_t row_lanes = 0) {
+                          int64_t row_lanes = 0, int64_t prefix_lanes = 0) {
   if (bad_lanes > 0 && p.stats) p.stats->out_of_bounds += bad_lanes;
   if (p.observed & (bad_lanes > 0 ? (kAccess | kOutOfBounds) : kAccess))
-    emit_access(p, kind, op, lanes, addrs, mask, elem_bytes, bad_lanes, dense, row_lanes);
+    emit_access(p, kind, op, lanes, addrs, mask, elem_bytes, bad_lanes, dense, row_lanes, prefix_lanes);
 }
 
 /// Per-thread scratch for lane addresses and masks that kernels compute (block pointers,

@@ -94,6 +94,11 @@ struct AccessEvent {
   /// addrs[k·row_lanes] + j·elem_bytes; rows may be anywhere, overlap or repeat; the engine's copy per
   /// row of a 2-D tile): observers may treat each row as one byte range. 0 says nothing.
   int64_t row_lanes = 0;
+  /// Not dense, but lanes [0, prefix_lanes) are active, inside one buffer, at consecutive addresses
+  /// (addrs[0] + i·elem_bytes), and every later lane is inactive: a tile whose mask cuts off its tail
+  /// (`offs < n` in a row's last tile). Observers may treat the active lanes as one byte range. 0 says
+  /// nothing.
+  int64_t prefix_lanes = 0;
 };
 
 /// A watched op is about to run (kOpBegin: `results` do not hold its results yet) or has run

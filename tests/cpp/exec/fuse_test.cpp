@@ -559,3 +559,94 @@ TEST(FusedPointerTiles, ATileReadInPlaceIsReadOnlyWithinItsLanes) {
   }
   munmap(m, 2 * kPage);
 }
+
+namespace {
+
+/// Records the prefix_lanes / dense of each access event (lanes are checked by the test).
+struct SeesPrefixes : exec::Observer {
+  std::vector<int64_t> prefix;
+  std::vector<bool> dense;
+  exec::Subscription on_launch_begin(const exec::LaunchContext&) override { return {exec::kAccess, {}, {}}; }
+  void on_access(const exec::AccessEvent& e, void*) override {
+    prefix.push_back(e.prefix_lanes);
+    dense.push_back(e.dense);
+  }
+};
+
+}  // namespace
+
+// A tile whose mask cuts off its tail (`l < k`, a row's last tile) is loaded and stored as its active
+// prefix: one copy of the first k lanes, `other` for the rest of the load, nothing past the prefix
+// stored, also where the masked-off lanes lie past the buffer's end (x holds off + k elements), for 1-,
+// 4- and 8-byte elements; the observers are told the prefix (AccessEvent::prefix_lanes). A mask that
+// is not a prefix (`l >= k`) is no prefix. Expected values from the kernel's definition (reference
+// §5.1: masked-off lanes of a load get `other`; a store writes only active lanes).
+TEST(FusedPointerTiles, AMaskedTailIsCopiedAsItsActivePrefix) {
+  constexpr int kLanes = 64;
+  for (const char* ty : {"i8", "i32", "i64"}) {
+    for (const char* pred : {"slt", "sge"}) {  // l < k: a prefix; l >= k: a suffix
+      const std::string src = fmt::format(R"(module {{
+  tt.func public @k(%x: !tt.ptr<{0}>, %out: !tt.ptr<{0}>, %off: i32, %k: i32) attributes {{noinline = false}} {{
+    %c64 = arith.constant 64 : i32
+    %l = tt.make_range {{end = 64 : i32, start = 0 : i32}} : tensor<64xi32>
+    %ks = tt.splat %k : i32 -> tensor<64xi32>
+    %m = arith.cmpi {1}, %l, %ks : tensor<64xi32>
+    %os = tt.splat %off : i32 -> tensor<64xi32>
+    %i = arith.addi %l, %os : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<{0}> -> tensor<64x!tt.ptr<{0}>>
+    %xp = tt.addptr %xs, %i : tensor<64x!tt.ptr<{0}>>, tensor<64xi32>
+    %other = arith.constant dense<7> : tensor<64x{0}>
+    %v = tt.load %xp, %m, %other : tensor<64x!tt.ptr<{0}>>
+    %outs = tt.splat %out : !tt.ptr<{0}> -> tensor<64x!tt.ptr<{0}>>
+    %o1 = tt.addptr %outs, %l : tensor<64x!tt.ptr<{0}>>, tensor<64xi32>
+    tt.store %o1, %v : tensor<64x!tt.ptr<{0}>>
+    %s64 = tt.splat %c64 : i32 -> tensor<64xi32>
+    %l2 = arith.addi %l, %s64 : tensor<64xi32>
+    %o2 = tt.addptr %outs, %l2 : tensor<64x!tt.ptr<{0}>>, tensor<64xi32>
+    tt.store %o2, %v, %m : tensor<64x!tt.ptr<{0}>>
+    tt.return
+  }}
+}})",
+                                          ty, pred);
+      const bool prefix_mask = std::string(pred) == "slt";
+      for (int k : {1, 5, 37, 63, 64}) {
+        for (bool past_end : {false, true}) {
+          if (!prefix_mask && past_end) continue;  // a suffix mask's active lanes are the last ones
+          const int off = 3;
+          // x: off + k elements when the tail is past the end, else room for every lane.
+          const size_t xlen = past_end ? static_cast<size_t>(off + k) : static_cast<size_t>(off + kLanes);
+          auto run = [&](auto zero, Elem e) {
+            using T = decltype(zero);
+            std::vector<T> x(xlen), out(2 * kLanes, static_cast<T>(-2));
+            for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<T>(10 + j);
+            exec::Memory mem;
+            const int xb = test::add_buffer(mem, x, "x", e);
+            const int ob = test::add_buffer(mem, out, "out", e);
+            SeesPrefixes sees;
+            const exec::LaunchStats st = test::run_ttir(src, {Arg::buf(xb), Arg::buf(ob), Arg::i64(off), Arg::i64(k)},
+                                                        mem, {1, 1, 1}, 1, {&sees});
+            EXPECT_EQ(st.out_of_bounds, 0);
+            for (int l = 0; l < kLanes; ++l) {
+              const bool active = prefix_mask ? l < k : l >= k;
+              const T loaded = active ? static_cast<T>(10 + off + l) : static_cast<T>(7);
+              ASSERT_EQ(out[static_cast<size_t>(l)], loaded) << ty << " " << pred << " k " << k << " lane " << l;
+              ASSERT_EQ(out[static_cast<size_t>(kLanes + l)], active ? loaded : static_cast<T>(-2))
+                  << ty << " " << pred << " k " << k << " lane " << l;
+            }
+            // The load, the unmasked store, the masked store.
+            ASSERT_EQ(sees.prefix.size(), 3u);
+            const bool cut = prefix_mask && k < kLanes;
+            EXPECT_EQ(sees.prefix[0], cut ? k : 0) << ty << " " << pred << " k " << k;
+            EXPECT_EQ(sees.prefix[2], cut ? k : 0) << ty << " " << pred << " k " << k;
+            EXPECT_EQ(sees.prefix[1], 0);
+            EXPECT_TRUE(sees.dense[1]);
+            EXPECT_EQ(sees.dense[0], prefix_mask && k == kLanes);
+          };
+          if (std::string(ty) == "i8") run(int8_t{}, Elem::i8);
+          if (std::string(ty) == "i32") run(int32_t{}, Elem::i32);
+          if (std::string(ty) == "i64") run(int64_t{}, Elem::i64);
+        }
+      }
+    }
+  }
+}
