@@ -13,7 +13,8 @@ Tools (each launch of a case is run by each of them, in alternating order: ABC, 
 
 Cases: bench/peers_kernels.py (gemm, gemm with a planted out-of-bounds read, indirect load, nested
 loops, block-pointer loop with advance, layer norm, SwiGLU, and Liger-Kernel's JSD, cross-entropy and
-fused linear JSD, two sizes each; gemm and gemm_oob also at triton-viz's own seven sizes).
+fused linear JSD, two sizes each), then triton-viz's own benchmark suite at its sizes (one case per
+benchmark of its benchmarks/bench_sanitizer.py, launching all of its configurations).
 
 One measurement = one fresh child process (forked from this one, which has imported torch, triton and
 numpy but none of the tools, so each tool's patches of Triton stay in its own process) that builds the
@@ -25,7 +26,9 @@ second launch in the same process (fresh inputs; triton-viz's per-launch cache c
 benchmark) is recorded too ("warm"). A measurement is killed after --cap seconds (reported as capped);
 a tool stops being repeated on a case once it has spent --budget seconds on it.
 
-Outputs are compared with the interpreter's (allclose); findings are counted per tool. Prints the
+Outputs are compared (allclose; bfloat16 / float16 outputs to one unit in the last place) with the
+interpreter's, or with the case's own float64 torch reference where it has one (the interpreter gets
+bfloat16 wrong); findings are counted per tool. Prints the
 table and, unless --no-results, writes the "Against the peers" section of bench/RESULTS.md (between
 its markers; the rest of the file belongs to bench/run.py).
 """

@@ -9,9 +9,14 @@ functions: the JSD loss, cross-entropy and the fused linear JSD (torch matmuls a
 kernel). Liger's own layer-norm and SwiGLU kernels are not used: they call `.to()` on a float scalar
 argument, which neither Triton's interpreter nor triton-viz (built on it) can run.
 
-triton-viz's own benchmark (`benchmarks/bench_sanitizer.py` in its repository) runs these kinds of
-kernels at its own sizes; gemm and gemm_oob also run here at its seven sizes (one case each, as that
-script runs them); the other kernels only at the two sizes below.
+triton-viz's own benchmark suite (`benchmarks/bench_sanitizer.py` in its repository) also runs here, at
+its sizes, one case per benchmark that launches all of its configurations as that script does: gemm and
+gemm_oob at seven sizes, the indirect load, the nested loops at seven (outer, inner) pairs, the 1-D
+block-pointer loop, Liger's JSD and element_mul kernels at twelve configurations (bfloat16 and float32),
+FlagGems' layer norm (forward kernel picked by the row length, and the backward) at three shapes, SwiGLU
+forward and backward at eleven widths, Liger's cross-entropy at 28 configurations and fused linear JSD's
+kernels at 18. Its kernels are written here from what each computes (not copied), except Liger's, which
+are the installed package's own.
 
 Every case is `Case(name, size, setup, run, kernels)`:
   setup(rng) -> dict of torch CPU tensors and ints (deterministic from the numpy generator, so every
