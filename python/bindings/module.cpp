@@ -557,23 +557,24 @@ NB_MODULE(_native, m) {
       nb::arg("text"), nb::arg("what"),
       "A worker thread count written as a decimal number, checked as every entry point checks it: 0 (all "
       "cores) to MAX_THREADS. Raises TilescopeError naming `what` (the option or variable) otherwise.");
-  m.def("launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
-        nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
-        nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
-        nb::arg("allocations") = std::vector<launch::ArgRecord>{}, nb::arg("max_memory") = 0,
-        nb::arg("trace") = "",
-        "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
-        "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
-        "into), on `threads` worker threads (0: all cores), each program running at most `max_steps` "
-        "operations (0: no limit; more is a TilescopeError located at the loop), "
-        "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'), in at "
-        "most `max_memory` bytes of program frames (0: half the physical memory), recorded into the trace "
-        "file `trace` when it is not empty (trace/trace.h). Ctrl-C "
-        "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
-        "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
-        "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
-        "(per analysis with a report, e.g. 'profile'), 'trace_error': why the launch could not be recorded "
-        "('' when it was, or no trace)}; the caller writes the text. The GIL is released while the grid runs.");
+  m.def(
+      "launch", &launch_kernel, nb::arg("kernel"), nb::arg("args"), nb::arg("grid"), nb::arg("threads") = 0,
+      nb::arg("max_steps") = exec::kDefaultMaxSteps, nb::arg("analyses") = "[]",
+      nb::arg("stack") = std::vector<std::string>{}, nb::arg("specialization") = "{}",
+      nb::arg("allocations") = std::vector<launch::ArgRecord>{}, nb::arg("max_memory") = 0,
+      nb::arg("trace") = "",
+      "Run one launch of `kernel` on `grid` with `args` (per TTIR argument: a Buffer or a Python scalar) "
+      "and the program's other live `allocations` (Buffers: what a pointer made from an integer may point "
+      "into), on `threads` worker threads (0: all cores), each program running at most `max_steps` "
+      "operations (0: no limit; more is a TilescopeError located at the loop), "
+      "under `analyses` (JSON: a list of [name, options] pairs, e.g. '[[\"sanitizer\", {}]]'), in at "
+      "most `max_memory` bytes of program frames (0: half the physical memory), recorded into the trace "
+      "file `trace` when it is not empty (trace/trace.h). Ctrl-C "
+      "stops the launch within a loop iteration and raises KeyboardInterrupt. Returns "
+      "{'findings': JSON text (list), 'stats': {...}, 'stopped': bool, 'stdout': the tt.print text, "
+      "'stderr': failed-assert lines when no analysis ran, 'statistics': JSON text, 'reports': JSON text "
+      "(per analysis with a report, e.g. 'profile'), 'trace_error': why the launch could not be recorded "
+      "('' when it was, or no trace)}; the caller writes the text. The GIL is released while the grid runs.");
   m.def(
       "last_record",
       []() -> std::optional<std::string> {

@@ -319,7 +319,7 @@ void keep_smallest(std::vector<int64_t>& v, int64_t x, size_t keep) {
 struct Races::Impl {
   const ir::Module& m;
   RacesOptions opts;
-  bool evidence = false;    // keep_evidence: every program of each finding
+  bool evidence = false;                   // keep_evidence: every program of each finding
   std::shared_ptr<const SiteTable> table;  // the module's (Module::derived): made at its first launch
   const std::vector<OpInfo>& ops;          // index = site id
   const std::unordered_map<const Op*, uint32_t>& op_index;
@@ -777,7 +777,9 @@ struct Races::Impl {
     // The lanes the engine found active, in one buffer, in rows of consecutive lanes: all of them
     // (dense), the active prefix (the rest masked off), or rows of row_lanes.
     const int64_t active = e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes;
-    if (const int64_t row = e.dense ? e.lanes : e.prefix_lanes > 0 ? e.prefix_lanes : e.row_lanes;
+    if (const int64_t row = e.dense              ? e.lanes
+                            : e.prefix_lanes > 0 ? e.prefix_lanes
+                                                 : e.row_lanes;
         row > 0 && !scalar) {
       // The runs are each row's pieces on each shadow page, as the loop below would find them lane by
       // lane (it joins two rows only when one goes on where the other ends, which a tile of rows never

@@ -588,8 +588,8 @@ void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
   if (e.kind == exec::AccessKind::load) {
     // An active prefix (the rest masked off) is read as a dense tile of its lanes.
     const int64_t lanes = e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes;
-    I.read(e.op, e.pid, *static_cast<State*>(state), lanes, e.addrs, e.mask, false, e.elem_bytes, false, e.part,
-           e.dense || e.prefix_lanes > 0);
+    I.read(e.op, e.pid, *static_cast<State*>(state), lanes, e.addrs, e.mask, false, e.elem_bytes, false,
+           e.part, e.dense || e.prefix_lanes > 0);
     return;
   }
   // A store that begins an execution (an NKI instruction writing before it reads) counts it.

@@ -670,13 +670,15 @@ TEST(RacesSegments, MaskedTailsAgreeWithLaneByLane) {
       exec::Memory mem;
       int pb = test::add_buffer(mem, mem_words, "p", ir::Elem::i32);
       int qb = test::add_buffer(mem, pr, "params", ir::Elem::i32);
-      auto f = detect("tile_prefix.ttir", {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, prefix);
+      auto f =
+          detect("tile_prefix.ttir", {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, prefix);
       return std::make_pair(fingerprint(f), mem_words);
     };
     const auto ref = run(false);
     const auto fast = run(true);
     ASSERT_EQ(fast.first, ref.first) << "trial " << trial;
-    ASSERT_EQ(fast.second, ref.second) << "trial " << trial;  // the same stores (in program order: one thread)
+    ASSERT_EQ(fast.second, ref.second)
+        << "trial " << trial;  // the same stores (in program order: one thread)
     with_findings += !ref.first.empty();
     race_free += ref.first.empty();
   }

@@ -623,13 +623,14 @@ TEST(FusedPointerTiles, AMaskedTailIsCopiedAsItsActivePrefix) {
             const int xb = test::add_buffer(mem, x, "x", e);
             const int ob = test::add_buffer(mem, out, "out", e);
             SeesPrefixes sees;
-            const exec::LaunchStats st = test::run_ttir(src, {Arg::buf(xb), Arg::buf(ob), Arg::i64(off), Arg::i64(k)},
-                                                        mem, {1, 1, 1}, 1, {&sees});
+            const exec::LaunchStats st = test::run_ttir(
+                src, {Arg::buf(xb), Arg::buf(ob), Arg::i64(off), Arg::i64(k)}, mem, {1, 1, 1}, 1, {&sees});
             EXPECT_EQ(st.out_of_bounds, 0);
             for (int l = 0; l < kLanes; ++l) {
               const bool active = prefix_mask ? l < k : l >= k;
               const T loaded = active ? static_cast<T>(10 + off + l) : static_cast<T>(7);
-              ASSERT_EQ(out[static_cast<size_t>(l)], loaded) << ty << " " << pred << " k " << k << " lane " << l;
+              ASSERT_EQ(out[static_cast<size_t>(l)], loaded)
+                  << ty << " " << pred << " k " << k << " lane " << l;
               ASSERT_EQ(out[static_cast<size_t>(kLanes + l)], active ? loaded : static_cast<T>(-2))
                   << ty << " " << pred << " k " << k << " lane " << l;
             }
