@@ -587,6 +587,20 @@ TEST(RacesSegments, RandomPatternsAgreeWithCells) {
   EXPECT_LT(with_findings, compared);  // and race-free launches
 }
 
+/// One launch of a tile kernel of (p, params) (tile_rows.ttir, tile_prefix.ttir): p is `words` i32
+/// zeros, params 4 i32 per program; the detector sees the engine's runs (`fast`) or the lanes one by one.
+/// Returns the findings' fingerprint and p after the launch (one thread: stores in program order).
+std::pair<std::string, std::vector<int32_t>> run_tiles(const char* file, std::vector<int32_t> params,
+                                                       int words, bool fast) {
+  std::vector<int32_t> p(static_cast<size_t>(words), 0);
+  exec::Memory mem;
+  const int pb = test::add_buffer(mem, p, "p", ir::Elem::i32);
+  const int qb = test::add_buffer(mem, params, "params", ir::Elem::i32);
+  const auto programs = static_cast<int64_t>(params.size() / 4);
+  auto f = detect(file, {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, fast);
+  return {fingerprint(f), p};
+}
+
 TEST(RacesSegments, RowsOfATileAgreeWithLaneByLane) {
   // tile_rows.ttir: an i32 4x8 tile load and an i16 4x8 tile store per program, rows at random strides
   // (wider than a row, overlapping, repeated with stride 0, across shadow pages), over memory shared by
@@ -617,16 +631,8 @@ TEST(RacesSegments, RowsOfATileAgreeWithLaneByLane) {
       params[static_cast<size_t>(p) * 4 + 2] = off_b;
       params[static_cast<size_t>(p) * 4 + 3] = stride_b;
     }
-    auto run = [&](bool rows) {
-      std::vector<int32_t> mem_words(words, 0), pr = params;
-      exec::Memory mem;
-      int pb = test::add_buffer(mem, mem_words, "p", ir::Elem::i32);
-      int qb = test::add_buffer(mem, pr, "params", ir::Elem::i32);
-      return fingerprint(
-          detect("tile_rows.ttir", {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, rows));
-    };
-    const std::string ref = run(false);
-    ASSERT_EQ(run(true), ref) << "trial " << trial;
+    const std::string ref = run_tiles("tile_rows.ttir", params, words, false).first;
+    ASSERT_EQ(run_tiles("tile_rows.ttir", params, words, true).first, ref) << "trial " << trial;
     with_findings += !ref.empty();
     race_free += ref.empty();
   }
@@ -665,17 +671,8 @@ TEST(RacesSegments, MaskedTailsAgreeWithLaneByLane) {
       params[static_cast<size_t>(p) * 4 + 2] = off_b;
       params[static_cast<size_t>(p) * 4 + 3] = k_b;
     }
-    auto run = [&](bool prefix) {
-      std::vector<int32_t> mem_words(words, 0), pr = params;
-      exec::Memory mem;
-      int pb = test::add_buffer(mem, mem_words, "p", ir::Elem::i32);
-      int qb = test::add_buffer(mem, pr, "params", ir::Elem::i32);
-      auto f =
-          detect("tile_prefix.ttir", {exec::Arg::buf(pb), exec::Arg::buf(qb)}, mem, programs, 1, {}, prefix);
-      return std::make_pair(fingerprint(f), mem_words);
-    };
-    const auto ref = run(false);
-    const auto fast = run(true);
+    const auto ref = run_tiles("tile_prefix.ttir", params, words, false);
+    const auto fast = run_tiles("tile_prefix.ttir", params, words, true);
     ASSERT_EQ(fast.first, ref.first) << "trial " << trial;
     ASSERT_EQ(fast.second, ref.second)
         << "trial " << trial;  // the same stores (in program order: one thread)
