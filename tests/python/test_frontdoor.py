@@ -702,6 +702,83 @@ def run_cached(script, tmp_path, returncode=0, **env):
     return p, {e.name: e.stat().st_mtime_ns for e in cache.iterdir()}
 
 
+def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
+    # tilescope keeps the tree of each @jit function's source across specializations and helper call
+    # sites (_capture._ParsedOnce). The TTIRs must equal those Triton makes parsing every time: the same
+    # launches run in two processes, one with the parse cache not installed, and every dumped TTIR is
+    # compared. The kernel exercises what Triton's code generator walks more than once: a helper called
+    # from two sites with two types, loops (visited twice to find loop-carried values) with augmented
+    # assignments, a reduction's combine function, branches on constexprs.
+    s = write(tmp_path, "parsed.py", """
+        import ast, os
+        import tilescope
+        from tilescope import _capture
+
+        if os.environ["KEEP_PARSES"] == "0":
+            _capture._install_parse_cache = lambda: None
+        parses = []
+        real_parse = ast.parse
+        ast.parse = lambda src, *a, **k: (parses.append(1), real_parse(src, *a, **k))[1]
+
+        @triton.jit
+        def combine(a, b):
+            return a + b * 1
+
+        @triton.jit
+        def step(acc, x, SCALE: tl.constexpr):
+            acc += x * SCALE
+            return acc
+
+        @tilescope.trace("sanitizer")
+        @triton.jit
+        def rows_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, MODE: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            acc = tl.zeros((BLOCK,), dtype=tl.float32)
+            count = tl.zeros((BLOCK,), dtype=tl.int32)
+            for i in range(0, n, BLOCK):
+                x = tl.load(x_ptr + i + offs, mask=i + offs < n, other=0.0)
+                acc = step(acc, x, 2)
+                count = step(count, (i + offs < n).to(tl.int32), 1)
+                if MODE == "twice":
+                    acc += x
+            total = tl.reduce(acc, 0, combine) + 1.0
+            tl.store(out_ptr, total)
+            tl.store(out_ptr + 1, tl.sum(count, 0).to(tl.float32))
+
+        x = torch.arange(100, dtype=torch.float32)
+        for block, mode in ((16, "once"), (32, "twice"), (64, "once"), (16, "twice")):
+            out = torch.zeros(2)
+            rows_kernel[(1,)](x, out, 100, BLOCK=block, MODE=mode)
+            want = x.sum() * (3 if mode == "twice" else 2) + 1.0
+            assert torch.allclose(out, torch.tensor([want, 100.0])), (block, mode, out)
+            if block == 16 and mode == "once":
+                print("FIRST", len(parses))
+        print("PARSES", len(parses))
+        # Triton's one way to change a kernel's source: the next specialization is made from the new text.
+        rows_kernel._unsafe_update_src(rows_kernel.src.replace("+ 1.0", "+ 5.0"))
+        out = torch.zeros(2)
+        rows_kernel[(1,)](x, out, 100, BLOCK=128, MODE="once")
+        assert torch.allclose(out, torch.tensor([x.sum() * 2 + 5.0, 100.0])), out
+        assert tilescope.findings() == []
+        print("OUTPUT-OK")
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TILESCOPE")}
+    dumps, parses = {}, {}
+    for keep in ("0", "1"):
+        d = tmp_path / f"ttir-{keep}"
+        p = subprocess.run([sys.executable, s], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                           env={**env, "KEEP_PARSES": keep, "TILESCOPE_CACHE_DIR": "", "TILESCOPE_DUMP_TTIR": str(d)})
+        assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
+        parses[keep] = [int(p.stdout.split(f"{what} ")[1].split()[0]) for what in ("FIRST", "PARSES")]
+        dumps[keep] = sorted(f.read_text() for f in d.iterdir())
+    assert len(dumps["1"]) == 5 and dumps["1"] == dumps["0"]
+    # Parsed at the first specialization only (the kernel, its helpers, Triton's own @jit functions it
+    # calls); without the cache, each of the three later specializations parses at least the kernel and
+    # its two helpers again.
+    (first, total), (first_fresh, total_fresh) = parses["1"], parses["0"]
+    assert first == total and first_fresh > first and total_fresh - first_fresh >= 3 * 3, parses
+
+
 def test_ttir_disk_cache_key_follows_helpers_and_constants_in_other_files(tmp_path):
     # The cache key is a fingerprint of the kernel's source and of what it names (_srckey.py): a @jit
     # helper in another file, a global constexpr, and a constexpr reached through a module attribute
