@@ -15,6 +15,7 @@ Other launches go to Triton unchanged.
 from __future__ import annotations
 
 import functools
+import gc
 import operator
 import os
 import sys
@@ -288,15 +289,23 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
         ir.load_dialects(_CONTEXT)
         st.backend.load_dialects(_CONTEXT)
     codegen = st.backend.get_codegen_implementation(options)
+    # Triton's code generator allocates Python objects by the hundred thousand (AST visits, tensors,
+    # MLIR handles); with the cyclic GC on, they trigger dozens of young collections and, in a process
+    # that imported torch (~350k tracked objects), now and then a full one (130-180 ms here, more than a
+    # whole specialization's compile). Paused for the compile; what it leaves is collected after.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     _parsed_once.on = True
     try:
         mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
+        stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
+        st.backend.add_stages(stages, options, Language.TRITON)
+        mod = stages["ttir"](mod, {})
+        text = str(mod)
     finally:
         _parsed_once.on = False
-    stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
-    st.backend.add_stages(stages, options, Language.TRITON)
-    mod = stages["ttir"](mod, {})
-    text = str(mod)
+        if gc_was_on:
+            gc.enable()
     if entry is not None:
         restored = dict(jitfn.used_global_vals)  # from an earlier specialization read from the cache
         try:

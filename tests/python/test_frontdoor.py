@@ -710,7 +710,7 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
     # from two sites with two types, loops (visited twice to find loop-carried values) with augmented
     # assignments, a reduction's combine function, branches on constexprs.
     s = write(tmp_path, "parsed.py", """
-        import ast, os
+        import ast, gc, os
         import tilescope
         from tilescope import _capture
 
@@ -754,6 +754,26 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
             if block == 16 and mode == "once":
                 print("FIRST", len(parses))
         print("PARSES", len(parses))
+        # The cyclic GC, paused while Triton's code generator runs, is on again after each compile, also
+        # after one that fails, and stays off in a program that turned it off.
+        assert gc.isenabled()
+
+        @tilescope.trace("sanitizer")
+        @triton.jit
+        def failing_kernel(x_ptr, BLOCK: tl.constexpr):
+            tl.static_assert(BLOCK > 64, "BLOCK must be above 64")
+            tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+        try:
+            failing_kernel[(1,)](x, BLOCK=16)
+            raise SystemExit("no compile error")
+        except triton.compiler.errors.CompileTimeAssertionFailure:
+            pass
+        assert gc.isenabled()
+        gc.disable()
+        rows_kernel[(1,)](x, torch.zeros(2), 100, BLOCK=32, MODE="once")
+        assert not gc.isenabled()
+        gc.enable()
         # Triton's one way to change a kernel's source: the next specialization is made from the new text.
         rows_kernel._unsafe_update_src(rows_kernel.src.replace("+ 1.0", "+ 5.0"))
         out = torch.zeros(2)
@@ -771,7 +791,7 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
         assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
         parses[keep] = [int(p.stdout.split(f"{what} ")[1].split()[0]) for what in ("FIRST", "PARSES")]
         dumps[keep] = sorted(f.read_text() for f in d.iterdir())
-    assert len(dumps["1"]) == 5 and dumps["1"] == dumps["0"]
+    assert len(dumps["1"]) == 6 and dumps["1"] == dumps["0"]
     # Parsed at the first specialization only (the kernel, its helpers, Triton's own @jit functions it
     # calls); without the cache, each of the three later specializations parses at least the kernel and
     # its two helpers again.
