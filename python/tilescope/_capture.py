@@ -210,7 +210,10 @@ class _ParsedOnce(threading.local):
     Sound because Triton's code generator only reads the tree (it copies what it changes: an augmented
     assignment's target), and a test checks that TTIRs made with the kept trees equal fresh ones. Keyed
     by the source text itself, so `_unsafe_update_src` (Triton's one way to change it) parses again.
-    Other threads, and Triton's own compiles, parse as before."""
+    Other threads, and Triton's own compiles, parse as before; so does a function whose class overrides
+    `parse` (it may edit the tree it gets: a subclass adding a prologue), or when a later patch of
+    `JITCallable.parse` replaced this one. Not covered: code of the program's own that calls `parse()`
+    while the kernel compiles (in a `triton.constexpr_function`) and edits the tree in place."""
 
     on = False
 
@@ -226,7 +229,7 @@ def _install_parse_cache():
         return
 
     def parse(self):
-        if not _parsed_once.on:
+        if not _parsed_once.on or type(self).parse is not parse:
             return original(self)
         src = self._src
         kept = self.__dict__.get("_tilescope_ast")
@@ -292,11 +295,12 @@ def _make_ttir(jitfn, st, signature, constexprs, attrs, options) -> str:
     # Triton's code generator allocates Python objects by the hundred thousand (AST visits, tensors,
     # MLIR handles); with the cyclic GC on, they trigger dozens of young collections and, in a process
     # that imported torch (~350k tracked objects), now and then a full one (130-180 ms here, more than a
-    # whole specialization's compile). Paused for the compile; what it leaves is collected after.
+    # whole specialization's compile). Paused for the compile; what it leaves is collected after. (The
+    # switch is the process's: a gc.disable() of another thread during the compile is undone at its end.)
     gc_was_on = gc.isenabled()
-    gc.disable()
-    _parsed_once.on = True
     try:
+        gc.disable()
+        _parsed_once.on = True
         mod = src.make_ir(st.target, options, codegen, st.backend.get_module_map(), _CONTEXT)
         stages = {}  # Triton's own stage table: make_ttir's arguments differ between backends
         st.backend.add_stages(stages, options, Language.TRITON)

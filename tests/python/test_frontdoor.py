@@ -708,7 +708,8 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
     # launches run in two processes, one with the parse cache not installed, and every dumped TTIR is
     # compared. The kernel exercises what Triton's code generator walks more than once: a helper called
     # from two sites with two types, loops (visited twice to find loop-carried values) with augmented
-    # assignments, a reduction's combine function, branches on constexprs.
+    # assignments, a reduction's combine function, branches on constexprs. Also: a JITFunction subclass
+    # whose parse() edits its tree gets a fresh one, and the GC paused for the compile is restored.
     s = write(tmp_path, "parsed.py", """
         import ast, gc, os
         import tilescope
@@ -774,6 +775,21 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
         rows_kernel[(1,)](x, torch.zeros(2), 100, BLOCK=32, MODE="once")
         assert not gc.isenabled()
         gc.enable()
+        # A subclass whose parse() edits the tree it gets (a prologue) sees a fresh tree at each compile.
+        class Prologue(triton.runtime.jit.JITFunction):
+            def parse(self):
+                tree = super().parse()
+                tree.body[0].body.insert(0, ast.parse("v = v + 1").body[0])
+                return tree
+
+        def fill(out_ptr, v, BLOCK: tl.constexpr):
+            tl.store(out_ptr + tl.arange(0, BLOCK), tl.full((BLOCK,), v, tl.float32))
+
+        fill_kernel = tilescope.trace("sanitizer")(Prologue(fill))
+        for block in (4, 8, 16):
+            out = torch.zeros(block)
+            fill_kernel[(1,)](out, 5.0, BLOCK=block)
+            assert torch.equal(out, torch.full((block,), 6.0)), (block, out)
         # Triton's one way to change a kernel's source: the next specialization is made from the new text.
         rows_kernel._unsafe_update_src(rows_kernel.src.replace("+ 1.0", "+ 5.0"))
         out = torch.zeros(2)
@@ -791,7 +807,7 @@ def test_kernel_sources_parsed_once_give_the_ttirs_of_fresh_parses(tmp_path):
         assert p.returncode == 0 and "OUTPUT-OK" in p.stdout, p.stdout + p.stderr
         parses[keep] = [int(p.stdout.split(f"{what} ")[1].split()[0]) for what in ("FIRST", "PARSES")]
         dumps[keep] = sorted(f.read_text() for f in d.iterdir())
-    assert len(dumps["1"]) == 6 and dumps["1"] == dumps["0"]
+    assert len(dumps["1"]) == 9 and dumps["1"] == dumps["0"]
     # Parsed at the first specialization only (the kernel, its helpers, Triton's own @jit functions it
     # calls); without the cache, each of the three later specializations parses at least the kernel and
     # its two helpers again.
