@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -601,41 +602,55 @@ std::pair<std::string, std::vector<int32_t>> run_tiles(const char* file, std::ve
   return {fingerprint(f), p};
 }
 
+/// 300 random launches of a tile kernel (run_tiles) of 1-6 programs, over `words` i32 shared by the
+/// programs (odd trials) or in a slice [lo, hi) each (even ones): `tile(rng, lo, hi)` gives a program's
+/// 4 params. Asserts that the detector seeing the engine's runs gives the findings and stores of the
+/// detector seeing the lanes one by one; returns the launches (with findings, race-free).
+template <class Tile>
+std::pair<int, int> tiles_agree_with_lane_by_lane(const char* file, unsigned seed, int words, Tile tile) {
+  std::mt19937 rng(seed);
+  int with_findings = 0, race_free = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int programs = 1 + static_cast<int>(rng() % 6);
+    const bool shared = trial % 2 == 1;
+    std::vector<int32_t> params;
+    for (int p = 0; p < programs; ++p) {
+      const int lo = shared ? 0 : p * words / programs, hi = shared ? words : (p + 1) * words / programs;
+      const std::array<int32_t, 4> q = tile(rng, lo, hi);
+      params.insert(params.end(), q.begin(), q.end());
+    }
+    const auto ref = run_tiles(file, params, words, false);
+    const auto fast = run_tiles(file, params, words, true);
+    EXPECT_EQ(fast.first, ref.first) << file << ", trial " << trial;
+    EXPECT_EQ(fast.second, ref.second) << file << ", trial " << trial;  // the same stores
+    if (fast != ref) break;
+    with_findings += !ref.first.empty();
+    race_free += ref.first.empty();
+  }
+  return {with_findings, race_free};
+}
+
 TEST(RacesSegments, RowsOfATileAgreeWithLaneByLane) {
   // tile_rows.ttir: an i32 4x8 tile load and an i16 4x8 tile store per program, rows at random strides
   // (wider than a row, overlapping, repeated with stride 0, across shadow pages), over memory shared by
   // the programs or in a slice each. The engine sends each tile as rows (AccessEvent::row_lanes) and
   // the detector cuts the rows into runs at once; the reference sees the same lanes one by one.
-  std::mt19937 rng(777);
-  const int words = 768;  // 3 KiB: 3 or 4 shadow pages
-  int with_findings = 0, race_free = 0;
   g_row_events = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int programs = 1 + static_cast<int>(rng() % 6);
-    const bool shared = trial % 2 == 1;
-    std::vector<int32_t> params(static_cast<size_t>(programs) * 4);
-    for (int p = 0; p < programs; ++p) {
-      // A tile of 4 rows of 8 at `stride` takes 3 * stride + 8 elements from its offset.
-      auto tile = [&](int lo, int hi) {  // (offset, stride) of a tile inside [lo, hi) elements
-        static constexpr int kStrides[] = {0, 2, 7, 8, 9, 33, 64, 150};
-        int stride = kStrides[rng() % 8];
-        while (stride > 0 && 3 * stride + 8 > hi - lo) stride /= 2;
-        const int room = hi - lo - (3 * stride + 8);
-        return std::make_pair(lo + static_cast<int>(rng() % static_cast<unsigned>(room + 1)), stride);
-      };
-      const int lo = shared ? 0 : p * words / programs, hi = shared ? words : (p + 1) * words / programs;
-      auto [off_a, stride_a] = tile(lo, hi);
-      auto [off_b, stride_b] = tile(2 * lo, 2 * hi);  // i16 elements
-      params[static_cast<size_t>(p) * 4 + 0] = off_a;
-      params[static_cast<size_t>(p) * 4 + 1] = stride_a;
-      params[static_cast<size_t>(p) * 4 + 2] = off_b;
-      params[static_cast<size_t>(p) * 4 + 3] = stride_b;
-    }
-    const std::string ref = run_tiles("tile_rows.ttir", params, words, false).first;
-    ASSERT_EQ(run_tiles("tile_rows.ttir", params, words, true).first, ref) << "trial " << trial;
-    with_findings += !ref.empty();
-    race_free += ref.empty();
-  }
+  // 768 words, 3 KiB: 3 or 4 shadow pages.
+  const auto [with_findings, race_free] =
+      tiles_agree_with_lane_by_lane("tile_rows.ttir", 777, 768, [](std::mt19937& rng, int lo, int hi) {
+        // A tile of 4 rows of 8 at `stride` takes 3 * stride + 8 elements from its offset.
+        auto tile = [&](int from, int to) {  // (offset, stride) of a tile inside [from, to) elements
+          static constexpr int kStrides[] = {0, 2, 7, 8, 9, 33, 64, 150};
+          int stride = kStrides[rng() % 8];
+          while (stride > 0 && 3 * stride + 8 > to - from) stride /= 2;
+          const int room = to - from - (3 * stride + 8);
+          return std::make_pair(from + static_cast<int>(rng() % static_cast<unsigned>(room + 1)), stride);
+        };
+        auto [off_a, stride_a] = tile(lo, hi);
+        auto [off_b, stride_b] = tile(2 * lo, 2 * hi);  // i16 elements
+        return std::array<int32_t, 4>{off_a, stride_a, off_b, stride_b};
+      });
   EXPECT_GT(g_row_events.load(), 300);  // the engine sent the tiles as rows
   EXPECT_GT(with_findings, 50);
   EXPECT_GT(race_free, 50);
@@ -647,38 +662,21 @@ TEST(RacesSegments, MaskedTailsAgreeWithLaneByLane) {
   // each; the masked-off tail may lie in another program's slice or past the buffer's end. The engine
   // sends each access as its active prefix (AccessEvent::prefix_lanes) and the detector takes the prefix
   // as one run; the reference sees the same lanes one by one.
-  std::mt19937 rng(4242);
-  const int words = 520;  // past 2 KiB: the tiles cross shadow pages
-  int with_findings = 0, race_free = 0;
   g_prefix_events = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int programs = 1 + static_cast<int>(rng() % 6);
-    const bool shared = trial % 2 == 1;
-    std::vector<int32_t> params(static_cast<size_t>(programs) * 4);
-    for (int p = 0; p < programs; ++p) {
-      const int lo = shared ? 0 : p * words / programs, hi = shared ? words : (p + 1) * words / programs;
-      // A tile at `off` with its first k lanes active, all of them inside [lo, hi); k = 16 is a dense
-      // tile, k < 16 leaves a masked tail (past the buffer where off is near its end).
-      auto tile = [&] {
-        const int off = lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo));
-        const int room = std::min(16, hi - off);
-        return std::make_pair(off, 1 + static_cast<int>(rng() % static_cast<unsigned>(room)));
-      };
-      auto [off_a, k_a] = tile();
-      auto [off_b, k_b] = tile();
-      params[static_cast<size_t>(p) * 4 + 0] = off_a;
-      params[static_cast<size_t>(p) * 4 + 1] = k_a;
-      params[static_cast<size_t>(p) * 4 + 2] = off_b;
-      params[static_cast<size_t>(p) * 4 + 3] = k_b;
-    }
-    const auto ref = run_tiles("tile_prefix.ttir", params, words, false);
-    const auto fast = run_tiles("tile_prefix.ttir", params, words, true);
-    ASSERT_EQ(fast.first, ref.first) << "trial " << trial;
-    ASSERT_EQ(fast.second, ref.second)
-        << "trial " << trial;  // the same stores (in program order: one thread)
-    with_findings += !ref.first.empty();
-    race_free += ref.first.empty();
-  }
+  // 520 words, past 2 KiB: the tiles cross shadow pages.
+  const auto [with_findings, race_free] =
+      tiles_agree_with_lane_by_lane("tile_prefix.ttir", 4242, 520, [](std::mt19937& rng, int lo, int hi) {
+        // A tile at `off` with its first k lanes active, all of them inside [lo, hi); k = 16 is a dense
+        // tile, k < 16 leaves a masked tail (past the buffer where off is near its end).
+        auto tile = [&] {
+          const int off = lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo));
+          const int room = std::min(16, hi - off);
+          return std::make_pair(off, 1 + static_cast<int>(rng() % static_cast<unsigned>(room)));
+        };
+        auto [off_a, k_a] = tile();
+        auto [off_b, k_b] = tile();
+        return std::array<int32_t, 4>{off_a, k_a, off_b, k_b};
+      });
   EXPECT_GT(g_prefix_events.load(), 300);  // the engine sent masked tails as prefixes
   EXPECT_GT(with_findings, 50);
   EXPECT_GT(race_free, 50);
