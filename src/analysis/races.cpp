@@ -776,11 +776,9 @@ struct Races::Impl {
     int64_t from = 0;  // the lanes the loop below still has to see
     // The lanes the engine found active, in one buffer, in rows of consecutive lanes: all of them
     // (dense), the active prefix (the rest masked off), or rows of row_lanes.
-    const int64_t active = e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes;
-    if (const int64_t row = e.dense              ? e.lanes
-                            : e.prefix_lanes > 0 ? e.prefix_lanes
-                                                 : e.row_lanes;
-        row > 0 && !scalar) {
+    const int64_t one_range = e.run_lanes();
+    const int64_t active = one_range > 0 ? one_range : e.lanes;
+    if (const int64_t row = one_range > 0 ? one_range : e.row_lanes; row > 0 && !scalar) {
       // The runs are each row's pieces on each shadow page, as the loop below would find them lane by
       // lane (it joins two rows only when one goes on where the other ends, which a tile of rows never
       // does: that tile is dense). Elements aligned to their size never straddle a page; from the first
@@ -811,7 +809,7 @@ struct Races::Impl {
         }
       }
     }
-    if (e.prefix_lanes > 0 && from >= active) from = e.lanes;  // the lanes after the prefix are inactive
+    if (from >= active) from = e.lanes;  // the lanes after an active prefix are inactive
     for (int64_t i = from; i < e.lanes; ++i) {
       if (!e.mask[i]) continue;
       // The next lanes of a run (no lane is out of bounds, so they are in the run's buffer).

@@ -585,18 +585,18 @@ void UninitAnalysis::on_op_begin(const exec::OpEvent& e, void* state) {
 
 void UninitAnalysis::on_access(const exec::AccessEvent& e, void* state) {
   Impl& I = *impl_;
+  // A dense tile, or an active prefix (the rest masked off) taken as a dense tile of its lanes.
+  const int64_t run = e.run_lanes();
+  const int64_t lanes = run > 0 ? run : e.lanes;
   if (e.kind == exec::AccessKind::load) {
-    // An active prefix (the rest masked off) is read as a dense tile of its lanes.
-    const int64_t lanes = e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes;
     I.read(e.op, e.pid, *static_cast<State*>(state), lanes, e.addrs, e.mask, false, e.elem_bytes, false,
-           e.part, e.dense || e.prefix_lanes > 0);
+           e.part, run > 0);
     return;
   }
   // A store that begins an execution (an NKI instruction writing before it reads) counts it.
   if (e.kind == exec::AccessKind::store && e.part == 0 && I.evidence) static_cast<State*>(state)->seq[e.op]++;
   // Stores, and atomics (rmw / cas were checked at op begin; descriptor reductions only write here).
-  I.runs(e.prefix_lanes > 0 ? e.prefix_lanes : e.lanes, e.addrs, e.mask, false, e.elem_bytes,
-         e.dense || e.prefix_lanes > 0,
+  I.runs(lanes, e.addrs, e.mask, false, e.elem_bytes, run > 0,
          [](TrackedAllocation& a, uint64_t off, uint64_t len, int64_t, int64_t, uint64_t,
             const exec::Buffer&) { a.define(off, len); });
 }

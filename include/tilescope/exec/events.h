@@ -99,6 +99,10 @@ struct AccessEvent {
   /// (`offs < n` in a row's last tile). Observers may treat the active lanes as one byte range. 0 says
   /// nothing.
   int64_t prefix_lanes = 0;
+
+  /// The lanes [0, run_lanes()) that observers may take as one byte range from addrs[0]: every lane of a
+  /// dense tile, or the active prefix; 0 for any other access.
+  int64_t run_lanes() const { return dense ? lanes : prefix_lanes; }
 };
 
 /// A watched op is about to run (kOpBegin: `results` do not hold its results yet) or has run
